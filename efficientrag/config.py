@@ -1,0 +1,240 @@
+"""The one config loader: typed dataclasses from YAML presets plus ``key=value`` overrides.
+
+Every entry point (CLI, ``train/*.py``, ``synth/run.py``, benchmarks) goes through
+:func:`load_config`, so a preset that works in one place works everywhere, and a typo in a
+key fails the same way everywhere: early, naming the key and the file it came from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar, Union, get_args, get_origin
+
+import yaml
+
+T = TypeVar("T")
+
+BASE_KEY = "_base_"
+
+
+class ConfigError(ValueError):
+    """A config value or key is wrong; the message names the key and where it came from."""
+
+
+def load_config(
+    cls: type[T],
+    path: str | Path | None = None,
+    overrides: Sequence[str] = (),
+    *,
+    data: Mapping[str, Any] | None = None,
+) -> T:
+    """Build ``cls`` from an optional YAML file, an optional mapping, then ``key=value`` overrides.
+
+    Later sources win: YAML < ``data`` < ``overrides``. A YAML file may name other files under
+    ``_base_`` (a path or list of paths, relative to the file) that it extends.
+    """
+    merged: dict[str, Any] = {}
+    origin = "<defaults>"
+    if path is not None:
+        merged = _read_yaml(Path(path))
+        origin = str(path)
+    if data:
+        merged = _deep_merge(merged, dict(data))
+    for item in overrides:
+        key, value = parse_override(item)
+        _set_dotted(merged, key, value)
+        origin = f"{origin} + overrides" if "overrides" not in origin else origin
+    return from_dict(cls, merged, origin=origin)
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """``a.b=3`` -> ("a.b", 3). The value is parsed as YAML, so lists and nulls work."""
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} is not of the form key=value")
+    key, raw = item.split("=", 1)
+    key = key.strip()
+    if not key:
+        raise ConfigError(f"override {item!r} has an empty key")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key, value
+
+
+def from_dict(cls: type[T], data: Mapping[str, Any], *, origin: str = "<dict>", prefix: str = "") -> T:
+    """Recursively build a dataclass, checking keys and converting values to the field types."""
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls!r} is not a dataclass")
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{origin}: '{prefix or '<root>'}' must be a mapping, got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    hints = typing.get_type_hints(cls)
+    unknown = [k for k in data if k not in fields]
+    if unknown:
+        key = unknown[0]
+        full = f"{prefix}{key}"
+        close = difflib.get_close_matches(str(key), list(fields), n=1)
+        hint = f"; did you mean '{prefix}{close[0]}'?" if close else ""
+        known = ", ".join(sorted(fields))
+        raise ConfigError(f"{origin}: unknown config key '{full}'{hint} (known keys here: {known})")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        kwargs[name] = _convert(value, hints[name], origin=origin, key=f"{prefix}{name}")
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{origin}: invalid config for '{prefix or cls.__name__}': {exc}") from exc
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """Plain-data view of a config (for saving next to outputs, and for hashing)."""
+    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
+        return {f.name: to_dict(getattr(cfg, f.name)) for f in dataclasses.fields(cfg)}
+    if isinstance(cfg, (list, tuple)):
+        return [to_dict(x) for x in cfg]
+    if isinstance(cfg, dict):
+        return {k: to_dict(v) for k, v in cfg.items()}
+    if isinstance(cfg, Path):
+        return str(cfg)
+    return cfg
+
+
+def save_config(cfg: Any, path: str | Path) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False), encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _read_yaml(path: Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    path = path.expanduser()
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    if path.resolve() in _seen:
+        raise ConfigError(f"{path}: '{BASE_KEY}' includes form a cycle")
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if loaded is None:
+        loaded = {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{path}: top level must be a mapping, got {type(loaded).__name__}")
+    bases = loaded.pop(BASE_KEY, None)
+    if bases is None:
+        return loaded
+    merged: dict[str, Any] = {}
+    for base in [bases] if isinstance(bases, str) else list(bases):
+        merged = _deep_merge(merged, _read_yaml(path.parent / base, _seen + (path.resolve(),)))
+    return _deep_merge(merged, loaded)
+
+
+def _deep_merge(a: dict[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(a)
+    for key, value in b.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _set_dotted(target: dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = target
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
+
+
+def _convert(value: Any, tp: Any, *, origin: str, key: str) -> Any:
+    origin_tp = get_origin(tp)
+    if tp is Any:
+        return value
+    if origin_tp in (Union, types.UnionType):
+        args = get_args(tp)
+        if value is None:
+            if type(None) in args:
+                return None
+            raise ConfigError(f"{origin}: '{key}' may not be null")
+        errors = []
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return _convert(value, arg, origin=origin, key=key)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(
+            errors[0] if len(errors) == 1 else f"{origin}: '{key}': {value!r} fits none of {tp}"
+        )
+    if origin_tp is typing.Literal:
+        allowed = get_args(tp)
+        if value not in allowed:
+            raise ConfigError(f"{origin}: '{key}' must be one of {list(allowed)}, got {value!r}")
+        return value
+    if dataclasses.is_dataclass(tp):
+        if isinstance(value, tp):
+            return value
+        return from_dict(tp, value if value is not None else {}, origin=origin, prefix=f"{key}.")
+    if origin_tp in (list, Sequence, tuple) or tp in (list, tuple):
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            value = [value]
+        args = get_args(tp)
+        item_tp = args[0] if args else Any
+        items = [_convert(v, item_tp, origin=origin, key=f"{key}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if (origin_tp is tuple or tp is tuple) else items
+    if origin_tp in (dict, Mapping) or tp is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{origin}: '{key}' must be a mapping, got {value!r}")
+        args = get_args(tp)
+        val_tp = args[1] if len(args) == 2 else Any
+        return {str(k): _convert(v, val_tp, origin=origin, key=f"{key}.{k}") for k, v in value.items()}
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in {"true", "yes", "1", "on", "false", "no", "0", "off"}:
+            return value.lower() in {"true", "yes", "1", "on"}
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        raise ConfigError(f"{origin}: '{key}' must be true/false, got {value!r}")
+    if tp is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"{origin}: '{key}' must be an integer, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value.replace("_", ""))
+            except ValueError:
+                pass
+        raise ConfigError(f"{origin}: '{key}' must be an integer, got {value!r}")
+    if tp is float:
+        if isinstance(value, bool):
+            raise ConfigError(f"{origin}: '{key}' must be a number, got {value!r}")
+        if isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"{origin}: '{key}' must be a number, got {value!r}")
+    if tp is str:
+        if isinstance(value, (dict, list)):
+            raise ConfigError(f"{origin}: '{key}' must be a string, got {value!r}")
+        return str(value)
+    if tp is Path:
+        return Path(str(value))
+    return value

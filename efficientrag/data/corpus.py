@@ -1,0 +1,81 @@
+"""An in-memory corpus of chunks with id lookup, a content fingerprint, and JSONL persistence."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from efficientrag.data.errors import DataFormatError
+from efficientrag.data.schema import Chunk
+from efficientrag.jsonl import read_jsonl, write_jsonl
+
+
+class Corpus:
+    """Ordered chunks; the order is the row order of every index built over it."""
+
+    def __init__(self, chunks: Iterable[Chunk]) -> None:
+        self.chunks: list[Chunk] = list(chunks)
+        self._index: dict[str, int] = {}
+        for i, chunk in enumerate(self.chunks):
+            if chunk.id in self._index:
+                raise ValueError(f"duplicate chunk id {chunk.id!r} in corpus")
+            self._index[chunk.id] = i
+        self._fingerprint: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def __iter__(self) -> Iterator[Chunk]:
+        return iter(self.chunks)
+
+    def __getitem__(self, i: int) -> Chunk:
+        return self.chunks[i]
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._index
+
+    def get(self, chunk_id: str) -> Chunk:
+        try:
+            return self.chunks[self._index[chunk_id]]
+        except KeyError:
+            raise KeyError(f"chunk id {chunk_id!r} is not in the corpus") from None
+
+    def position(self, chunk_id: str) -> int:
+        return self._index[chunk_id]
+
+    @property
+    def ids(self) -> list[str]:
+        return [c.id for c in self.chunks]
+
+    def fingerprint(self) -> str:
+        """sha256 over ids and contents in order: an index built on another corpus will not match."""
+        if self._fingerprint is None:
+            h = hashlib.sha256()
+            for c in self.chunks:
+                h.update(c.id.encode("utf-8"))
+                h.update(b"\x00")
+                h.update(c.contents.encode("utf-8"))
+                h.update(b"\x01")
+            self._fingerprint = h.hexdigest()
+        return self._fingerprint
+
+    def save(self, path: str | Path) -> None:
+        write_jsonl(path, (c.to_dict() for c in self.chunks))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Corpus:
+        """Read ``{"id","title","text"}`` lines (or FlashRAG's ``{"id","contents"}``)."""
+        chunks = []
+        for lineno, rec in enumerate(read_jsonl(path), start=1):
+            if "id" not in rec:
+                raise DataFormatError(path, "missing chunk id", line=lineno, field="id")
+            if "text" not in rec and "contents" not in rec:
+                raise DataFormatError(
+                    path, "chunk has neither 'text' nor 'contents'", line=lineno, field="text"
+                )
+            chunks.append(Chunk.from_dict(rec))
+        try:
+            return cls(chunks)
+        except ValueError as exc:
+            raise DataFormatError(path, str(exc), field="id") from exc

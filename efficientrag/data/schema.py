@@ -1,0 +1,85 @@
+"""The two records everything else passes around: a retrievable ``Chunk`` and a question ``Example``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One retrievable passage. ``id`` is unique within a corpus."""
+
+    id: str
+    title: str
+    text: str
+
+    @property
+    def contents(self) -> str:
+        """What gets embedded and shown to models: ``"{title}: {text}"`` (the official format)."""
+        return f"{self.title}: {self.text}" if self.title else self.text
+
+    def to_dict(self) -> dict[str, str]:
+        return {"id": self.id, "title": self.title, "text": self.text}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Chunk:
+        if "text" in d:
+            return cls(id=str(d["id"]), title=str(d.get("title") or ""), text=str(d["text"]))
+        # FlashRAG corpora: {"id", "contents"} with "title\ntext" or "title: text" contents.
+        contents = str(d["contents"])
+        title, _, text = contents.partition("\n")
+        if not text:
+            title, text = "", contents
+        return cls(id=str(d["id"]), title=title.strip().strip('"'), text=text.strip())
+
+
+@dataclass
+class Example:
+    """One multi-hop question.
+
+    ``gold_chunk_ids`` are ordered by reasoning hop where the dataset says so (MuSiQue
+    decompositions, 2Wiki evidence chains); ``context_ids`` are all paragraphs the dataset gave
+    with the question (gold and distractors), after pooling they point into the pooled corpus.
+    ``raw`` is the untouched source record: the annotation teacher reads it.
+    """
+
+    id: str
+    question: str
+    answers: list[str]
+    gold_chunk_ids: list[str]
+    type: str = ""
+    dataset: str = ""
+    context_ids: list[str] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def answer(self) -> str:
+        return self.answers[0] if self.answers else ""
+
+    def to_dict(self, *, with_raw: bool = True) -> dict[str, Any]:
+        d = {
+            "id": self.id,
+            "question": self.question,
+            "answers": list(self.answers),
+            "gold_chunk_ids": list(self.gold_chunk_ids),
+            "type": self.type,
+            "dataset": self.dataset,
+            "context_ids": list(self.context_ids),
+        }
+        if with_raw:
+            d["raw"] = self.raw
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Example:
+        return cls(
+            id=str(d["id"]),
+            question=str(d["question"]),
+            answers=[str(a) for a in d.get("answers", [])],
+            gold_chunk_ids=[str(x) for x in d.get("gold_chunk_ids", [])],
+            type=str(d.get("type", "")),
+            dataset=str(d.get("dataset", "")),
+            context_ids=[str(x) for x in d.get("context_ids", [])],
+            raw=dict(d.get("raw") or {}),
+        )

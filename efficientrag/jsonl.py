@@ -1,0 +1,124 @@
+"""JSONL reading and crash-safe appending: the storage format of every resumable job.
+
+A job that is killed mid-write leaves at most one torn last line. :class:`JsonlAppender`
+repairs that on open (cuts the torn tail), so a rerun appends after the last complete record,
+and :func:`read_jsonl` can be told to tolerate a torn final line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from efficientrag.data.errors import DataFormatError
+
+
+def read_jsonl(path: str | Path, *, allow_torn_tail: bool = False) -> Iterator[dict[str, Any]]:
+    """Yield one dict per line; a bad line raises :class:`DataFormatError` naming file and line."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(path, "file not found")
+    with path.open("rb") as fh:
+        lines = fh.read().split(b"\n")
+    last = len(lines)
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            if allow_torn_tail and lineno >= last - 1 and not raw.endswith(b"\n"):
+                return
+            raise DataFormatError(
+                path, f"not valid JSON ({exc.msg} at column {exc.colno})", line=lineno
+            ) from exc
+        if not isinstance(obj, dict):
+            raise DataFormatError(path, f"expected a JSON object, got {type(obj).__name__}", line=lineno)
+        yield obj
+
+
+def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
+    """Write all records atomically (temp file + rename): readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    n = 0
+    with tmp.open("w", encoding="utf-8") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            n += 1
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return n
+
+
+def repair_torn_tail(path: Path) -> int:
+    """Cut an incomplete last line left by a killed writer. Returns the number of bytes cut."""
+    if not path.is_file():
+        return 0
+    size = path.stat().st_size
+    if size == 0:
+        return 0
+    with path.open("rb+") as fh:
+        fh.seek(-1, os.SEEK_END)
+        if fh.read(1) == b"\n":
+            return 0
+        # Walk back to the previous newline.
+        pos = size - 1
+        chunk = 4096
+        while pos > 0:
+            start = max(0, pos - chunk)
+            fh.seek(start)
+            buf = fh.read(pos - start)
+            idx = buf.rfind(b"\n")
+            if idx >= 0:
+                keep = start + idx + 1
+                fh.truncate(keep)
+                return size - keep
+            pos = start
+        fh.truncate(0)
+        return size
+
+
+class JsonlAppender:
+    """Append records one per line, flushed per record (fsync every ``sync_every``)."""
+
+    def __init__(self, path: str | Path, *, sync_every: int = 1) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.cut_bytes = repair_torn_tail(self.path)
+        self._fh = self.path.open("a", encoding="utf-8")
+        self._sync_every = max(1, sync_every)
+        self._pending = 0
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._fh.flush()
+        self._pending += 1
+        if self._pending >= self._sync_every:
+            os.fsync(self._fh.fileno())
+            self._pending = 0
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+
+    def __enter__(self) -> JsonlAppender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_done_ids(path: str | Path, key: str = "id") -> set[str]:
+    """Ids already written to a JSONL output (tolerating a torn last line)."""
+    path = Path(path)
+    if not path.is_file():
+        return set()
+    return {str(r[key]) for r in read_jsonl(path, allow_torn_tail=True) if key in r}

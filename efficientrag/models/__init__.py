@@ -1,0 +1,1 @@
+"""Labeler/Tagger and Filter token classifiers."""

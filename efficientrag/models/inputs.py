@@ -1,0 +1,112 @@
+"""What the Labeler and Filter read, and the training rows that teach them.
+
+These rows are the contract between synthesis (``efficientrag.synth``), which writes them, and
+training (``efficientrag.training``), which reads them. Labels are per *word* (see
+``efficientrag.text.words``); sub-word labels are derived at tokenization time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+TAG_CONTINUE = "continue"
+TAG_TERMINATE = "terminate"
+TAGS = (TAG_CONTINUE, TAG_TERMINATE)  # index = class id, as in the official 2-tag mapping
+
+QUERY_MARK = ["Query", ":"]
+INFO_MARK = ["Info", ":"]
+INFO_SEP = ";"
+
+
+def filter_words(query_words: Sequence[str], infos: Sequence[Sequence[str]]) -> list[str]:
+    """The Filter's input as words: ``Query: <query> Info: <i1>; Info: <i2>`` (official format)."""
+    words = [*QUERY_MARK, *query_words]
+    for i, info in enumerate(infos):
+        if i:
+            words.append(INFO_SEP)
+        words.extend(INFO_MARK)
+        words.extend(info)
+    return words
+
+
+@dataclass
+class LabelerRow:
+    """One (query, chunk) pair: which chunk words are useful, and whether to continue."""
+
+    id: str
+    question_id: str
+    query_words: list[str]
+    chunk_words: list[str]
+    labels: list[int]
+    tag: str
+    chunk_id: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.labels) != len(self.chunk_words):
+            raise ValueError(
+                f"row {self.id}: {len(self.labels)} labels for {len(self.chunk_words)} chunk words"
+            )
+        if self.tag not in TAGS:
+            raise ValueError(f"row {self.id}: tag must be one of {TAGS}, got {self.tag!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "question_id": self.question_id,
+            "query_words": self.query_words,
+            "chunk_words": self.chunk_words,
+            "labels": self.labels,
+            "tag": self.tag,
+            "chunk_id": self.chunk_id,
+            "meta": self.meta,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LabelerRow:
+        return cls(
+            id=str(d["id"]),
+            question_id=str(d["question_id"]),
+            query_words=list(d["query_words"]),
+            chunk_words=list(d["chunk_words"]),
+            labels=[int(x) for x in d["labels"]],
+            tag=str(d["tag"]),
+            chunk_id=str(d.get("chunk_id", "")),
+            meta=dict(d.get("meta") or {}),
+        )
+
+
+@dataclass
+class FilterRow:
+    """One Filter example: which words of ``Query: … Info: …`` form the next-hop query."""
+
+    id: str
+    question_id: str
+    words: list[str]
+    labels: list[int]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.labels) != len(self.words):
+            raise ValueError(f"row {self.id}: {len(self.labels)} labels for {len(self.words)} words")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "question_id": self.question_id,
+            "words": self.words,
+            "labels": self.labels,
+            "meta": self.meta,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> FilterRow:
+        return cls(
+            id=str(d["id"]),
+            question_id=str(d["question_id"]),
+            words=list(d["words"]),
+            labels=[int(x) for x in d["labels"]],
+            meta=dict(d.get("meta") or {}),
+        )

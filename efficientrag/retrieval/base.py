@@ -1,0 +1,29 @@
+"""The retriever interface every method uses, so methods can be compared on the same retriever."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from efficientrag.data.corpus import Corpus
+from efficientrag.data.schema import Chunk
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk: Chunk
+    score: float
+
+    @property
+    def id(self) -> str:
+        return self.chunk.id
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Batched top-k search over a fixed corpus. Hits are sorted by descending score."""
+
+    corpus: Corpus
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]: ...

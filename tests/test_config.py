@@ -1,0 +1,69 @@
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pytest
+
+from efficientrag.config import ConfigError, load_config, parse_override, to_dict
+
+
+@dataclass
+class Inner:
+    k: int = 10
+    name: str = "bm25"
+    kind: Literal["dense", "bm25"] = "dense"
+
+
+@dataclass
+class Outer:
+    inner: Inner = field(default_factory=Inner)
+    ks: list[int] = field(default_factory=lambda: [2, 4])
+    rate: float = 0.5
+    flag: bool = False
+    path: str | None = None
+
+
+def test_yaml_then_overrides(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text("inner:\n  k: 5\nks: [1, 2, 3]\nrate: 1\n")
+    cfg = load_config(Outer, p, ["inner.name=dense", "flag=true", "ks=[7]", "path=null"])
+    assert cfg.inner.k == 5 and cfg.inner.name == "dense"
+    assert cfg.ks == [7] and cfg.flag is True and cfg.rate == 1.0 and cfg.path is None
+
+
+def test_unknown_key_names_key_and_file(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text("inner:\n  nmae: x\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(Outer, p)
+    msg = str(err.value)
+    assert "inner.nmae" in msg and str(p) in msg and "did you mean 'inner.name'" in msg
+
+
+def test_unknown_override_key():
+    with pytest.raises(ConfigError, match="unknown config key 'nope'"):
+        load_config(Outer, None, ["nope=1"])
+
+
+def test_type_errors_are_specific():
+    with pytest.raises(ConfigError, match="'inner.k' must be an integer"):
+        load_config(Outer, None, ["inner.k=ten"])
+    with pytest.raises(ConfigError, match="'inner.kind' must be one of"):
+        load_config(Outer, None, ["inner.kind=sparse"])
+    with pytest.raises(ConfigError, match="'flag' must be true/false"):
+        load_config(Outer, None, ["flag=maybe"])
+
+
+def test_base_include(tmp_path):
+    (tmp_path / "base.yaml").write_text("inner:\n  k: 3\n  name: x\nrate: 0.1\n")
+    (tmp_path / "child.yaml").write_text("_base_: base.yaml\ninner:\n  k: 4\n")
+    cfg = load_config(Outer, tmp_path / "child.yaml")
+    assert (cfg.inner.k, cfg.inner.name, cfg.rate) == (4, "x", 0.1)
+
+
+def test_override_parsing_and_roundtrip():
+    assert parse_override("a.b=[1, 2]") == ("a.b", [1, 2])
+    assert parse_override("x=hello world") == ("x", "hello world")
+    with pytest.raises(ConfigError):
+        parse_override("novalue")
+    cfg = load_config(Outer, None, ["inner.k=2"])
+    assert load_config(Outer, data=to_dict(cfg)) == cfg

@@ -1,0 +1,31 @@
+import json
+
+import pytest
+
+from efficientrag.data.errors import DataFormatError
+from efficientrag.jsonl import JsonlAppender, read_done_ids, read_jsonl, write_jsonl
+
+
+def test_bad_line_names_file_and_line(tmp_path):
+    p = tmp_path / "x.jsonl"
+    p.write_text('{"id": 1}\n{"id": 2\n{"id": 3}\n')
+    with pytest.raises(DataFormatError) as err:
+        list(read_jsonl(p))
+    assert str(p) in str(err.value) and "line 2" in str(err.value)
+
+
+def test_appender_repairs_torn_tail(tmp_path):
+    p = tmp_path / "out.jsonl"
+    p.write_text('{"id": "a"}\n{"id": "b"}\n{"id": "c", "x": [1, 2')  # killed mid-write
+    assert read_done_ids(p) == {"a", "b"}
+    with JsonlAppender(p) as w:
+        assert w.cut_bytes > 0
+        w.write({"id": "c"})
+    assert [r["id"] for r in read_jsonl(p)] == ["a", "b", "c"]
+
+
+def test_write_jsonl_is_atomic_and_roundtrips(tmp_path):
+    p = tmp_path / "sub" / "y.jsonl"
+    n = write_jsonl(p, ({"id": i, "t": "é"} for i in range(3)))
+    assert n == 3 and not (tmp_path / "sub" / "y.jsonl.tmp").exists()
+    assert [json.loads(line)["id"] for line in p.read_text(encoding="utf-8").splitlines()] == [0, 1, 2]
