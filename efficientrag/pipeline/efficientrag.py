@@ -1,0 +1,247 @@
+"""The EfficientRAG retriever: multi-hop retrieval with two small models and no LLM per hop.
+
+Per hop, for every open branch of every question (all batched): retrieve top-k for the branch's
+query, run the Labeler on every new (query, chunk) pair, keep the chunks tagged Continue, and let the
+Filter write the next query from the query plus the labeled words. A chunk already in the pool is
+not labeled again; a chunk tagged Terminate for one query is judged again when a different query
+retrieves it (the tag depends on the query: the bridge paragraph is often retrieved, and rightly
+rejected, by the original question before the next-hop query makes it relevant). A branch ends when none of its chunks says Continue, when its query is empty or repeats, at
+the hop limit, or when the question's chunk budget is full.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from efficientrag.data.schema import Chunk
+from efficientrag.models.inputs import filter_words
+from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.retrieval.base import Hit, Retriever
+from efficientrag.text.words import join_words, split_words
+
+
+class LabelerLike(Protocol):
+    """``predict`` returns objects with ``continue_prob`` and ``word_probs`` (one per chunk word)."""
+
+    def predict(self, pairs: Sequence[tuple[list[str], list[str]]], **kw: Any) -> list[Any]: ...
+
+
+class FilterLike(Protocol):
+    """``predict`` returns objects with ``word_probs`` (one per input word)."""
+
+    def predict(self, word_lists: Sequence[list[str]], **kw: Any) -> list[Any]: ...
+
+
+@dataclass
+class RetrievalResult:
+    question: str
+    chunks: list[Chunk]
+    scores: list[float]
+    trace: list[dict[str, Any]]
+    counters: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def chunk_ids(self) -> list[str]:
+        return [c.id for c in self.chunks]
+
+
+@dataclass
+class _Branch:
+    query: str
+    words: list[str]
+
+
+@dataclass
+class _State:
+    question: str
+    branches: list[_Branch]
+    pool: dict[str, tuple[Chunk, float]] = field(default_factory=dict)
+    labeled_pairs: set[tuple[str, str]] = field(default_factory=set)
+    queries_used: set[str] = field(default_factory=set)
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    counters: dict[str, float] = field(default_factory=dict)
+
+    def count(self, key: str, value: float = 1.0) -> None:
+        self.counters[key] = self.counters.get(key, 0.0) + value
+
+
+class EfficientRAG:
+    """Iterative retriever. ``retrieve_batch`` is the batched entry point; ``retrieve`` wraps it."""
+
+    def __init__(
+        self,
+        retriever: Retriever,
+        labeler: LabelerLike,
+        filter: FilterLike,  # noqa: A002 - the paper's name for the component
+        config: EfficientRAGConfig | None = None,
+    ) -> None:
+        self.retriever = retriever
+        self.labeler = labeler
+        self.filter = filter
+        self.config = config or EfficientRAGConfig()
+        self._chunk_words: dict[str, list[str]] = {}
+
+    @classmethod
+    def from_config(cls, retriever: Retriever, config: EfficientRAGConfig) -> EfficientRAG:
+        """Load the Labeler and Filter named in the config (folders written by training)."""
+        from efficientrag.models import Filter, Labeler
+
+        if not config.labeler or not config.filter:
+            raise ValueError(
+                "EfficientRAG needs trained models: set efficientrag.labeler and efficientrag.filter to the "
+                "folders written by `efficientrag train labeler|filter` (their best/ subfolder)"
+            )
+        labeler = Labeler.from_pretrained(config.labeler, device=config.device)
+        filt = Filter.from_pretrained(config.filter, device=config.device)
+        return cls(retriever, labeler, filt, config)
+
+    def retrieve(self, question: str) -> RetrievalResult:
+        return self.retrieve_batch([question])[0]
+
+    def retrieve_batch(self, questions: Sequence[str]) -> list[RetrievalResult]:
+        cfg = self.config
+        states = [_State(q, [_Branch(q, split_words(q))]) for q in questions]
+        for state in states:
+            state.queries_used.add(_query_key(state.question))
+        for hop in range(cfg.max_hops):
+            active = [s for s in states if s.branches and not self._budget_full(s)]
+            if not active:
+                break
+            self._hop(hop, active)
+        results = []
+        for s in states:
+            chunks = [c for c, _ in s.pool.values()]
+            scores = [p for _, p in s.pool.values()]
+            s.counters["hops"] = float(len(s.trace))
+            s.counters["llm_calls"] = 0.0
+            results.append(RetrievalResult(s.question, chunks, scores, s.trace, s.counters))
+        return results
+
+    # ------------------------------------------------------------------------------------------
+
+    def _hop(self, hop: int, states: list[_State]) -> None:
+        cfg = self.config
+        branch_refs = [(s, b) for s in states for b in s.branches]
+        t0 = time.perf_counter()
+        hits = self.retriever.search([b.query for _, b in branch_refs], cfg.top_k)
+        t_search = time.perf_counter() - t0
+
+        # Label every new (query, chunk) pair of chunks not yet in the pool, in one batch.
+        to_label: list[tuple[_State, int, Hit]] = []
+        pairs: list[tuple[list[str], list[str]]] = []
+        hop_hits: list[list[dict[str, Any]]] = []
+        for bi, ((state, branch), branch_hits) in enumerate(zip(branch_refs, hits, strict=True)):
+            state.count("retrieval_calls")
+            rows = []
+            qkey = _query_key(branch.query)
+            for h in branch_hits:
+                skip = h.id in state.pool or (qkey, h.id) in state.labeled_pairs
+                row: dict[str, Any] = {"id": h.id, "score": h.score, "seen": skip}
+                rows.append(row)
+                if skip:
+                    continue
+                state.labeled_pairs.add((qkey, h.id))
+                to_label.append((state, bi, h))
+                pairs.append((branch.words, self._words_of(h.chunk)))
+            hop_hits.append(rows)
+        t0 = time.perf_counter()
+        labels = (
+            self.labeler.predict(pairs, batch_size=cfg.batch_size, max_length=cfg.labeler_max_length)
+            if pairs
+            else []
+        )
+        t_labeler = time.perf_counter() - t0
+
+        # Collect Continue chunks and their labeled words per branch.
+        infos: dict[int, list[tuple[float, list[str], Hit]]] = {}
+        row_of = {(bi, r["id"]): r for bi, rows in enumerate(hop_hits) for r in rows if not r["seen"]}
+        for (state, bi, h), pred in zip(to_label, labels, strict=True):
+            cont = float(pred.continue_prob) >= cfg.tag_threshold
+            words = self._words_of(h.chunk)
+            labeled = [w for w, p in zip(words, pred.word_probs, strict=False) if p >= cfg.token_threshold]
+            row = row_of[(bi, h.id)]
+            row.update(tag="continue" if cont else "terminate", continue_prob=float(pred.continue_prob))
+            row["labeled_words"] = labeled
+            state.count("labeler_pairs")
+            if cont and not self._budget_full(state):
+                state.pool[h.id] = (h.chunk, float(pred.continue_prob))
+                infos.setdefault(bi, []).append((float(pred.continue_prob), labeled, h))
+
+        # Form next queries: merged (one per question) or one per Continue chunk.
+        filter_jobs: list[tuple[_State, _Branch, list[str]]] = []
+        for state in states:
+            own = [bi for bi, (s, _) in enumerate(branch_refs) if s is state]
+            if cfg.query_mode == "merged":
+                collected = [(p, w, h) for bi in own for (p, w, h) in infos.get(bi, [])]
+                if collected:
+                    # The hop's query is the one the chunks answered; with one branch per hop in
+                    # merged mode there is exactly one.
+                    branch = branch_refs[own[0]][1]
+                    filter_jobs.append((state, branch, filter_words(branch.words, [w for _, w, _ in collected])))
+            else:
+                candidates = [(p, w, branch_refs[bi][1]) for bi in own for (p, w, _) in infos.get(bi, [])]
+                candidates.sort(key=lambda x: -x[0])
+                for _, w, branch in candidates[: cfg.max_branches]:
+                    filter_jobs.append((state, branch, filter_words(branch.words, [w])))
+        t0 = time.perf_counter()
+        kept = (
+            self.filter.predict(
+                [words for _, _, words in filter_jobs], batch_size=cfg.batch_size, max_length=cfg.filter_max_length
+            )
+            if filter_jobs
+            else []
+        )
+        t_filter = time.perf_counter() - t0
+
+        next_branches: dict[int, list[_Branch]] = {id(s): [] for s in states}
+        next_queries: dict[int, list[str]] = {id(s): [] for s in states}
+        for (state, _, words), pred in zip(filter_jobs, kept, strict=True):
+            state.count("filter_calls")
+            q_words = [w for w, p in zip(words, pred.word_probs, strict=False) if p >= cfg.filter_threshold]
+            query = join_words(q_words)
+            key = _query_key(query)
+            if not key or key in state.queries_used:
+                continue
+            state.queries_used.add(key)
+            next_branches[id(state)].append(_Branch(query, q_words))
+            next_queries[id(state)].append(query)
+
+        n_pairs, n_jobs = max(1, len(pairs)), max(1, len(filter_jobs))
+        for state in states:
+            own = [bi for bi, (s, _) in enumerate(branch_refs) if s is state]
+            share = sum(1 for st, _, _ in to_label if st is state) / n_pairs
+            filter_share = sum(1 for st, _, _ in filter_jobs if st is state) / n_jobs
+            state.trace.append(
+                {
+                    "hop": hop,
+                    "queries": [branch_refs[bi][1].query for bi in own],
+                    "hits": [hop_hits[bi] for bi in own],
+                    "next_queries": next_queries[id(state)],
+                    "timings_s": {
+                        "retrieval": t_search * len(own) / max(1, len(branch_refs)),
+                        "labeler": t_labeler * share,
+                        "filter": t_filter * filter_share,
+                    },
+                }
+            )
+            state.branches = next_branches[id(state)]
+
+    def _budget_full(self, state: _State) -> bool:
+        budget = self.config.chunk_budget
+        return budget is not None and len(state.pool) >= budget
+
+    def _words_of(self, chunk: Chunk) -> list[str]:
+        words = self._chunk_words.get(chunk.id)
+        if words is None:
+            words = split_words(chunk.contents)
+            if len(self._chunk_words) > 200_000:
+                self._chunk_words.clear()
+            self._chunk_words[chunk.id] = words
+        return words
+
+
+def _query_key(query: str) -> str:
+    return " ".join(query.lower().split())
