@@ -1,0 +1,54 @@
+"""What data to load: one dataset (or the toy world), optionally pooled with further sources."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from efficientrag.data.toy_world import DEFAULT_TYPE_MIX
+
+
+@dataclass
+class ToyWorldConfig:
+    """Arguments of :func:`efficientrag.data.toy_world.generate_toy_world`."""
+
+    seed: int = 0
+    num_questions: int = 300
+    paragraphs_per_question: int = 10
+    type_mix: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_TYPE_MIX))
+
+
+@dataclass
+class SourceConfig:
+    """One more file to pool into the same corpus (the combined pool)."""
+
+    dataset: str = "toy"
+    path: str | None = None
+    format: Literal["auto", "distractor", "ircot"] = "auto"
+    corpus_path: str | None = None
+    limit: int | None = None
+
+
+@dataclass
+class DataConfig:
+    """``dataset``: hotpotqa | 2wikimultihopqa (2wiki, 2wikimqa) | musique | jsonl | toy.
+
+    ``path`` is the dataset file (for ``toy``: where to write the generated world, optional).
+    ``corpus_path`` is the corpus JSONL for ``jsonl``; for the other datasets an optional extra
+    corpus (chunk JSONL or ``{title: text}`` JSON) pooled with the questions' paragraphs.
+    ``format`` only matters for HotpotQA (auto | distractor | ircot). ``strict=False`` skips bad
+    records (each listed in ``skipped``) instead of stopping at the first one.
+    """
+
+    dataset: str = "toy"
+    path: str | None = None
+    corpus_path: str | None = None
+    format: Literal["auto", "distractor", "ircot"] = "auto"
+    limit: int | None = None
+    strict: bool = True
+    toy: ToyWorldConfig = field(default_factory=ToyWorldConfig)
+    extra: list[SourceConfig] = field(default_factory=list)
+
+    def sources(self) -> list[SourceConfig]:
+        main = SourceConfig(self.dataset, self.path, self.format, self.corpus_path, self.limit)
+        return [main, *self.extra]

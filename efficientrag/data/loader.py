@@ -1,0 +1,147 @@
+"""From a :class:`DataConfig` to a pooled dataset, and a prepared dataset to and from disk.
+
+``save_prepared`` writes what every later stage reads (``corpus.jsonl``, ``examples.jsonl``,
+``skipped.jsonl``, ``id_map.json``, ``stats.json``), so synthesis, indexing and evaluation
+agree on one corpus without re-reading the raw files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from efficientrag.config import ConfigError
+from efficientrag.data.config import DataConfig, SourceConfig, ToyWorldConfig
+from efficientrag.data.corpus import Corpus
+from efficientrag.data.errors import DataFormatError, SkippedRecord
+from efficientrag.data.pooling import PooledDataset, pool
+from efficientrag.data.readers.corpus_file import read_corpus_file
+from efficientrag.data.readers.hotpotqa import read_hotpotqa
+from efficientrag.data.readers.jsonl_dataset import read_jsonl_dataset
+from efficientrag.data.readers.registry import READERS, canonical_dataset_name
+from efficientrag.data.readers.result import ReadResult
+from efficientrag.data.readers.toy import read_toy_world
+from efficientrag.data.schema import Example
+from efficientrag.jsonl import read_jsonl, write_jsonl
+
+PREPARED_FILES = ("corpus.jsonl", "examples.jsonl", "skipped.jsonl", "id_map.json", "stats.json")
+
+_EXAMPLE_FILES = {
+    "hotpotqa": "hotpot_dev_distractor_v1.json (or IRCoT's hotpotqa dev JSONL)",
+    "2wikimultihopqa": "dev.json",
+    "musique": "musique_ans_v1.0_dev.jsonl",
+    "jsonl": "questions.jsonl (plus corpus_path=corpus.jsonl)",
+}
+
+
+def load_data(cfg: DataConfig) -> PooledDataset:
+    results: list[ReadResult] = []
+    for i, src in enumerate(cfg.sources()):
+        results.extend(
+            read_source(src, strict=cfg.strict, toy=cfg.toy, key="" if i == 0 else f"extra[{i - 1}].")
+        )
+    return pool(results)
+
+
+def read_source(
+    src: SourceConfig, *, strict: bool = True, toy: ToyWorldConfig | None = None, key: str = ""
+) -> list[ReadResult]:
+    """The read results of one source: its questions, plus its extra corpus file if it names one."""
+    try:
+        name = canonical_dataset_name(src.dataset)
+    except ValueError as exc:
+        raise ConfigError(f"'{key}dataset': {exc}") from None
+    if src.format != "auto" and name != "hotpotqa":
+        raise ConfigError(
+            f"'{key}format' is only for hotpotqa (distractor | ircot); got {src.format!r} for {name}"
+        )
+    if name == "toy":
+        toy = toy or ToyWorldConfig()
+        return [read_toy_world(src.path, strict=strict, limit=src.limit, **dataclasses.asdict(toy))]
+    if src.path is None:
+        raise ConfigError(
+            f"dataset {name!r} needs its data file: set '{key}path' (e.g. {key}path=/data/{_EXAMPLE_FILES[name]})"
+        )
+    if name == "jsonl":
+        if src.corpus_path is None:
+            raise ConfigError(f"dataset 'jsonl' needs a corpus: set '{key}corpus_path' to a chunk JSONL")
+        return [read_jsonl_dataset(src.path, src.corpus_path, strict=strict, limit=src.limit)]
+    if name == "hotpotqa":
+        result = read_hotpotqa(src.path, strict=strict, limit=src.limit, format=src.format)
+    else:
+        result = READERS[name](src.path, strict=strict, limit=src.limit)
+    if src.corpus_path is None:
+        return [result]
+    return [result, read_corpus_file(src.corpus_path, dataset=name)]
+
+
+def save_prepared(pooled: PooledDataset, out_dir: str | Path) -> Path:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    pooled.corpus.save(out / "corpus.jsonl")
+    write_jsonl(out / "examples.jsonl", (ex.to_dict() for ex in pooled.examples))
+    write_jsonl(out / "skipped.jsonl", (s.to_dict() for s in pooled.skipped))
+    _write_json(out / "id_map.json", pooled.id_map)
+    _write_json(out / "stats.json", pooled.stats)
+    return out
+
+
+def load_prepared(out_dir: str | Path) -> PooledDataset:
+    out = Path(out_dir)
+    missing = [name for name in PREPARED_FILES if not (out / name).is_file()]
+    if missing:
+        raise DataFormatError(
+            out,
+            f"not a prepared dataset folder: missing {', '.join(missing)} "
+            "(write one with efficientrag.data.save_prepared)",
+        )
+    corpus = Corpus.load(out / "corpus.jsonl")
+    examples = []
+    for lineno, rec in enumerate(read_jsonl(out / "examples.jsonl"), start=1):
+        try:
+            ex = Example.from_dict(rec)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataFormatError(
+                out / "examples.jsonl", f"not an example record ({exc})", line=lineno
+            ) from exc
+        for cid in ex.gold_chunk_ids:
+            if cid not in corpus:
+                raise DataFormatError(
+                    out / "examples.jsonl",
+                    f"gold chunk id {cid!r} is not in corpus.jsonl",
+                    line=lineno,
+                    record=ex.id,
+                    field="gold_chunk_ids",
+                )
+        examples.append(ex)
+    skipped = [
+        SkippedRecord(error=str(r.get("error", "")), line=r.get("line"), record=r.get("record"))
+        for r in read_jsonl(out / "skipped.jsonl")
+    ]
+    id_map = _read_json(out / "id_map.json", dict)
+    stats = _read_json(out / "stats.json", dict)
+    return PooledDataset(corpus=corpus, examples=examples, id_map=id_map, skipped=skipped, stats=stats)
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        json.dump(obj, fh, ensure_ascii=False, indent=1)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _read_json(path: Path, tp: type) -> Any:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(
+            path, f"not valid JSON ({exc.msg} at column {exc.colno})", line=exc.lineno
+        ) from exc
+    if not isinstance(obj, tp):
+        raise DataFormatError(path, f"expected a JSON {tp.__name__}, got {type(obj).__name__}")
+    return obj

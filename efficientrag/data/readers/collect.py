@@ -1,0 +1,68 @@
+"""The loop every file reader shares: parse records, enforce unique ids, skip or raise on bad ones.
+
+A reader only supplies a function that turns one record into an example and its chunks (or
+says why the record is not a question at all, like MuSiQue's unanswerable contrast records);
+strictness, limits, duplicate ids and the skipped list are handled here, the same way for all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from efficientrag.data.errors import DataFormatError, SkippedRecord
+from efficientrag.data.readers.fields import Where
+from efficientrag.data.readers.result import ReadResult
+from efficientrag.data.readers.source import SourceRecord
+from efficientrag.data.schema import Chunk, Example
+
+
+@dataclass
+class NotAQuestion:
+    """A record that is valid but not usable as a question (always skipped, even when strict)."""
+
+    reason: str
+
+
+Parsed = tuple[Example, list[Chunk]] | NotAQuestion
+ParseFn = Callable[[dict[str, Any], Where], Parsed]
+
+
+def collect(
+    dataset: str,
+    path: str | Path,
+    records: Iterable[SourceRecord],
+    parse: ParseFn,
+    *,
+    strict: bool = True,
+    limit: int | None = None,
+) -> ReadResult:
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0 or None, got {limit}")
+    result = ReadResult(dataset=dataset, path=str(path))
+    first_seen: dict[str, str] = {}
+    for rec in records:
+        if limit is not None and len(result.examples) >= limit:
+            break
+        where = Where(str(path), rec.line, rec.index)
+        try:
+            if rec.obj is None:
+                raise rec.error or where.error("record could not be read")
+            parsed = parse(rec.obj, where)
+            if isinstance(parsed, NotAQuestion):
+                result.skipped.append(SkippedRecord(parsed.reason, line=rec.line, record=where.record))
+                continue
+            example, chunks = parsed
+            if example.id in first_seen:
+                raise where.error(f"duplicate example id (first seen at {first_seen[example.id]})", "id")
+        except DataFormatError as exc:
+            if strict:
+                raise
+            result.skipped.append(SkippedRecord(str(exc), line=exc.line, record=exc.record))
+            continue
+        first_seen[example.id] = f"line {rec.line}" if rec.line is not None else f"record {rec.index}"
+        result.examples.append(example)
+        result.chunks.extend(chunks)
+    return result

@@ -1,0 +1,85 @@
+"""Bring-your-own data: a questions JSONL plus a corpus JSONL (ours, or FlashRAG's ``{id, contents}``).
+
+Question records: ``{"id", "question", "answers": [...] | "answer": "...", "gold_ids": [chunk ids],
+"type"?}``. ``gold_chunk_ids`` is accepted for ``gold_ids`` and FlashRAG's ``golden_answers`` for
+``answers``. ``gold_ids`` may be an empty list (a question usable for QA scoring only), but every
+id it lists must be in the corpus: a typo there would silently read as a retrieval miss.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from efficientrag.data.corpus import Corpus
+from efficientrag.data.readers.collect import Parsed, collect
+from efficientrag.data.readers.fields import (
+    Where,
+    optional,
+    require,
+    require_id,
+    require_text,
+    string_list,
+    unique_answers,
+)
+from efficientrag.data.readers.result import ReadResult
+from efficientrag.data.readers.source import iter_records
+from efficientrag.data.schema import Example
+
+DATASET = "jsonl"
+_ANSWER_KEYS = ("answers", "golden_answers")
+_GOLD_KEYS = ("gold_ids", "gold_chunk_ids")
+
+
+def read_jsonl_dataset(
+    questions_path: str | Path,
+    corpus_path: str | Path,
+    *,
+    strict: bool = True,
+    limit: int | None = None,
+) -> ReadResult:
+    corpus = Corpus.load(corpus_path)
+
+    def parse(record: dict[str, Any], where: Where) -> Parsed:
+        return parse_question(record, where, corpus, str(corpus_path))
+
+    result = collect(DATASET, questions_path, iter_records(questions_path), parse, strict=strict, limit=limit)
+    result.chunks = list(corpus.chunks)
+    return result
+
+
+def parse_question(record: dict[str, Any], where: Where, corpus: Corpus, corpus_path: str) -> Parsed:
+    example_id = require_id(where, record, "id")
+    question = require_text(where, record, "question", "question")
+    answers = _answers(where, record)
+    gold_key = next((k for k in _GOLD_KEYS if k in record), _GOLD_KEYS[0])
+    gold = string_list(where, require(where, record, gold_key, list), gold_key)
+    for i, cid in enumerate(gold):
+        if cid not in corpus:
+            raise where.error(
+                f"gold paragraph absent: chunk id {cid!r} is not in the corpus {corpus_path}",
+                f"{gold_key}[{i}]",
+            )
+    example = Example(
+        id=example_id,
+        question=question,
+        answers=answers,
+        gold_chunk_ids=list(dict.fromkeys(gold)),
+        type=optional(where, record, "type", str, ""),
+        dataset=DATASET,
+        context_ids=[],
+        raw=record,
+    )
+    return example, []
+
+
+def _answers(where: Where, record: dict[str, Any]) -> list[str]:
+    key = next((k for k in _ANSWER_KEYS if k in record), None)
+    if key is not None:
+        answers = unique_answers(string_list(where, record[key], key))
+        if not answers:
+            raise where.error("empty answer", key)
+        return answers
+    if "answer" not in record:
+        raise where.error("missing field (give 'answers' as a list or 'answer' as a string)", "answers")
+    return [require_text(where, record, "answer", "answer")]

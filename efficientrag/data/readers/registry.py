@@ -1,0 +1,43 @@
+"""Dataset names (as written in configs and on the command line) to reader functions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from efficientrag.data.readers.hotpotqa import read_hotpotqa
+from efficientrag.data.readers.jsonl_dataset import read_jsonl_dataset
+from efficientrag.data.readers.musique import read_musique
+from efficientrag.data.readers.result import ReadResult
+from efficientrag.data.readers.toy import read_toy_world
+from efficientrag.data.readers.twowiki import read_2wiki
+
+READERS: dict[str, Callable[..., ReadResult]] = {
+    "hotpotqa": read_hotpotqa,
+    "2wikimultihopqa": read_2wiki,
+    "musique": read_musique,
+    "jsonl": read_jsonl_dataset,
+    "toy": read_toy_world,
+}
+ALIASES = {"hotpot": "hotpotqa", "2wiki": "2wikimultihopqa", "2wikimqa": "2wikimultihopqa"}
+
+
+def canonical_dataset_name(name: str) -> str:
+    key = name.strip().lower()
+    key = ALIASES.get(key, key)
+    if key not in READERS:
+        known = sorted([*READERS, *ALIASES])
+        raise ValueError(f"unknown dataset {name!r}; known names: {', '.join(known)}")
+    return key
+
+
+def read_dataset(name: str, path: str | Path | None = None, **kwargs: Any) -> ReadResult:
+    """``read_dataset("2wiki", "dev.json", strict=False)``; ``jsonl`` also needs ``corpus_path=``,
+    ``toy`` takes the generator's arguments (``seed=``, ``num_questions=``) and an optional path."""
+    key = canonical_dataset_name(name)
+    if key == "toy":
+        return read_toy_world(path, **kwargs)
+    if path is None:
+        raise ValueError(f"dataset {key!r} needs the path of its data file")
+    return READERS[key](path, **kwargs)

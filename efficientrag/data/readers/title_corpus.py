@@ -1,0 +1,43 @@
+"""A ``{title: [sentences] | text}`` JSON corpus (HippoRAG's ``*.corpus.json`` style).
+
+Chunk ids are ``"title:" + title``: titles are the keys of the JSON object, so they are unique
+within the file, the id can be read back to the title, and it cannot collide with the
+``"{example_id}-{idx:02d}"`` ids of dataset context paragraphs. When such a corpus is pooled
+after the questions that own the same paragraphs, the questions' ids win (first seen).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from efficientrag.data.errors import DataFormatError
+from efficientrag.data.readers.fields import Where, check_type, string_list
+from efficientrag.data.readers.source import read_text
+from efficientrag.data.readers.wiki_context import join_sentences
+from efficientrag.data.schema import Chunk
+
+TITLE_ID_PREFIX = "title:"
+
+
+def title_chunk_id(title: str) -> str:
+    return f"{TITLE_ID_PREFIX}{title}"
+
+
+def read_title_corpus(path: str | Path) -> list[Chunk]:
+    text = read_text(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(
+            path, f"not valid JSON ({exc.msg} at column {exc.colno})", line=exc.lineno
+        ) from exc
+    if not isinstance(data, dict):
+        raise DataFormatError(path, f"expected a JSON object {{title: text}}, got {type(data).__name__}")
+    chunks = []
+    for title, value in data.items():
+        where = Where(str(path), None, title)
+        check_type(where, value, (str, list), title)
+        body = value.strip() if isinstance(value, str) else join_sentences(string_list(where, value, title))
+        chunks.append(Chunk(title_chunk_id(title), title, body))
+    return chunks
