@@ -93,9 +93,14 @@ def from_dict(cls: type[T], data: Mapping[str, Any], *, origin: str = "<dict>", 
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:
-    """Plain-data view of a config (for saving next to outputs, and for hashing)."""
+    """Plain-data view of a config (for saving next to outputs, and for hashing). Fields marked
+    ``metadata={"secret": True}`` (API keys) are left out, so saved configs never hold secrets."""
     if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
-        return {f.name: to_dict(getattr(cfg, f.name)) for f in dataclasses.fields(cfg)}
+        return {
+            f.name: to_dict(getattr(cfg, f.name))
+            for f in dataclasses.fields(cfg)
+            if not f.metadata.get("secret")
+        }
     if isinstance(cfg, (list, tuple)):
         return [to_dict(x) for x in cfg]
     if isinstance(cfg, dict):

@@ -67,3 +67,19 @@ def test_override_parsing_and_roundtrip():
         parse_override("novalue")
     cfg = load_config(Outer, None, ["inner.k=2"])
     assert load_config(Outer, data=to_dict(cfg)) == cfg
+
+
+@dataclass
+class WithSecret:
+    model: str = "m"
+    api_key: str | None = field(default=None, repr=False, metadata={"secret": True})
+
+
+def test_secret_fields_are_never_saved(tmp_path):
+    from efficientrag.config import save_config
+
+    cfg = load_config(WithSecret, None, ["api_key=sk-very-secret"])
+    assert cfg.api_key == "sk-very-secret"
+    assert "api_key" not in to_dict(cfg)
+    save_config(cfg, tmp_path / "c.yaml")
+    assert "sk-very-secret" not in (tmp_path / "c.yaml").read_text()

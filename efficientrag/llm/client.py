@@ -1,0 +1,549 @@
+"""Async client for OpenAI-compatible chat and completions endpoints (OpenAI, vLLM, Ollama, ...).
+
+Built on ``openai.AsyncOpenAI`` with the SDK's own retries switched off, so the retry policy is
+this module's and shows in the usage counters: exponential backoff with jitter on 429 (honouring
+``Retry-After`` / ``retry-after-ms``), 5xx, timeouts, connection errors and unparseable bodies; no
+retry on other 4xx. Concurrency is bounded by a semaphore; with ``cache_dir`` set, finished
+responses are kept on disk and a repeated request makes no HTTP call at all.
+
+One :class:`AsyncLLMClient` belongs to one event loop. Scripts that are not async use
+:class:`LLMClient`, which runs its own loop in a background thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import functools
+import inspect
+import json
+import logging
+import math
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from typing import Any, TypeVar
+
+import openai
+
+from efficientrag.llm.cache import ResponseCache, cache_key
+from efficientrag.llm.config import LLMConfig
+from efficientrag.llm.errors import (
+    LLMAuthError,
+    LLMConfigError,
+    LLMRequestError,
+    MalformedResponseError,
+    RetriesExhaustedError,
+    TruncatedOutputError,
+)
+from efficientrag.llm.response import LLMResponse, TokenLogprob, TokenUsage
+from efficientrag.llm.usage import UsageTracker
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+SleepFn = Callable[[float], Awaitable[Any]]
+Messages = Sequence[Mapping[str, Any]]
+
+# Sampling parameters sent as floats, so 0 and 0.0 give the same cache key.
+_FLOAT_PARAMS = ("temperature", "top_p", "frequency_penalty", "presence_penalty")
+
+
+class AsyncLLMClient:
+    def __init__(
+        self,
+        cfg: LLMConfig,
+        *,
+        sleep: SleepFn = asyncio.sleep,
+        usage: UsageTracker | None = None,
+        cache: ResponseCache | None = None,
+    ) -> None:
+        if not cfg.model:
+            raise LLMConfigError("LLMConfig.model is empty: set the model name (e.g. llm.model=gpt-4o-mini)")
+        self.cfg = cfg
+        self.base_url = cfg.resolved_base_url()
+        self._api_key = cfg.resolved_api_key()
+        self._openai = openai.AsyncOpenAI(
+            api_key=self._api_key, base_url=self.base_url, timeout=cfg.timeout, max_retries=0
+        )
+        self._sleep = sleep
+        self._semaphore = asyncio.Semaphore(cfg.concurrency)
+        self._rng = random.Random()
+        self.usage = usage if usage is not None else UsageTracker(cfg.prices)
+        # A cache passed in belongs to the caller (and may be shared); one built here is closed here.
+        self._owns_cache = cache is None and bool(cfg.cache_dir)
+        if self._owns_cache:
+            cache = ResponseCache(cfg.cache_dir)
+        self.cache = cache
+
+    def __repr__(self) -> str:
+        return f"AsyncLLMClient(model={self.cfg.model!r}, base_url={self.base_url!r})"
+
+    # -- public API -------------------------------------------------------------------------------
+
+    async def chat(
+        self,
+        messages: Messages,
+        *,
+        stage: str = "default",
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
+        stop: str | Sequence[str] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        allow_truncated: bool = False,
+        extra_body: Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> LLMResponse:
+        """One chat completion. ``params`` are further OpenAI chat parameters (``top_p``,
+        ``presence_penalty``, ``response_format`` ...); server-specific fields go in ``extra_body``."""
+        request: dict[str, Any] = {"model": self.cfg.model, "messages": _check_messages(messages)}
+        if logprobs or top_logprobs is not None:
+            request["logprobs"] = True
+            if top_logprobs is not None:
+                request["top_logprobs"] = int(top_logprobs)
+        request.update(self._sampling("chat", stop, max_tokens, temperature, params))
+        return await self._call("chat", request, extra_body, stage=stage, allow_truncated=allow_truncated)
+
+    async def complete(
+        self,
+        prompt: str,
+        *,
+        stage: str = "default",
+        logprobs: int | None = None,
+        stop: str | Sequence[str] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        allow_truncated: bool = False,
+        extra_body: Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> LLMResponse:
+        """One text completion (``/completions``). ``logprobs=k`` asks for per-token log-probabilities
+        with the top ``k`` alternatives (0: only the chosen tokens)."""
+        if not isinstance(prompt, str):
+            raise LLMConfigError(f"prompt must be a string, got {type(prompt).__name__}")
+        request: dict[str, Any] = {"model": self.cfg.model, "prompt": prompt}
+        if logprobs is not None:
+            request["logprobs"] = int(logprobs)
+        request.update(self._sampling("completions", stop, max_tokens, temperature, params))
+        return await self._call(
+            "completions", request, extra_body, stage=stage, allow_truncated=allow_truncated
+        )
+
+    async def aclose(self) -> None:
+        await self._openai.close()
+        if self.cache is not None and self._owns_cache:
+            self.cache.close()
+
+    async def __aenter__(self) -> AsyncLLMClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- request building -------------------------------------------------------------------------
+
+    def _sampling(
+        self,
+        kind: str,
+        stop: str | Sequence[str] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+        params: dict[str, Any],
+    ) -> dict[str, Any]:
+        if params.get("n", 1) != 1 or params.get("stream"):
+            raise LLMConfigError("n != 1 and stream=True are not supported by this client")
+        unknown = sorted(set(params) - _known_params(kind))
+        if unknown:
+            raise LLMConfigError(
+                f"unknown {kind} parameter(s) {unknown}; server-specific fields go in extra_body"
+            )
+        out: dict[str, Any] = {
+            "temperature": self.cfg.temperature if temperature is None else temperature,
+            "max_tokens": self.cfg.max_tokens if max_tokens is None else max_tokens,
+            "seed": self.cfg.seed,
+            "stop": [stop] if isinstance(stop, str) else (list(stop) if stop else None),
+        }
+        out.update(params)
+        for name in _FLOAT_PARAMS:
+            if out.get(name) is not None:
+                out[name] = float(out[name])
+        return {k: v for k, v in out.items() if v is not None}
+
+    # -- the call: cache, retries, accounting -----------------------------------------------------
+
+    async def _call(
+        self,
+        kind: str,
+        request: dict[str, Any],
+        extra_body: Mapping[str, Any] | None,
+        *,
+        stage: str,
+        allow_truncated: bool,
+    ) -> LLMResponse:
+        body_extra = {**self.cfg.extra_body, **(extra_body or {})}
+        try:
+            key = cache_key(kind, request, body_extra)
+        except (TypeError, ValueError) as exc:
+            raise LLMConfigError(f"request is not JSON-serializable: {exc}") from exc
+
+        if self.cache is not None:
+            response = await self._cache_get(key)
+            if response is not None:
+                if response.truncated and not allow_truncated:
+                    self.usage.record_error(stage, "truncated")
+                    self.usage.record_failure(stage)
+                    raise TruncatedOutputError(_truncated_message(response), response=response)
+                self.usage.record_response(stage, self.cfg.model, response.usage, cached=True)
+                return response
+
+        response = await self._request_with_retries(kind, request, body_extra, stage=stage)
+        if response.truncated and not allow_truncated:
+            self.usage.record_billed_failure(stage, self.cfg.model, response.usage, "truncated")
+            raise TruncatedOutputError(_truncated_message(response), response=response)
+        self.usage.record_response(stage, self.cfg.model, response.usage, cached=False)
+        if self.cache is not None:
+            await self._cache_put(key, kind, {**request, "extra_body": body_extra}, response)
+        return response
+
+    async def _cache_get(self, key: str) -> LLMResponse | None:
+        assert self.cache is not None
+        try:
+            hit = await asyncio.to_thread(self.cache.get, key)
+            return None if hit is None else LLMResponse.from_dict(hit, cached=True)
+        except sqlite3.Error as exc:
+            log.warning("LLM cache read failed (%s); asking the server instead", exc)
+        except (KeyError, TypeError, ValueError) as exc:
+            log.warning("LLM cache entry %s unusable (%r); asking the server instead", key[:12], exc)
+        return None
+
+    async def _cache_put(self, key: str, kind: str, request: dict[str, Any], response: LLMResponse) -> None:
+        # A paid-for response is returned even if it cannot be stored: losing the cache entry
+        # costs one repeated call later, losing the response would cost the caller's work now.
+        assert self.cache is not None
+        try:
+            await asyncio.to_thread(
+                self.cache.put,
+                key,
+                kind=kind,
+                model=self.cfg.model,
+                request=request,
+                response=response.to_dict(),
+            )
+        except sqlite3.Error as exc:
+            log.warning("LLM cache write failed (%s); the response is returned but not cached", exc)
+
+    async def _request_with_retries(
+        self, kind: str, request: dict[str, Any], extra_body: dict[str, Any], *, stage: str
+    ) -> LLMResponse:
+        attempts = self.cfg.max_retries + 1
+        for attempt in range(attempts):
+            try:
+                async with self._semaphore:
+                    body = await self._post(kind, request, extra_body)
+                return _parse_response(kind, body)
+            except (openai.APIError, MalformedResponseError) as exc:
+                error_kind, retry_after = self._classify(exc)
+                self.usage.record_error(stage, error_kind)
+                if error_kind not in _RETRYABLE:
+                    self.usage.record_failure(stage)
+                    error = self._request_error(exc, error_kind)
+                    # A 401's chained SDK error may quote part of the key; others are useful context.
+                    raise error from (None if error_kind == "auth" else exc)
+                if attempt + 1 >= attempts:
+                    self.usage.record_failure(stage)
+                    raise RetriesExhaustedError(
+                        f"{kind} request to {self.base_url} (model {self.cfg.model!r}) failed "
+                        f"{attempts} time(s); last error: {error_kind}: {self._describe(exc)}",
+                        kind=error_kind,
+                        attempts=attempts,
+                    ) from exc
+                delay = self._retry_delay(attempt, retry_after)
+                self.usage.record_retry(stage)
+                log.info(
+                    "LLM %s %s (stage %s, attempt %d/%d); retrying in %.2fs",
+                    kind,
+                    error_kind,
+                    stage,
+                    attempt + 1,
+                    attempts,
+                    delay,
+                )
+                await self._sleep(delay)
+        raise AssertionError("unreachable: the retry loop returns or raises")
+
+    async def _post(self, kind: str, request: dict[str, Any], extra_body: dict[str, Any]) -> Any:
+        # The SDK's generic post: its auth, headers, timeout and error classes, with the body built
+        # here (already validated and canonical for the cache key). This skips the typed-params
+        # transform of ``create()``, a quarter of the client's CPU per call at high concurrency.
+        path = "/chat/completions" if kind == "chat" else "/completions"
+        text = await self._openai.post(path, cast_to=str, body={**request, **extra_body})
+        try:
+            return json.loads(text)
+        except (json.JSONDecodeError, TypeError) as exc:
+            raise MalformedResponseError(f"body is not JSON ({len(text)} chars: {text[:80]!r})") from exc
+
+    # -- error handling ---------------------------------------------------------------------------
+
+    def _classify(self, exc: Exception) -> tuple[str, float | None]:
+        """(error kind, server-requested delay in seconds or None)."""
+        if isinstance(exc, MalformedResponseError | openai.APIResponseValidationError):
+            return "malformed", None
+        if isinstance(exc, openai.APITimeoutError):
+            return "timeout", None
+        if isinstance(exc, openai.APIConnectionError):
+            return "connection", None
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            retry_after = parse_retry_after(exc.response.headers)
+            if status == 429:
+                return "rate_limit", retry_after
+            if status >= 500:
+                return "server_error", retry_after
+            if status == 408:
+                return "timeout", retry_after
+            if status == 401:
+                return "auth", None
+            if status == 403:
+                return "permission", None
+            if status == 404:
+                return "not_found", None
+            if status in (400, 422):
+                return "bad_request", None
+            return "client_error", None
+        return "client_error", None
+
+    def _request_error(self, exc: Exception, kind: str) -> LLMRequestError:
+        status = getattr(exc, "status_code", None)
+        if kind == "auth":
+            # The server's text may echo part of the key; say only what to do.
+            return LLMAuthError(
+                f"HTTP 401 from {self.base_url}: the API key was rejected. Set a valid key in the "
+                f"environment variable {self.cfg.api_key_env!r}.",
+                kind=kind,
+                status=status,
+            )
+        return LLMRequestError(
+            f"HTTP {status} ({kind}) from {self.base_url} for model {self.cfg.model!r}: "
+            f"{self._describe(exc)}",
+            kind=kind,
+            status=status,
+        )
+
+    def _describe(self, exc: Exception) -> str:
+        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        return self._redact(str(message))[:500]
+
+    def _redact(self, text: str) -> str:
+        key = self._api_key
+        return text.replace(key, "<redacted>") if key and len(key) >= 8 else text
+
+    def _retry_delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.cfg.max_retry_after)
+        ceiling = min(self.cfg.backoff_max, self.cfg.backoff_base * 2.0**attempt)
+        # "Equal jitter": at least half the exponential step, so retries keep backing off.
+        return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
+
+
+@functools.cache
+def _known_params(kind: str) -> frozenset[str]:
+    """Parameter names the SDK's ``create()`` accepts for this endpoint (so typos fail early)."""
+    from openai.resources.chat.completions import AsyncCompletions as Chat
+    from openai.resources.completions import AsyncCompletions as Text
+
+    create = Chat.create if kind == "chat" else Text.create
+    skip = {"self", "model", "messages", "prompt", "extra_headers", "extra_query", "extra_body", "timeout"}
+    return frozenset(set(inspect.signature(create).parameters) - skip)
+
+
+_RETRYABLE = frozenset({"rate_limit", "server_error", "timeout", "connection", "malformed"})
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), else None."""
+    if not headers:
+        return None
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            ms = float(value)
+            if math.isfinite(ms):
+                return ms / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+        return seconds if math.isfinite(seconds) else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+# -- response parsing -----------------------------------------------------------------------------
+
+
+def _parse_response(kind: str, body: Any) -> LLMResponse:
+    try:
+        choice = body["choices"][0]
+        usage_raw = body.get("usage") or {}
+        usage = TokenUsage(
+            int(usage_raw.get("prompt_tokens") or 0), int(usage_raw.get("completion_tokens") or 0)
+        )
+        if kind == "chat":
+            message = choice["message"]
+            text = message.get("content") or ""
+            logprobs = _chat_logprobs(choice.get("logprobs"))
+        else:
+            text = choice["text"]
+            logprobs = _completion_logprobs(choice.get("logprobs"))
+        if not isinstance(text, str):
+            raise TypeError(f"text is {type(text).__name__}")
+        return LLMResponse(
+            text=text,
+            finish_reason=choice.get("finish_reason"),
+            usage=usage,
+            logprobs=logprobs,
+            model=body.get("model"),
+        )
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        raise MalformedResponseError(
+            f"response is not a {kind} completion ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def _chat_logprobs(raw: Any) -> list[TokenLogprob] | None:
+    if not raw or raw.get("content") is None:
+        return None
+    out = []
+    for item in raw["content"]:
+        top = {str(t["token"]): float(t["logprob"]) for t in item.get("top_logprobs") or []}
+        out.append(TokenLogprob(str(item["token"]), float(item["logprob"]), top))
+    return out
+
+
+def _completion_logprobs(raw: Any) -> list[TokenLogprob] | None:
+    if not raw or raw.get("tokens") is None:
+        return None
+    tokens = raw["tokens"]
+    values = raw.get("token_logprobs") or []
+    tops = raw.get("top_logprobs") or [None] * len(tokens)
+    if len(values) != len(tokens) or len(tops) != len(tokens):
+        raise ValueError("logprobs arrays have different lengths")
+    out = []
+    for tok, lp, top in zip(tokens, values, tops, strict=True):
+        # The first token of an echoed prompt has no logprob; vLLM and OpenAI send null there.
+        value = float("nan") if lp is None else float(lp)
+        out.append(TokenLogprob(str(tok), value, {str(k): float(v) for k, v in (top or {}).items()}))
+    return out
+
+
+def _check_messages(messages: Messages) -> list[dict[str, Any]]:
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence) or not messages:
+        raise LLMConfigError("messages must be a non-empty list of {'role', 'content'} dicts")
+    out = []
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, Mapping) or "role" not in msg or "content" not in msg:
+            raise LLMConfigError(f"messages[{i}] must be a dict with 'role' and 'content', got {msg!r:.80}")
+        out.append(dict(msg))
+    return out
+
+
+def _truncated_message(response: LLMResponse) -> str:
+    return (
+        f"reply stopped at the token limit after {response.usage.completion_tokens} tokens "
+        "(raise max_tokens, or pass allow_truncated=True if a cut reply is wanted)"
+    )
+
+
+# -- blocking facade ------------------------------------------------------------------------------
+
+
+class LLMClient:
+    """Blocking wrapper for scripts and notebooks: runs an :class:`AsyncLLMClient` on a private
+    event loop in a daemon thread, so it works from any thread, even one with its own loop."""
+
+    def __init__(
+        self, cfg: LLMConfig, *, usage: UsageTracker | None = None, cache: ResponseCache | None = None
+    ) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="llm-client-loop", daemon=True)
+        self._thread.start()
+
+        async def build() -> AsyncLLMClient:
+            return AsyncLLMClient(cfg, usage=usage, cache=cache)
+
+        try:
+            self.aclient = self._run(build())
+        except BaseException:
+            self._stop_loop()
+            raise
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"LLMClient(model={self.aclient.cfg.model!r}, base_url={self.aclient.base_url!r})"
+
+    @property
+    def usage(self) -> UsageTracker:
+        return self.aclient.usage
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def chat(self, messages: Messages, **kwargs: Any) -> LLMResponse:
+        return self._run(self.aclient.chat(messages, **kwargs))
+
+    def complete(self, prompt: str, **kwargs: Any) -> LLMResponse:
+        return self._run(self.aclient.complete(prompt, **kwargs))
+
+    def chat_many(
+        self, batch: Sequence[Messages], *, return_exceptions: bool = False, **kwargs: Any
+    ) -> list[LLMResponse | BaseException]:
+        """Many chats at once (bounded by ``concurrency``), results in input order."""
+
+        async def run_all() -> list[Any]:
+            return await asyncio.gather(
+                *(self.aclient.chat(m, **kwargs) for m in batch), return_exceptions=return_exceptions
+            )
+
+        return self._run(run_all())
+
+    def complete_many(
+        self, prompts: Sequence[str], *, return_exceptions: bool = False, **kwargs: Any
+    ) -> list[LLMResponse | BaseException]:
+        async def run_all() -> list[Any]:
+            return await asyncio.gather(
+                *(self.aclient.complete(p, **kwargs) for p in prompts), return_exceptions=return_exceptions
+            )
+
+        return self._run(run_all())
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._run(self.aclient.aclose())
+        finally:
+            self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

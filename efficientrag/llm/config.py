@@ -1,0 +1,109 @@
+"""Settings of the OpenAI-compatible client (loaded with :func:`efficientrag.config.load_config`).
+
+The key normally comes from an environment variable (``api_key_env``); ``api_key`` exists for
+programmatic use and is kept out of reprs and of :meth:`LLMConfig.to_public_dict`, which is what
+should be saved next to outputs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+from efficientrag.llm.errors import LLMConfigError
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# Local servers (vLLM, Ollama, llama.cpp) accept any key; the SDK insists on a non-empty one.
+LOCAL_DUMMY_KEY = "EMPTY"
+SECRET_FIELDS = ("api_key",)
+
+
+@dataclass
+class ModelPrice:
+    """USD per one million tokens."""
+
+    prompt: float = 0.0
+    completion: float = 0.0
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.prompt + completion_tokens * self.completion) / 1_000_000
+
+
+@dataclass
+class LLMConfig:
+    # None: env OPENAI_BASE_URL, else OpenAI's own endpoint.
+    base_url: str | None = None
+    # Model name as the server knows it; required (empty fails when a client is built).
+    model: str = ""
+    # Env var the key is read from when the client is built.
+    api_key_env: str = "OPENAI_API_KEY"
+    # Overrides the env var; never shown in repr, logs, caches or saved configs.
+    api_key: str | None = field(default=None, repr=False, metadata={"secret": True})
+    # Requests in flight at once (per client).
+    concurrency: int = 16
+    # Retries after the first attempt for 429, 5xx, timeouts, connection errors, unparseable bodies.
+    max_retries: int = 6
+    # Backoff before retry i is about backoff_base * 2**i seconds (with jitter), capped at backoff_max.
+    backoff_base: float = 1.0
+    backoff_max: float = 60.0
+    # A server's Retry-After is honoured up to this many seconds.
+    max_retry_after: float = 300.0
+    # Seconds per HTTP request (connect, read, write each).
+    timeout: float = 60.0
+    temperature: float = 0.0
+    # None: the server's default (for the completions endpoint that is often only 16 tokens).
+    max_tokens: int | None = None
+    seed: int | None = None
+    # Folder of the persistent response cache; None disables caching.
+    cache_dir: str | None = None
+    # Model name -> price, for cost accounting. Models without a price cost 0 and are flagged.
+    prices: dict[str, ModelPrice] = field(default_factory=dict)
+    # Sent with every request as extra JSON fields (e.g. vLLM's top_k, repetition_penalty).
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+        if self.backoff_base < 0 or self.backoff_max < 0 or self.max_retry_after < 0:
+            raise ValueError("backoff_base, backoff_max and max_retry_after must be >= 0")
+        if self.timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1 or null, got {self.max_tokens}")
+
+    def resolved_base_url(self) -> str:
+        url = self.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
+        return url.rstrip("/")
+
+    def resolved_api_key(self) -> str:
+        """The key to send: config, then env var, then a dummy for servers that are not OpenAI's."""
+        if self.api_key:
+            return self.api_key
+        from_env = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if from_env:
+            return from_env
+        base_url = self.resolved_base_url()
+        if is_openai_url(base_url):
+            raise LLMConfigError(
+                f"no API key for {base_url}: set the environment variable {self.api_key_env!r} "
+                "(or point base_url at a local OpenAI-compatible server)"
+            )
+        return LOCAL_DUMMY_KEY
+
+    def to_public_dict(self) -> dict[str, Any]:
+        """Everything except secrets: safe to log, save next to outputs, or hash."""
+        from efficientrag.config import to_dict
+
+        out = to_dict(self)
+        for name in SECRET_FIELDS:
+            out.pop(name, None)
+        return out
+
+
+def is_openai_url(url: str) -> bool:
+    host = (urlparse(url).hostname or "").lower()
+    return host == "api.openai.com" or host.endswith(".openai.com")

@@ -1,0 +1,80 @@
+"""Errors of the LLM layer, split by what the caller should do about them.
+
+- :class:`LLMConfigError`: fix the configuration or environment (missing key, bad argument).
+- :class:`LLMRequestError` / :class:`LLMAuthError`: the server refused the request (4xx); retrying the
+  same request cannot help.
+- :class:`RetriesExhaustedError`: transient failures (429, 5xx, timeouts, unparseable bodies) outlasted
+  the retry budget; a later re-run may succeed.
+- :class:`TruncatedOutputError`: the reply hit the token limit; it carries the partial reply.
+- :class:`LLMOutputError`: the reply arrived but is not what the caller asked for (no JSON, missing
+  key); ``reason`` is short and stable enough to be written to a rejects file.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from efficientrag.llm.response import LLMResponse
+
+
+class LLMError(RuntimeError):
+    """Base class of every error raised by :mod:`efficientrag.llm`."""
+
+
+class LLMConfigError(LLMError, ValueError):
+    """The client cannot be used as configured; the message says which setting to change."""
+
+
+class LLMRequestError(LLMError):
+    """The server rejected the request with a status that retrying will not change (a 4xx).
+
+    ``kind`` is one of ``bad_request``, ``auth``, ``permission``, ``not_found``, ``client_error``.
+    """
+
+    def __init__(self, message: str, *, kind: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+
+
+class LLMAuthError(LLMRequestError):
+    """HTTP 401: the key is missing or wrong. The message names the env var, never the key."""
+
+
+class RetriesExhaustedError(LLMError):
+    """Every attempt failed with a transient error; ``kind`` is the last failure's kind."""
+
+    def __init__(self, message: str, *, kind: str, attempts: int) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.attempts = attempts
+
+
+class MalformedResponseError(LLMError):
+    """The server answered 200 but the body is not a usable completion (retried like a 5xx)."""
+
+
+class TruncatedOutputError(LLMError):
+    """The reply stopped at the token limit (``finish_reason == "length"``).
+
+    Pass ``allow_truncated=True`` where a cut reply is wanted (FLARE's look-ahead). ``response``
+    holds the partial reply, so a caller can still log or inspect it.
+    """
+
+    def __init__(self, message: str, *, response: LLMResponse) -> None:
+        super().__init__(message)
+        self.response = response
+
+
+class LLMOutputError(LLMError, ValueError):
+    """A reply that does not have the expected structure.
+
+    ``reason`` is a short description meant for machines and rejects files ("no JSON object found",
+    "missing key 'answer'"); ``text`` is the raw reply it was raised for.
+    """
+
+    def __init__(self, reason: str, *, text: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.text = text

@@ -1,0 +1,159 @@
+"""Token, call and cost accounting per pipeline stage.
+
+Synthesis runs tens of thousands of calls; the numbers here feed progress-bar postfixes
+(:meth:`UsageTracker.snapshot`) and the final report (:meth:`UsageTracker.summary`). Tokens are
+split into billed ones (answered over HTTP, priced) and cached ones (served from the on-disk cache,
+free), so a re-run shows what it saved.
+
+A lock guards every update: the tracker may be shared by async tasks and by threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from efficientrag.llm.config import ModelPrice
+from efficientrag.llm.response import TokenUsage
+
+
+@dataclass
+class StageUsage:
+    # Calls that returned a response, cached ones included.
+    calls: int = 0
+    # Of those, served from the cache with no HTTP request.
+    cached: int = 0
+    # Calls that ended in an exception (after retries, if any).
+    failed: int = 0
+    # Extra attempts made after a transient failure.
+    retries: int = 0
+    # Failed attempts by kind: rate_limit, server_error, timeout, connection, malformed, truncated, ...
+    errors: Counter = field(default_factory=Counter)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    cached_completion_tokens: int = 0
+    cost_usd: float = 0.0
+    # Models that had billed tokens but no entry in ``prices`` (their cost counted as 0).
+    unpriced_models: set[str] = field(default_factory=set)
+
+    def add(self, other: StageUsage) -> None:
+        self.calls += other.calls
+        self.cached += other.cached
+        self.failed += other.failed
+        self.retries += other.retries
+        self.errors.update(other.errors)
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cached_prompt_tokens += other.cached_prompt_tokens
+        self.cached_completion_tokens += other.cached_completion_tokens
+        self.cost_usd += other.cost_usd
+        self.unpriced_models |= other.unpriced_models
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "cached": self.cached,
+            "failed": self.failed,
+            "retries": self.retries,
+            "errors": dict(sorted(self.errors.items())),
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
+            "cached_completion_tokens": self.cached_completion_tokens,
+            "cost_usd": self.cost_usd,
+            "unpriced_models": sorted(self.unpriced_models),
+        }
+
+
+class UsageTracker:
+    def __init__(self, prices: Mapping[str, ModelPrice] | None = None) -> None:
+        self.prices = dict(prices or {})
+        self._stages: dict[str, StageUsage] = {}
+        self._lock = threading.Lock()
+
+    def _stage(self, stage: str) -> StageUsage:
+        st = self._stages.get(stage)
+        if st is None:
+            st = self._stages[stage] = StageUsage()
+        return st
+
+    def record_response(self, stage: str, model: str, usage: TokenUsage, *, cached: bool) -> None:
+        """A call that returned a response (billed over HTTP, or free from the cache)."""
+        with self._lock:
+            st = self._stage(stage)
+            st.calls += 1
+            if cached:
+                st.cached += 1
+                st.cached_prompt_tokens += usage.prompt_tokens
+                st.cached_completion_tokens += usage.completion_tokens
+            else:
+                self._bill(st, model, usage)
+
+    def record_billed_failure(self, stage: str, model: str, usage: TokenUsage, kind: str) -> None:
+        """A reply that was paid for but rejected (a truncated one): tokens count, the call failed."""
+        with self._lock:
+            st = self._stage(stage)
+            self._bill(st, model, usage)
+            st.errors[kind] += 1
+            st.failed += 1
+
+    def record_error(self, stage: str, kind: str) -> None:
+        """One failed attempt (it may still be retried)."""
+        with self._lock:
+            self._stage(stage).errors[kind] += 1
+
+    def record_retry(self, stage: str) -> None:
+        with self._lock:
+            self._stage(stage).retries += 1
+
+    def record_failure(self, stage: str) -> None:
+        """A call that raised to its caller."""
+        with self._lock:
+            self._stage(stage).failed += 1
+
+    def _bill(self, st: StageUsage, model: str, usage: TokenUsage) -> None:
+        st.prompt_tokens += usage.prompt_tokens
+        st.completion_tokens += usage.completion_tokens
+        price = self.prices.get(model)
+        if price is None:
+            if usage.total_tokens:
+                st.unpriced_models.add(model)
+        else:
+            st.cost_usd += price.cost(usage.prompt_tokens, usage.completion_tokens)
+
+    def stage(self, stage: str) -> StageUsage:
+        """A copy of one stage's counters (zeros for a stage never seen)."""
+        with self._lock:
+            out = StageUsage()
+            if stage in self._stages:
+                out.add(self._stages[stage])
+            return out
+
+    def total(self) -> StageUsage:
+        with self._lock:
+            out = StageUsage()
+            for st in self._stages.values():
+                out.add(st)
+            return out
+
+    def snapshot(self, stage: str | None = None) -> dict[str, Any]:
+        """Compact counters for a tqdm postfix (one stage, or all together)."""
+        st = self.total() if stage is None else self.stage(stage)
+        return {
+            "calls": st.calls,
+            "cached": st.cached,
+            "retries": st.retries,
+            "failed": st.failed,
+            "tok": st.prompt_tokens + st.completion_tokens,
+            "usd": round(st.cost_usd, 4),
+        }
+
+    def summary(self) -> dict[str, Any]:
+        """Per-stage and total counters as plain data, for reports and JSON files."""
+        with self._lock:
+            stages = {name: st.as_dict() for name, st in sorted(self._stages.items())}
+        return {"stages": stages, "total": self.total().as_dict()}
