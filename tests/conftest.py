@@ -35,3 +35,11 @@ def minilm_path() -> str:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def tiny_lm_path(tmp_path_factory) -> str:
+    """A randomly initialized 2-layer Llama-style causal LM with its own BPE tokenizer, on disk."""
+    from efficientrag.testing.tiny_models import build_tiny_causal_lm
+
+    return build_tiny_causal_lm(tmp_path_factory.mktemp("tiny_lm"))
