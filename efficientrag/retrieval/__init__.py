@@ -1,5 +1,56 @@
-"""Retrieval backends behind one batched interface: ``search(queries, k) -> list[list[Hit]]``."""
+"""Retrieval backends behind one batched interface: ``search(queries, k) -> list[list[Hit]]``.
+
+Backends load lazily, so ``from efficientrag.retrieval import Hit`` does not import FAISS, bm25s
+or torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from efficientrag.retrieval.base import Hit, Retriever
 
-__all__ = ["Hit", "Retriever"]
+_LAZY = {
+    "RetrieverConfig": "efficientrag.retrieval.config",
+    "Encoder": "efficientrag.retrieval.encoder",
+    "EmbeddingStore": "efficientrag.retrieval.embedding_store",
+    "DenseRetriever": "efficientrag.retrieval.dense",
+    "BM25Retriever": "efficientrag.retrieval.bm25",
+    "build_retriever": "efficientrag.retrieval.factory",
+    "load_retriever": "efficientrag.retrieval.factory",
+    "IndexMismatchError": "efficientrag.retrieval.errors",
+    "IndexNotFoundError": "efficientrag.retrieval.errors",
+}
+
+__all__ = [
+    "BM25Retriever",
+    "DenseRetriever",
+    "EmbeddingStore",
+    "Encoder",
+    "Hit",
+    "IndexMismatchError",
+    "IndexNotFoundError",
+    "Retriever",
+    "RetrieverConfig",
+    "build_retriever",
+    "load_retriever",
+]
+
+if TYPE_CHECKING:
+    from efficientrag.retrieval.bm25 import BM25Retriever
+    from efficientrag.retrieval.config import RetrieverConfig
+    from efficientrag.retrieval.dense import DenseRetriever
+    from efficientrag.retrieval.embedding_store import EmbeddingStore
+    from efficientrag.retrieval.encoder import Encoder
+    from efficientrag.retrieval.errors import IndexMismatchError, IndexNotFoundError
+    from efficientrag.retrieval.factory import build_retriever, load_retriever
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'efficientrag.retrieval' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,102 @@
+"""Settings of one retriever (dense or BM25), loadable from YAML with efficientrag.config.load_config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from efficientrag.hub import OFFLINE_DEFAULT_ENCODER
+
+BM25_METHODS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
+# Fields that count something: >= 1 when set.
+COUNT_FIELDS = (
+    "batch_size",
+    "shard_size",
+    "ivf_nlist",
+    "ivf_nprobe",
+    "ivf_train_size",
+    "hnsw_m",
+    "hnsw_ef_construction",
+    "hnsw_ef_search",
+    "max_length",
+    "num_threads",
+)
+
+
+@dataclass
+class RetrieverConfig:
+    """One retriever's settings; the dense fields are ignored by BM25 and the ``bm25_*`` ones by dense.
+
+    Defaults run offline on a CPU: all-MiniLM-L6-v2 (as it ships: mean pooling, normalized, so the
+    inner product is the cosine) over an exact inner-product FAISS index. The paper's retriever is
+    ``encoder=facebook/contriever-msmarco`` (a plain HF model: sentence-transformers wraps it with
+    mean pooling and no normalization, which is what the paper's inner-product search expects).
+    """
+
+    kind: Literal["dense", "bm25"] = "dense"
+
+    # --- dense: encoder ---------------------------------------------------------------------
+    encoder: str = OFFLINE_DEFAULT_ENCODER
+    # None: as the model ships (MiniLM normalizes, Contriever does not). True/False force it.
+    normalize: bool | None = None
+    # Prepended to the text before encoding (e5-style models want "query: " / "passage: ").
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    # Token limit per text; None keeps the model's own max_seq_length (256 for MiniLM).
+    max_length: int | None = None
+    batch_size: int = 32
+    # "auto": cuda if available, else cpu. Any torch device string otherwise.
+    device: str = "auto"
+    # sentence-transformers backend; "onnx"/"openvino" need their optional packages installed.
+    backend: Literal["torch", "onnx", "openvino"] = "torch"
+    # "bfloat16" runs the encoder under torch autocast: about 2x faster on CPUs with AMX/AVX512-BF16
+    # and on GPUs, at a cosine of ~0.99997 to the float32 embeddings. float32 is exact and the default.
+    compute_dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    # Threads for torch and faiss on CPU; None leaves the libraries' defaults (one per core).
+    num_threads: int | None = None
+
+    # --- dense: index -----------------------------------------------------------------------
+    index_type: Literal["flat", "ivf", "hnsw"] = "flat"
+    # None: about 4*sqrt(corpus size) lists.
+    ivf_nlist: int | None = None
+    ivf_nprobe: int = 32
+    # Rows sampled (uniformly, seeded) to train the IVF centroids.
+    ivf_train_size: int = 200_000
+    hnsw_m: int = 32
+    hnsw_ef_construction: int = 200
+    hnsw_ef_search: int = 128
+    # Rows per embedding shard on disk: the unit of resume after a killed indexing run.
+    shard_size: int = 10_000
+    # Keep embeddings/ after the index is written (lets another index type be built without
+    # re-encoding); False deletes them once index.faiss is saved.
+    keep_embeddings: bool = True
+
+    # --- bm25 -------------------------------------------------------------------------------
+    # Elasticsearch's defaults (DRAGIN and FLARE retrieve with Elasticsearch BM25).
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    bm25_method: Literal["robertson", "lucene", "atire", "bm25l", "bm25+"] = "lucene"
+    # bm25s stopword list name ("en", "de", ...) or None for no stopword removal.
+    stopwords: str | None = "en"
+    # "auto": English Snowball stemming when PyStemmer is installed, none otherwise;
+    # "none"; or a PyStemmer language name ("english", "german", ...).
+    bm25_stemmer: str = "auto"
+
+    # Where the index is saved/loaded; None builds in memory.
+    index_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("dense", "bm25"):
+            raise ValueError(f"kind must be 'dense' or 'bm25', got {self.kind!r}")
+        if self.index_type not in ("flat", "ivf", "hnsw"):
+            raise ValueError(f"index_type must be 'flat', 'ivf' or 'hnsw', got {self.index_type!r}")
+        if self.bm25_method not in BM25_METHODS:
+            raise ValueError(f"bm25_method must be one of {list(BM25_METHODS)}, got {self.bm25_method!r}")
+        for name in COUNT_FIELDS:
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        if not self.encoder:
+            raise ValueError("encoder must name a sentence-transformers model or a local folder")
+        if self.bm25_k1 < 0 or not 0 <= self.bm25_b <= 1:
+            raise ValueError(f"need bm25_k1 >= 0 and 0 <= bm25_b <= 1, got {self.bm25_k1}, {self.bm25_b}")

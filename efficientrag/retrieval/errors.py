@@ -1,0 +1,46 @@
+"""Errors for saved indexes: a missing index, or one built with settings other than those requested.
+
+Searching an index with an encoder, normalization or corpus other than the ones it was built with
+does not fail by itself: it silently returns wrong chunks. These errors make that mistake loud and
+say how to fix it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+REBUILD_HINT = "rebuild it with `efficientrag index --rebuild` (or build_retriever(..., rebuild=True))"
+
+
+class IndexNotFoundError(FileNotFoundError):
+    """No complete index at the given folder."""
+
+    def __init__(self, index_dir: str | Path, detail: str = "") -> None:
+        self.index_dir = str(index_dir)
+        msg = f"no complete retrieval index at {self.index_dir}"
+        if detail:
+            msg += f": {detail}"
+        msg += "; build it first with `efficientrag index` (or build_retriever(cfg, corpus, index_dir))"
+        super().__init__(msg)
+
+
+class IndexMismatchError(ValueError):
+    """A saved index (or partial embeddings) disagrees with the requested settings on ``field``."""
+
+    def __init__(
+        self, location: str | Path, field: str, saved: Any, requested: Any, *, hint: str = REBUILD_HINT
+    ) -> None:
+        self.location = str(location)
+        self.field = field
+        self.saved = saved
+        self.requested = requested
+        super().__init__(
+            f"{self.location}: built with {field}={_show(saved)}, but {field}={_show(requested)} was "
+            f"requested. Use the saved setting, or {hint}"
+        )
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
