@@ -174,3 +174,13 @@ def test_trace_is_complete(corpus):
                     assert row["tag"] in {"continue", "terminate"} and "labeled_words" in row
     first = {r["id"]: r for r in res.trace[0]["hits"][0]}
     assert first["alpha"]["labeled_words"] == ["Bob", "Stone"]
+
+
+def test_trace_renders_every_hop(corpus):
+    from efficientrag.pipeline.trace_format import format_result
+
+    rag, _ = make(corpus, top_k=2)
+    text = format_result(rag.retrieve(Q1))
+    assert "Hop 1" in text and "Hop 3" in text
+    assert "next query: Bob Stone" in text and "labeled: Bob Stone" in text
+    assert "Kept 2 chunks" in text and "[bob]" in text

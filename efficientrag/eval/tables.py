@@ -1,4 +1,8 @@
-"""Markdown tables from run summaries (the same columns for every method, so runs line up)."""
+"""Markdown tables from run summaries (the same columns for every method, so runs line up).
+
+Three tables: retrieval (one row per cut-off of a ranked list, or per run, plus one per view),
+QA (runs that answered) and cost (LLM calls, tokens, retrieval calls, latency per question).
+"""
 
 from __future__ import annotations
 
@@ -8,23 +12,75 @@ from typing import Any
 from efficientrag.eval.scoring import ALL
 
 RETRIEVAL_HEADER = "| method | dataset | n | K (avg chunks) | recall | all-gold | answer recall |"
+QA_HEADER = "| method | dataset | n | EM | F1 | contained | Acc |"
+COST_HEADER = (
+    "| method | dataset | n | LLM calls | prompt tokens | completion tokens | retrieval calls | latency s |"
+)
+
+
+def run_label(summary: dict[str, Any]) -> str:
+    return str(summary.get("label") or summary.get("method", "?"))
+
+
+def fmt(value: Any, digits: int = 2) -> str:
+    return "–" if value is None else f"{float(value):.{digits}f}"
 
 
 def retrieval_rows(summary: dict[str, Any]) -> list[str]:
     rows = []
-    name = summary.get("label") or summary.get("method", "?")
+    name = run_label(summary)
     dataset = summary.get("dataset", "")
     for cut, agg in (summary.get("retrieval") or {}).items():
         label = name if cut == ALL else f"{name}@{cut}"
-        rows.append(
-            f"| {label} | {dataset} | {agg['n']} | {agg['num_chunks']:.2f} | {agg['recall']:.2f} | "
-            f"{agg['all_gold']:.2f} | {agg['answer_recall']:.2f} |"
-        )
+        rows.append(_retrieval_row(label, dataset, agg))
+    for view, data in (summary.get("views") or {}).items():
+        if "retrieval" in data:
+            rows.append(_retrieval_row(f"{name}[{view}]", dataset, data["retrieval"]))
     return rows
+
+
+def _retrieval_row(label: str, dataset: str, agg: dict[str, Any]) -> str:
+    return (
+        f"| {label} | {dataset} | {agg['n']} | {agg['num_chunks']:.2f} | {agg['recall']:.2f} | "
+        f"{agg['all_gold']:.2f} | {agg['answer_recall']:.2f} |"
+    )
+
+
+def qa_rows(summary: dict[str, Any]) -> list[str]:
+    rows = []
+    name = run_label(summary)
+    dataset = summary.get("dataset", "")
+    if summary.get("qa"):
+        rows.append(_qa_row(name, dataset, summary["qa"]))
+    for view, data in (summary.get("views") or {}).items():
+        if data.get("qa"):
+            rows.append(_qa_row(f"{name}[{view}]", dataset, data["qa"]))
+    return rows
+
+
+def _qa_row(label: str, dataset: str, qa: dict[str, Any]) -> str:
+    return (
+        f"| {label} | {dataset} | {qa['n']} | {fmt(qa.get('em'))} | {fmt(qa.get('f1'))} | "
+        f"{fmt(qa.get('contained'))} | {fmt(qa.get('acc'))} |"
+    )
+
+
+def cost_row(summary: dict[str, Any]) -> str:
+    c = summary.get("counters_mean") or {}
+    latency = sum(v for k, v in c.items() if k.startswith("time_") and k.endswith("_s"))
+    return (
+        f"| {run_label(summary)} | {summary.get('dataset', '')} | {summary.get('n', 0)} | "
+        f"{fmt(c.get('llm_calls', 0.0))} | {fmt(c.get('prompt_tokens', 0.0), 1)} | "
+        f"{fmt(c.get('completion_tokens', 0.0), 1)} | {fmt(c.get('retrieval_calls', 0.0))} | {latency:.3f} |"
+    )
 
 
 def summary_table(summaries: Sequence[dict[str, Any]]) -> str:
     lines = [RETRIEVAL_HEADER, "|---|---|---|---|---|---|---|"]
     for s in summaries:
         lines.extend(retrieval_rows(s))
+    qa = [row for s in summaries for row in qa_rows(s)]
+    if qa:
+        lines += ["", QA_HEADER, "|---|---|---|---|---|---|---|", *qa]
+    lines += ["", COST_HEADER, "|---|---|---|---|---|---|---|---|", *(cost_row(s) for s in summaries)]
     return "\n".join(lines)

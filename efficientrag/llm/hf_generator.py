@@ -30,7 +30,7 @@ seq 1024: 349 MiB with ``output_attentions=True`` vs 103 MiB with the hook; seq 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -191,12 +191,17 @@ class HFGenerator:
         want_entropies: bool = False,
         want_attention: bool = False,
         per_head_attention: bool = False,
+        logit_bias: Mapping[int, float] | None = None,
     ) -> list[Generation]:
         """Continue every prompt (see :class:`~efficientrag.llm.generator.Generator`).
 
-        ``per_head_attention`` additionally keeps each head's weights on the attention view."""
+        ``per_head_attention`` additionally keeps each head's weights on the attention view.
+        ``logit_bias`` maps token ids to values added to their logits at every step (FLARE-instruct
+        pushes or bans "["); it steers which tokens are chosen, while ``token_probs`` and
+        ``entropies`` stay those of the unbiased model."""
         stops = check_generation_args(max_new_tokens, stop, temperature)
         prompts = check_prompts(prompts)
+        bias = self._check_logit_bias(logit_bias)
         encoded = [self.encode(p) for p in prompts]
         for i, enc in enumerate(encoded):
             if self.max_positions and len(enc.ids) + max_new_tokens > self.max_positions:
@@ -217,6 +222,7 @@ class HFGenerator:
                     stops=stops,
                     temperature=temperature,
                     want_logits=want_token_probs or want_entropies,
+                    bias=bias,
                 )
                 for i, (pieces, ids, probs, ents, n_completion, finish) in zip(batch, outs, strict=True):
                     text = "".join(pieces)
@@ -251,9 +257,10 @@ class HFGenerator:
         stops: list[str],
         temperature: float,
         want_logits: bool,
+        bias: dict[int, float] | None = None,
     ) -> list[tuple[list[str], list[int], list[float], list[float], int, str]]:
         torch = self._torch
-        from transformers import GenerationConfig, StoppingCriteriaList
+        from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
         device = self._input_device()
         width = max(len(e.ids) for e in batch)
@@ -285,6 +292,7 @@ class HFGenerator:
                 attention_mask=attention_mask.to(device),
                 generation_config=gen_cfg,
                 stopping_criteria=criteria,
+                logits_processor=LogitsProcessorList([_LogitBias(bias)]) if bias else None,
             )
         sequences = out.sequences[:, width:].tolist()
         steps = len(sequences[0]) if sequences else 0
@@ -361,6 +369,17 @@ class HFGenerator:
         if pieces:
             pieces[-1] += final[done:]
         return final, pieces
+
+    def _check_logit_bias(self, logit_bias: Mapping[int, float] | None) -> dict[int, float] | None:
+        if not logit_bias:
+            return None
+        vocab = self.model.get_output_embeddings().weight.shape[0]
+        out = {}
+        for tok, value in logit_bias.items():
+            if isinstance(tok, bool) or not isinstance(tok, int) or not 0 <= tok < vocab:
+                raise ValueError(f"logit_bias key {tok!r} is not a token id of {self.name} (0..{vocab - 1})")
+            out[tok] = float(value)
+        return out
 
     # -- attention ----------------------------------------------------------------------------------
 
@@ -461,6 +480,22 @@ class HFGenerator:
             torch.manual_seed(self.cfg.seed + self._sample_calls)
             self._sample_calls += 1
             yield
+
+
+class _LogitBias:
+    """Adds fixed values to the logits of chosen tokens before the next token is picked."""
+
+    def __init__(self, bias: dict[int, float]) -> None:
+        self.ids = list(bias)
+        self.values = list(bias.values())
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        add = torch.tensor(self.values, dtype=scores.dtype, device=scores.device)
+        scores = scores.clone()
+        scores[:, self.ids] += add
+        return scores
 
 
 class _StopStrings:

@@ -19,7 +19,7 @@ available from an API.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from efficientrag.llm.client import LLMClient
 from efficientrag.llm.generator import (
@@ -63,9 +63,13 @@ class OpenAIGenerator:
         want_token_probs: bool = False,
         want_entropies: bool = False,
         want_attention: bool = False,
+        logit_bias: Mapping[int, float] | None = None,
     ) -> list[Generation]:
+        """``logit_bias`` maps token ids *of the server's tokenizer* to values in [-100, 100] added to
+        their logits (OpenAI's ``logit_bias``; vLLM supports it on both endpoints)."""
         stops = check_generation_args(max_new_tokens, stop, temperature)
         prompts = check_prompts(prompts)
+        bias = _check_logit_bias(logit_bias)
         if want_attention:
             raise GeneratorCapabilityError(
                 f"attention weights were requested from {self.name}, but an OpenAI-compatible API does not "
@@ -88,6 +92,8 @@ class OpenAIGenerator:
             "stop": stops or None,
             "allow_truncated": True,
         }
+        if bias:
+            common["logit_bias"] = bias
 
         chat_idx = [
             i for i, p in enumerate(prompts) if is_chat_prompt(p) or not self.cfg.completions_for_text
@@ -169,3 +175,17 @@ class OpenAIGenerator:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_logit_bias(logit_bias: Mapping[int, float] | None) -> dict[str, float] | None:
+    """The API's form: token ids as strings, values within [-100, 100]."""
+    if not logit_bias:
+        return None
+    out = {}
+    for tok, value in logit_bias.items():
+        if isinstance(tok, bool) or not isinstance(tok, int) or tok < 0:
+            raise ValueError(f"logit_bias key {tok!r} is not a token id")
+        if not -100.0 <= float(value) <= 100.0:
+            raise ValueError(f"logit_bias value {value} for token {tok} is outside [-100, 100]")
+        out[str(tok)] = float(value)
+    return out

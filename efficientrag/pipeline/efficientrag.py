@@ -180,7 +180,9 @@ class EfficientRAG:
                     # The hop's query is the one the chunks answered; with one branch per hop in
                     # merged mode there is exactly one.
                     branch = branch_refs[own[0]][1]
-                    filter_jobs.append((state, branch, filter_words(branch.words, [w for _, w, _ in collected])))
+                    filter_jobs.append(
+                        (state, branch, filter_words(branch.words, [w for _, w, _ in collected]))
+                    )
             else:
                 candidates = [(p, w, branch_refs[bi][1]) for bi in own for (p, w, _) in infos.get(bi, [])]
                 candidates.sort(key=lambda x: -x[0])
@@ -189,7 +191,9 @@ class EfficientRAG:
         t0 = time.perf_counter()
         kept = (
             self.filter.predict(
-                [words for _, _, words in filter_jobs], batch_size=cfg.batch_size, max_length=cfg.filter_max_length
+                [words for _, _, words in filter_jobs],
+                batch_size=cfg.batch_size,
+                max_length=cfg.filter_max_length,
             )
             if filter_jobs
             else []

@@ -1,0 +1,87 @@
+"""Exact per-question cost of a batch that is processed in lockstep.
+
+Methods batch their LLM prompts and retrieval queries across questions (an API generator runs a
+batch concurrently, a local model pads it into one forward pass), so the generator's running
+totals cannot tell which question spent what. The ledger can: every prompt and query is sent
+with the index of the question it belongs to, and each :class:`Generation` carries its own token
+counts. LLM calls, tokens and retrieval calls are therefore exact per question; wall time is
+shared among the questions of a batched call in proportion to their prompts (queries).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from efficientrag.baselines.base import Counters
+from efficientrag.llm.generator import Generation, Generator, Prompt
+from efficientrag.retrieval.base import Hit, Retriever
+
+
+class CostLedger:
+    def __init__(self, num_questions: int) -> None:
+        self.counters = [Counters() for _ in range(num_questions)]
+
+    def add(self, owner: int, key: str, value: float = 1) -> None:
+        self.counters[owner].add(key, value)
+
+    def generate(
+        self,
+        generator: Generator,
+        owners: Sequence[int],
+        prompts: Sequence[Prompt],
+        *,
+        stage: str,
+        max_new_tokens: int,
+        stop: Sequence[str] | None = None,
+        temperature: float = 0.0,
+    ) -> list[Generation]:
+        """One batched generate call; ``owners[i]`` is the question ``prompts[i]`` belongs to."""
+        if len(owners) != len(prompts):
+            raise ValueError(f"{len(owners)} owners for {len(prompts)} prompts")
+        if not prompts:
+            return []
+        start = time.perf_counter()
+        gens = generator.generate(
+            list(prompts), max_new_tokens=max_new_tokens, stop=stop, temperature=temperature
+        )
+        elapsed = time.perf_counter() - start
+        if len(gens) != len(prompts):
+            raise RuntimeError(
+                f"generator {generator.name} returned {len(gens)} generations for {len(prompts)} prompts"
+            )
+        for owner, gen in zip(owners, gens, strict=True):
+            c = self.counters[owner]
+            c.add("llm_calls")
+            c.add("prompt_tokens", gen.prompt_tokens)
+            c.add("completion_tokens", gen.completion_tokens)
+            if gen.finish_reason == "length":
+                c.add("truncated_generations")
+        self._share_time(owners, f"time_{stage}_s", elapsed)
+        return gens
+
+    def search(
+        self, retriever: Retriever, owners: Sequence[int], queries: Sequence[str], k: int
+    ) -> list[list[Hit]]:
+        """One batched search; every query is one retrieval call of its question."""
+        if len(owners) != len(queries):
+            raise ValueError(f"{len(owners)} owners for {len(queries)} queries")
+        if not queries:
+            return []
+        start = time.perf_counter()
+        hits = retriever.search(list(queries), k)
+        elapsed = time.perf_counter() - start
+        for owner in owners:
+            self.counters[owner].add("retrieval_calls")
+        self._share_time(owners, "time_retrieval_s", elapsed)
+        return hits
+
+    def _share_time(self, owners: Sequence[int], key: str, elapsed: float) -> None:
+        per_item = elapsed / len(owners)
+        for owner in owners:
+            self.counters[owner].add(key, per_item)
+
+
+def latency_s(counters: dict[str, float]) -> float:
+    """Seconds a question cost: the sum of its ``time_<stage>_s`` counters."""
+    return sum(float(v) for k, v in counters.items() if k.startswith("time_") and k.endswith("_s"))

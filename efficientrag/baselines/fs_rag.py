@@ -1,0 +1,37 @@
+"""FS-RAG (DRAGIN, Table 1; IRCoT-like): retrieve before every sentence, with the previous sentence
+as the query.
+
+Step 1 retrieves with the question; step t > 1 with the sentence written in step t-1. Each step's
+documents replace the previous ones; the step generates up to ``step_tokens`` tokens and keeps the
+first sentence. The loop ends when the answer sentence is complete, the model stops, or the
+generation length is used up.
+"""
+
+from __future__ import annotations
+
+from efficientrag.baselines.active.config import FSRAGConfig
+from efficientrag.baselines.active.loop import Program, Session
+from efficientrag.baselines.active.method import ActiveMethod
+from efficientrag.baselines.active.sentences import first_sentence_end, tokens_through
+
+
+class FSRAG(ActiveMethod):
+    name = "fs_rag"
+    cfg: FSRAGConfig
+
+    def program(self, s: Session) -> Program:
+        query = s.question
+        while self.remaining_for(s) > 0:
+            hits = yield self.retrieve(query)
+            docs = s.hold(hits[0])
+            g = yield self.generate(s, docs, min(self.cfg.step_tokens, self.remaining_for(s)))
+            pieces = self.usable(g)
+            end = first_sentence_end(g.text)
+            n = len(pieces) if end is None else tokens_through(pieces, end)
+            finished = g.finish_reason == "stop" and n == len(pieces)
+            n, answered = self.through_answer(pieces[:n], finished)
+            sentence = s.accept(pieces[:n])
+            s.log(kind="sentence", query=query, doc_ids=[d.id for d in docs], text=sentence)
+            if answered or finished or n == 0:
+                return
+            query = self.trim_query(sentence.strip()) or s.question
