@@ -31,8 +31,8 @@ class WordOverlapRetriever:
         for q in queries:
             self.queries.append(q)
             qw = _words(q) - self._stop
-            scored = sorted(
-                ((len(qw & cw), -i) for i, cw in enumerate(self._chunk_words)), reverse=True
-            )[: max(0, k)]
+            scored = sorted(((len(qw & cw), -i) for i, cw in enumerate(self._chunk_words)), reverse=True)[
+                : max(0, k)
+            ]
             out.append([Hit(self.corpus[-neg], float(s)) for s, neg in scored])
         return out
