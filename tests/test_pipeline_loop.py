@@ -78,7 +78,9 @@ USEFUL = {"Alpha": ["Bob", "Stone"], "Bob": ["Paris"], "Omega": ["Carla", "Moss"
 
 def make(corpus, **cfg):
     retriever = WordOverlapRetriever(corpus, STOP)
-    return EfficientRAG(retriever, ScriptedLabeler(USEFUL), InfoOnlyFilter(), EfficientRAGConfig(**cfg)), retriever
+    return EfficientRAG(
+        retriever, ScriptedLabeler(USEFUL), InfoOnlyFilter(), EfficientRAGConfig(**cfg)
+    ), retriever
 
 
 def test_merged_mode_follows_the_bridge_and_stops_without_continue(corpus):

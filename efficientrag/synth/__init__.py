@@ -1,1 +1,47 @@
-"""efficientrag.synth"""
+"""Training-data synthesis for the Labeler and the Filter (see ``docs/synthesis.md``).
+
+``run_synthesis(SynthConfig)`` runs decompose -> label -> align -> next_hop -> negatives -> build,
+each stage resumable through ``run_stage``. Imports are lazy so that importing a submodule (e.g.
+``efficientrag.synth.align``) does not load the data readers or the retrievers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_LAZY = {
+    "run_synthesis": "efficientrag.synth.pipeline",
+    "SynthConfig": "efficientrag.synth.config",
+    "AnnotationsConfig": "efficientrag.synth.config",
+    "run_stage": "efficientrag.synth.stage",
+    "run_stage_async": "efficientrag.synth.stage",
+    "Reject": "efficientrag.synth.records",
+    "align_words": "efficientrag.synth.align",
+}
+
+__all__ = [
+    "AnnotationsConfig",
+    "Reject",
+    "SynthConfig",
+    "align_words",
+    "run_stage",
+    "run_stage_async",
+    "run_synthesis",
+]
+
+if TYPE_CHECKING:
+    from efficientrag.synth.align import align_words
+    from efficientrag.synth.config import AnnotationsConfig, SynthConfig
+    from efficientrag.synth.pipeline import run_synthesis
+    from efficientrag.synth.records import Reject
+    from efficientrag.synth.stage import run_stage, run_stage_async
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'efficientrag.synth' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

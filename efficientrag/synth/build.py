@@ -1,0 +1,112 @@
+"""The training sets: Labeler rows and Filter rows, split by question, as ``datasets``-loadable JSONL.
+
+Per sub-question that came through every stage, as in the official ``training_data_synthesize``:
+- a Labeler positive: the query of its hop, its gold chunk's words and labels, tag ``continue``;
+- a Labeler negative (when the negatives stage found one): the same query, the hard negative's
+  words, all labels 0, tag ``terminate``;
+- a Filter row for every dependent sub-question: the ``Query: … Info: …`` words and the labels of
+  the next-hop query in them.
+Files: ``labeler/{train,validation}.jsonl``, ``filter/{train,validation}.jsonl`` (rows as
+:class:`efficientrag.models.inputs.LabelerRow` / ``FilterRow`` dicts), loadable with
+``datasets.load_dataset("json", data_files={"train": ..., "validation": ...})``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from efficientrag.jsonl import write_jsonl
+from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
+from efficientrag.synth.records import sub_question_id
+from efficientrag.synth.split import TRAIN, VALIDATION, split_of
+
+SPLITS = (TRAIN, VALIDATION)
+
+
+@dataclass
+class BuiltSets:
+    labeler: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {s: [] for s in SPLITS})
+    filter: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {s: [] for s in SPLITS})
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def build_rows(
+    question_ids: Sequence[str],
+    decomposed: Mapping[str, Mapping[str, Any]],
+    aligned: Mapping[str, Mapping[str, Any]],
+    next_hop: Mapping[str, Mapping[str, Any]],
+    negatives: Mapping[str, Mapping[str, Any]],
+    *,
+    validation_ratio: float,
+    seed: int,
+) -> BuiltSets:
+    built = BuiltSets()
+    for qid in question_ids:
+        rec = decomposed.get(qid)
+        if rec is None:
+            continue
+        side = split_of(qid, validation_ratio=validation_ratio, seed=seed)
+        for sub in rec["sub_questions"]:
+            sid = sub_question_id(qid, int(sub["idx"]))
+            al, nh = aligned.get(sid), next_hop.get(sid)
+            if al is None or nh is None:
+                continue
+            meta = {
+                "dataset": rec.get("dataset", ""),
+                "type": rec.get("type", ""),
+                "idx": int(sub["idx"]),
+                "hop": int(nh["hop"]),
+            }
+            built.labeler[side].append(
+                LabelerRow(
+                    id=f"{sid}/pos",
+                    question_id=qid,
+                    query_words=list(nh["query_words"]),
+                    chunk_words=list(al["chunk_words"]),
+                    labels=[int(x) for x in al["labels"]],
+                    tag=TAG_CONTINUE,
+                    chunk_id=str(al["chunk_id"]),
+                    meta={**meta, "rank": 0},
+                ).to_dict()
+            )
+            neg = negatives.get(sid)
+            if neg is not None:
+                words = list(neg["negative_chunk_words"])
+                built.labeler[side].append(
+                    LabelerRow(
+                        id=f"{sid}/neg",
+                        question_id=qid,
+                        query_words=list(nh["query_words"]),
+                        chunk_words=words,
+                        labels=[0] * len(words),
+                        tag=TAG_TERMINATE,
+                        chunk_id=str(neg["negative_chunk_id"]),
+                        meta={**meta, "rank": int(neg["negative_rank"])},
+                    ).to_dict()
+                )
+            if "filter_words" in nh:
+                built.filter[side].append(
+                    FilterRow(
+                        id=sid,
+                        question_id=qid,
+                        words=list(nh["filter_words"]),
+                        labels=[int(x) for x in nh["filter_labels"]],
+                        meta=meta,
+                    ).to_dict()
+                )
+    return built
+
+
+def write_sets(built: BuiltSets, out_dir: str | Path) -> dict[str, str]:
+    out = Path(out_dir)
+    files = {}
+    for model, rows_by_split in (("labeler", built.labeler), ("filter", built.filter)):
+        for split in SPLITS:
+            path = out / model / f"{split}.jsonl"
+            write_jsonl(path, rows_by_split[split])
+            files[f"{model}/{split}"] = str(path)
+    built.files = files
+    return files

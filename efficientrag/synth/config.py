@@ -1,0 +1,69 @@
+"""Settings of one synthesis run (``configs/synth/*.yaml`` + ``key=value`` overrides)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from efficientrag.data.config import DataConfig
+from efficientrag.retrieval.config import RetrieverConfig
+from efficientrag.synth.records import STAGES
+
+
+@dataclass
+class AnnotationsConfig:
+    """Options of the annotation teacher (``teacher: annotations``)."""
+
+    # Longest stretch of the previous query a next-hop query drops as "resolved" in one piece;
+    # a longer one is reduced to the words it shares with the dependency's sub-question.
+    max_span_words: int = 12
+
+
+@dataclass
+class SynthConfig:
+    data: DataConfig = field(default_factory=DataConfig)
+    # Retriever for hard negatives (the paper: Contriever-MSMARCO, the one used at inference).
+    # Its index is kept in retriever.index_dir, default <out_dir>/index (reused on resume).
+    retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
+    # Who decomposes, labels and writes next-hop queries: "annotations" (gold annotations, no
+    # LLM) or another module of efficientrag.synth.teacher (e.g. "llm").
+    teacher: str = "annotations"
+    annotations: AnnotationsConfig = field(default_factory=AnnotationsConfig)
+    out_dir: str = "runs/synth/toy"
+    stages: list[str] = field(default_factory=lambda: list(STAGES))
+    # Only the first N questions (None: all).
+    limit: int | None = None
+    # Reject a labeling (or next-hop query) when fewer of its words align onto the text.
+    min_align_rate: float = 0.8
+    align_window: int = 150
+    use_lemmas: bool = True
+    negatives_top_k: int = 10
+    # Skip retrieved chunks that contain the sub-question's answer when picking a negative.
+    negatives_exclude_answer: bool = True
+    negatives_batch_size: int = 64
+    validation_ratio: float = 0.1
+    seed: int = 0
+    # Records processed at once by async (LLM) stages.
+    concurrency: int = 8
+    # Redo the selected stages from scratch (and clear the stages after them).
+    force: bool = False
+    # Re-run records rejected by an unexpected error in an earlier run.
+    retry_errors: bool = False
+    # Stop a stage after this many unexpected errors in one run (None: never).
+    max_errors: int | None = 100
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.stages if s not in STAGES]
+        if unknown:
+            raise ValueError(f"unknown stage(s) {unknown}; stages are {list(STAGES)}")
+        if not 0.0 <= self.min_align_rate <= 1.0:
+            raise ValueError(f"min_align_rate must be in [0, 1], got {self.min_align_rate}")
+        if not 0.0 <= self.validation_ratio <= 1.0:
+            raise ValueError(f"validation_ratio must be in [0, 1], got {self.validation_ratio}")
+        for name in ("negatives_top_k", "negatives_batch_size", "concurrency", "align_window"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"limit must be >= 1 or null, got {self.limit}")
+        if self.annotations.max_span_words < 1:
+            raise ValueError("annotations.max_span_words must be >= 1")

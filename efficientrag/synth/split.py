@@ -1,0 +1,21 @@
+"""Train/validation split by question: every row of one question lands on the same side.
+
+A question's sub-questions share words and chunks; splitting rows instead of questions would leak
+them into validation. The side depends only on the seed and the question id (a hash), so adding
+questions to a run never moves an existing one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+TRAIN = "train"
+VALIDATION = "validation"
+
+
+def split_of(question_id: str, *, validation_ratio: float, seed: int = 0) -> str:
+    if not 0.0 <= validation_ratio <= 1.0:
+        raise ValueError(f"validation_ratio must be in [0, 1], got {validation_ratio}")
+    digest = hashlib.sha256(f"{seed}\x00{question_id}".encode()).digest()
+    u = int.from_bytes(digest[:8], "big") / 2**64
+    return VALIDATION if u < validation_ratio else TRAIN

@@ -1,0 +1,485 @@
+"""The resumable stage runner every synthesis stage (annotation or LLM) goes through.
+
+A stage maps input items to output records, one record per item, with the item's id. Outputs are
+appended to a JSONL file one flushed line at a time; a dropped item is appended to the stage's
+rejects file with the reason. On restart, ids already in either file are skipped, so a killed run
+loses at most the records in flight and never writes one twice. Only when every input is
+accounted for is ``<stage>.done.json`` written (atomically), with the counts.
+
+``fn`` may be a plain function or return an awaitable (an LLM call); awaitables run concurrently
+up to ``concurrency``. Items that need other items' outputs (a next-hop query needs its
+dependency's) name them through ``depends_on`` and are processed in rounds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from efficientrag.jsonl import JsonlAppender, read_jsonl, write_jsonl
+from efficientrag.synth.records import Reject
+
+ERROR_PREFIX = "error: "
+R_DEP_REJECTED = "dependency rejected"
+R_DEP_MISSING = "dependency unavailable"
+R_DEP_CYCLE = "dependency cycle"
+
+
+class StageError(RuntimeError):
+    """A stage cannot run (or must stop): its message says why and what to do."""
+
+
+@dataclass
+class StageResult:
+    name: str
+    output: Path
+    rejects: Path
+    inputs: int
+    written: int  # outputs for this run's inputs (including ones from earlier runs)
+    rejected: int
+    new_written: int = 0
+    new_rejected: int = 0
+    errors: int = 0  # of new_rejected, unexpected exceptions
+    reasons: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    complete: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.name,
+            "output": self.output.name,
+            "rejects": self.rejects.name,
+            "inputs": self.inputs,
+            "written": self.written,
+            "rejected": self.rejected,
+            "new_written": self.new_written,
+            "new_rejected": self.new_rejected,
+            "errors": self.errors,
+            "reasons": dict(sorted(self.reasons.items())),
+            "seconds": round(self.seconds, 3),
+            "complete": self.complete,
+        }
+
+
+def stage_paths(out_dir: str | Path, name: str, output: str | None = None) -> dict[str, Path]:
+    out_dir = Path(out_dir)
+    return {
+        "output": out_dir / (output or f"{name}.jsonl"),
+        "rejects": out_dir / f"{name}.rejects.jsonl",
+        "done": out_dir / f"{name}.done.json",
+        "meta": out_dir / f"{name}.meta.json",
+    }
+
+
+def clear_stage(out_dir: str | Path, name: str, output: str | None = None) -> None:
+    for path in stage_paths(out_dir, name, output).values():
+        path.unlink(missing_ok=True)
+
+
+def then(value: Any, fn: Callable[[Any], Any]) -> Any:
+    """``fn(value)``, or when ``value`` is awaitable, an awaitable of it: lets a stage function be
+    written once for sync (annotation) and async (LLM) teachers."""
+    if inspect.isawaitable(value):
+
+        async def chained() -> Any:
+            return fn(await value)
+
+        return chained()
+    return fn(value)
+
+
+def _default_key(item: Any) -> str:
+    if isinstance(item, Mapping):
+        return str(item["id"])
+    return str(item.id)
+
+
+def run_stage(
+    name: str,
+    inputs: Iterable[Any],
+    fn: Callable[..., Any],
+    out_dir: str | Path,
+    *,
+    output: str | None = None,
+    key: Callable[[Any], str] = _default_key,
+    depends_on: Callable[[Any], Sequence[str]] | None = None,
+    concurrency: int = 1,
+    batch_size: int | None = None,
+    force: bool = False,
+    retry_errors: bool = False,
+    max_errors: int | None = None,
+    params: Mapping[str, Any] | None = None,
+    postfix: Callable[[], Mapping[str, Any]] | None = None,
+    progress: bool = True,
+) -> StageResult:
+    """Run one stage to completion (or resume it). See the module docstring.
+
+    ``fn(item)`` (or ``fn(item, dep_records)`` with ``depends_on``; or ``fn(items)`` returning a
+    list of records/:class:`Reject` with ``batch_size``) returns the output record, a dict, or an
+    awaitable of it, or raises :class:`Reject`. Any other exception becomes a reject with reason
+    ``"error: <ExceptionType>"`` and the stage goes on (up to ``max_errors`` new ones).
+    ``params`` are the settings the outputs depend on; resuming with different ones is refused
+    (pass ``force`` to start the stage over). ``retry_errors`` re-runs items rejected by an
+    exception (e.g. an LLM endpoint that was down).
+    """
+    coro = run_stage_async(
+        name,
+        inputs,
+        fn,
+        out_dir,
+        output=output,
+        key=key,
+        depends_on=depends_on,
+        concurrency=concurrency,
+        batch_size=batch_size,
+        force=force,
+        retry_errors=retry_errors,
+        max_errors=max_errors,
+        params=params,
+        postfix=postfix,
+        progress=progress,
+    )
+    return asyncio.run(coro)
+
+
+async def run_stage_async(
+    name: str,
+    inputs: Iterable[Any],
+    fn: Callable[..., Any],
+    out_dir: str | Path,
+    *,
+    output: str | None = None,
+    key: Callable[[Any], str] = _default_key,
+    depends_on: Callable[[Any], Sequence[str]] | None = None,
+    concurrency: int = 1,
+    batch_size: int | None = None,
+    force: bool = False,
+    retry_errors: bool = False,
+    max_errors: int | None = None,
+    params: Mapping[str, Any] | None = None,
+    postfix: Callable[[], Mapping[str, Any]] | None = None,
+    progress: bool = True,
+) -> StageResult:
+    """:func:`run_stage` for callers already inside an event loop."""
+    if concurrency < 1:
+        raise ValueError(f"stage {name}: concurrency must be >= 1, got {concurrency}")
+    if batch_size is not None and batch_size < 1:
+        raise ValueError(f"stage {name}: batch_size must be >= 1, got {batch_size}")
+    paths = stage_paths(out_dir, name, output)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    if force:
+        clear_stage(out_dir, name, output)
+    _check_params(name, paths["meta"], params)
+
+    items: dict[str, Any] = {}
+    for item in inputs:
+        item_id = key(item)
+        if item_id in items:
+            raise StageError(f"stage {name}: input id {item_id!r} appears twice")
+        items[item_id] = item
+
+    if retry_errors:
+        _drop_error_rejects(paths["rejects"])
+    outputs: dict[str, dict[str, Any]] = {}
+    done_ids: set[str] = set()
+    if paths["output"].is_file():
+        for rec in read_jsonl(paths["output"], allow_torn_tail=True):
+            rid = str(rec.get("id"))
+            done_ids.add(rid)
+            if depends_on is not None:
+                outputs[rid] = rec
+    rejected_ids: dict[str, str] = {}
+    if paths["rejects"].is_file():
+        for rec in read_jsonl(paths["rejects"], allow_torn_tail=True):
+            rejected_ids[str(rec.get("id"))] = str(rec.get("reason", ""))
+
+    runner = _Runner(
+        name=name,
+        fn=fn,
+        paths=paths,
+        items=items,
+        outputs=outputs,
+        done_ids=done_ids,
+        rejected_ids=rejected_ids,
+        depends_on=depends_on,
+        concurrency=concurrency,
+        batch_size=batch_size,
+        max_errors=max_errors,
+        postfix=postfix,
+        progress=progress,
+    )
+    if runner.pending:
+        # The outputs are about to change: a manifest from an earlier, smaller run no longer holds.
+        paths["done"].unlink(missing_ok=True)
+    start = time.monotonic()
+    try:
+        await runner.run()
+    finally:
+        runner.close()
+    result = runner.result(time.monotonic() - start)
+    result.complete = True
+    _write_json(paths["done"], {**result.to_dict(), "params": dict(params or {})})
+    return result
+
+
+class _Runner:
+    def __init__(
+        self,
+        *,
+        name: str,
+        fn: Callable[..., Any],
+        paths: dict[str, Path],
+        items: dict[str, Any],
+        outputs: dict[str, dict[str, Any]],
+        done_ids: set[str],
+        rejected_ids: dict[str, str],
+        depends_on: Callable[[Any], Sequence[str]] | None,
+        concurrency: int,
+        batch_size: int | None,
+        max_errors: int | None,
+        postfix: Callable[[], Mapping[str, Any]] | None,
+        progress: bool,
+    ) -> None:
+        self.name = name
+        self.fn = fn
+        self.paths = paths
+        self.items = items
+        self.outputs = outputs
+        self.done_ids = done_ids
+        self.rejected_ids = rejected_ids
+        self.depends_on = depends_on
+        self.concurrency = concurrency
+        self.batch_size = batch_size
+        self.max_errors = max_errors
+        self.postfix = postfix
+        self.new_written = 0
+        self.new_rejected = 0
+        self.errors = 0
+        self.reasons: Counter[str] = Counter()
+        self.out = JsonlAppender(paths["output"])
+        self.rej = JsonlAppender(paths["rejects"])
+        pending = [i for i in items if i not in done_ids and i not in rejected_ids]
+        self.pending = pending
+        self.bar = tqdm(
+            total=len(items),
+            initial=len(items) - len(pending),
+            desc=name,
+            unit="rec",
+            disable=not progress,
+            dynamic_ncols=True,
+        )
+
+    def close(self) -> None:
+        self.out.close()
+        self.rej.close()
+        self.bar.close()
+
+    async def run(self) -> None:
+        if self.depends_on is None:
+            await self._process(self.pending)
+            return
+        remaining = list(self.pending)
+        while remaining:
+            ready, waiting = [], []
+            for item_id in remaining:
+                state = self._dependency_state(item_id)
+                if state == "ready":
+                    ready.append(item_id)
+                elif state == "wait":
+                    waiting.append(item_id)
+                else:
+                    reason, detail = state
+                    self._reject(item_id, reason, detail)
+            if not ready:
+                for item_id in waiting:
+                    self._reject(item_id, R_DEP_CYCLE, "its dependencies never became available")
+                return
+            await self._process(ready)
+            remaining = waiting
+
+    def _dependency_state(self, item_id: str) -> str | tuple[str, str]:
+        assert self.depends_on is not None
+        for dep in self.depends_on(self.items[item_id]):
+            if dep in self.done_ids:
+                continue
+            if dep in self.rejected_ids:
+                return (R_DEP_REJECTED, f"{dep}: {self.rejected_ids[dep]}")
+            if dep in self.items:
+                return "wait"
+            return (R_DEP_MISSING, f"{dep} is neither an input nor an output of this stage")
+        return "ready"
+
+    async def _process(self, ids: list[str]) -> None:
+        if self.batch_size:
+            groups = [ids[i : i + self.batch_size] for i in range(0, len(ids), self.batch_size)]
+        else:
+            groups = [[i] for i in ids]
+        if self.concurrency == 1 or len(groups) <= 1:
+            for group in groups:
+                await self._run_group(group)
+            return
+        # A fixed pool of workers pulling from one iterator: `concurrency` tasks in flight, not
+        # one task per record (a stage may hold 100k records).
+        pending = iter(groups)
+
+        async def worker() -> None:
+            for group in pending:
+                await self._run_group(group)
+
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(self.concurrency, len(groups)))]
+        try:
+            await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+        finally:
+            for w in workers:
+                if not w.done():
+                    w.cancel()
+            # Wait for the cancelled ones and retrieve every outcome: a task whose exception is
+            # never retrieved gets logged, with a formatted traceback, whenever it is collected.
+            await asyncio.gather(*workers, return_exceptions=True)
+        for w in workers:
+            if not w.cancelled() and w.exception() is not None:
+                raise w.exception()  # type: ignore[misc]
+
+    async def _run_group(self, group: list[str]) -> None:
+        if self.batch_size:
+            try:
+                results = self.fn([self.items[i] for i in group])
+                if inspect.isawaitable(results):
+                    results = await results
+                results = list(results)
+                if len(results) != len(group):
+                    raise StageError(f"batch function returned {len(results)} results for {len(group)} items")
+            except Reject as rej:
+                results = [rej] * len(group)
+            except Exception as exc:  # noqa: BLE001 - becomes a reject, the run goes on
+                results = [exc] * len(group)
+            for item_id, res in zip(group, results, strict=True):
+                self._settle(item_id, res)
+            return
+        item_id = group[0]
+        item = self.items[item_id]
+        try:
+            if self.depends_on is not None:
+                deps = [self.outputs[d] for d in self.depends_on(item)]
+                res = self.fn(item, deps)
+            else:
+                res = self.fn(item)
+            if inspect.isawaitable(res):
+                res = await res
+        except Reject as rej:
+            res = rej
+        except Exception as exc:  # noqa: BLE001 - becomes a reject, the run goes on
+            res = exc
+        self._settle(item_id, res)
+
+    def _settle(self, item_id: str, res: Any) -> None:
+        if isinstance(res, Reject):
+            self._reject(item_id, res.reason, res.detail)
+        elif isinstance(res, BaseException):
+            self.errors += 1
+            self._reject(item_id, f"{ERROR_PREFIX}{type(res).__name__}", str(res)[:500])
+            if self.max_errors is not None and self.errors > self.max_errors:
+                raise StageError(
+                    f"stage {self.name}: more than {self.max_errors} unexpected errors in this run "
+                    f"(last: {type(res).__name__}: {res}); see {self.paths['rejects']}. Fix the cause "
+                    "and rerun with retry_errors to redo them."
+                )
+        elif isinstance(res, Mapping):
+            rec = dict(res)
+            rid = str(rec.setdefault("id", item_id))
+            if rid != item_id:
+                self.errors += 1
+                self._reject(item_id, f"{ERROR_PREFIX}StageError", f"output id {rid!r} for input {item_id!r}")
+                return
+            self.out.write(rec)
+            self.done_ids.add(item_id)
+            if self.depends_on is not None:
+                self.outputs[item_id] = rec
+            self.new_written += 1
+            self.bar.update(1)
+            self._refresh()
+        else:
+            self.errors += 1
+            self._reject(item_id, f"{ERROR_PREFIX}TypeError", f"stage function returned {type(res).__name__}")
+
+    def _reject(self, item_id: str, reason: str, detail: str) -> None:
+        self.rej.write({"id": item_id, "stage": self.name, "reason": reason, "detail": detail})
+        self.rejected_ids[item_id] = reason
+        self.new_rejected += 1
+        self.reasons[reason] += 1
+        self.bar.update(1)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        info: dict[str, Any] = {"ok": self.new_written, "rej": self.new_rejected}
+        if self.errors:
+            info["err"] = self.errors
+        if self.postfix is not None:
+            info.update(self.postfix())
+        self.bar.set_postfix(info, refresh=False)
+
+    def result(self, seconds: float) -> StageResult:
+        ids = set(self.items)
+        reasons: Counter[str] = Counter(r for i, r in self.rejected_ids.items() if i in ids)
+        return StageResult(
+            name=self.name,
+            output=self.paths["output"],
+            rejects=self.paths["rejects"],
+            inputs=len(self.items),
+            written=len(ids & self.done_ids),
+            rejected=sum(reasons.values()),
+            new_written=self.new_written,
+            new_rejected=self.new_rejected,
+            errors=self.errors,
+            reasons=dict(reasons),
+            seconds=seconds,
+        )
+
+
+def _check_params(name: str, meta_path: Path, params: Mapping[str, Any] | None) -> None:
+    current = json.loads(json.dumps(dict(params or {}), default=str))
+    if meta_path.is_file():
+        previous = json.loads(meta_path.read_text(encoding="utf-8")).get("params", {})
+        if previous != current:
+            changed = sorted(k for k in set(previous) | set(current) if previous.get(k) != current.get(k))
+            diffs = ", ".join(f"{k}: {previous.get(k)!r} -> {current.get(k)!r}" for k in changed)
+            raise StageError(
+                f"stage {name}: existing outputs in {meta_path.parent} were made with other settings "
+                f"({diffs}); pass force=true to redo this stage (and the ones after it)"
+            )
+        return
+    _write_json(meta_path, {"stage": name, "params": current})
+
+
+def _drop_error_rejects(path: Path) -> None:
+    if not path.is_file():
+        return
+    keep = [
+        r
+        for r in read_jsonl(path, allow_torn_tail=True)
+        if not str(r.get("reason", "")).startswith(ERROR_PREFIX)
+    ]
+    write_jsonl(path, keep)
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def read_records(path: str | Path) -> list[dict[str, Any]]:
+    """A stage output, tolerating the torn last line a killed run may leave."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    return list(read_jsonl(path, allow_torn_tail=True))

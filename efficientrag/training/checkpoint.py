@@ -1,0 +1,78 @@
+"""The resumable ``checkpoints/last`` folder, replaced atomically so a kill never leaves it torn.
+
+``accelerator.save_state`` writes model, optimizer, scheduler, grad-scaler and RNG states; we add
+``trainer_state.json`` (step, epoch, batches consumed in the epoch, best score so far) last, so a
+folder without it is incomplete and ignored. The new state is written to ``last.tmp`` and swapped
+in with renames; if a kill lands between the two renames, ``last.old`` is still complete and is
+used. Loading goes through accelerate, which reads tensors with ``torch.load(weights_only=True)``;
+the files are our own, written by this run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from accelerate import Accelerator
+
+STATE_FILE = "trainer_state.json"
+
+
+@dataclass
+class TrainerState:
+    global_step: int = 0
+    epoch: int = 0
+    batches_in_epoch: int = 0  # batches of ``epoch`` already consumed (this process's loader)
+    samples_seen: int = 0
+    best_score: float | None = None
+    best_step: int | None = None
+    best_metrics: dict[str, float] = field(default_factory=dict)
+    last_eval_step: int = -1
+    completed: bool = False
+
+    @classmethod
+    def read(cls, folder: Path) -> TrainerState:
+        data = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def write(self, folder: Path) -> None:
+        tmp = folder / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
+        tmp.replace(folder / STATE_FILE)
+
+
+def last_checkpoint(root: Path) -> Path | None:
+    """The newest complete checkpoint under ``root`` (``last``, else ``last.old``), or None."""
+    for name in ("last", "last.old"):
+        folder = root / name
+        if (folder / STATE_FILE).is_file():
+            return folder
+    return None
+
+
+def save_last(
+    accelerator: Accelerator, root: Path, state: TrainerState, extra: dict[str, Any] | None = None
+) -> Path:
+    """Write a complete checkpoint and make it ``root/last``. Every process must call this."""
+    tmp, last, old = root / "last.tmp", root / "last", root / "last.old"
+    if accelerator.is_main_process:
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    accelerator.wait_for_everyone()
+    accelerator.save_state(str(tmp))
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        if extra:
+            (tmp / "run_info.json").write_text(json.dumps(extra, indent=2), encoding="utf-8")
+        state.write(tmp)
+        if last.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            last.rename(old)
+        tmp.rename(last)
+        shutil.rmtree(old, ignore_errors=True)
+    accelerator.wait_for_everyone()
+    return last

@@ -1,0 +1,108 @@
+"""The one training config, for both models; presets in ``configs/labeler`` and ``configs/filter``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from efficientrag.config import ConfigError, load_config
+
+MODEL_KINDS = ("labeler", "filter")
+
+# Keys that decide which batches the run sees, in which order, and how steps are counted. A resumed
+# run must agree on them with the run that wrote the checkpoint, or it would not continue that run.
+DATA_ORDER_KEYS = (
+    "model",
+    "backbone",
+    "data_dir",
+    "epochs",
+    "max_steps",
+    "batch_size",
+    "grad_accumulation",
+    "max_length",
+    "seed",
+    "group_by_length",
+    "pad_to_max_length",
+    "max_train_rows",
+)
+
+
+@dataclass
+class TrainConfig:
+    # What to train.
+    model: Literal["", "labeler", "filter"] = ""  # "" = decided by the entry point (train/labeler.py …)
+    backbone: str = "sentence-transformers/all-MiniLM-L6-v2"
+    pooling: Literal["mean", "first"] = "mean"  # tag head pooling (Labeler); the paper averages
+    word_aggregation: Literal["first", "mean", "max"] = "first"  # sub-word -> word probability
+    dropout: float = 0.1
+    # Data: a folder with train.jsonl and validation.jsonl (LabelerRow / FilterRow lines).
+    data_dir: str = ""
+    output_dir: str = "runs/train"
+    max_train_rows: int = 0  # 0 = all
+    max_eval_rows: int = 0  # 0 = all
+    max_bad_row_fraction: float = 0.01  # more skipped (malformed) rows than this fails the run
+    # Optimisation.
+    learning_rate: float = 5e-6
+    epochs: int = 2
+    max_steps: int = 0  # > 0: total optimizer steps (overrides epochs); defines the schedule
+    batch_size: int = 32  # per device
+    eval_batch_size: int = 0  # 0 = 2 x batch_size
+    grad_accumulation: int = 1
+    max_length: int = 384
+    warmup_steps: int = 200
+    weight_decay: float = 0.01
+    adam_epsilon: float = 1e-8
+    max_grad_norm: float = 1.0  # 0 = no clipping
+    mixed_precision: Literal["no", "fp16", "bf16", "auto"] = "auto"
+    seed: int = 42
+    # Batching.
+    group_by_length: bool = True  # batches of similar length: less padding
+    pad_to_max_length: bool = False  # the official fixed-length padding (for comparison only)
+    num_workers: int = 0
+    # The official code's loss (pad/query positions as negatives, token loss on predicted-Continue
+    # rows, shared class weights). See docs/training.md.
+    compat: bool = False
+    class_weights: list[float] | Literal["auto"] | None = None  # [w_neg, w_pos] or "auto" = N/(2*count)
+    # Evaluation, checkpoints, logging.
+    eval_steps: int = 200  # 0 = at the end of each epoch instead (a final evaluation always runs)
+    save_steps: int = 200  # checkpoints/last is also written at every epoch end
+    logging_steps: int = 10
+    eval_threshold: float = 0.5  # word probability at or above which a word counts as positive
+    stop_after_steps: int = 0  # > 0: end this session after that step (checkpoint kept; resume later)
+    trackers: list[str] = field(default_factory=list)  # e.g. ["wandb"], ["tensorboard"]
+    wandb_project: str = "efficientrag"
+    wandb_mode: Literal["offline", "online", "disabled"] = "offline"
+    run_name: str = ""
+
+    def __post_init__(self) -> None:
+        positive = ("learning_rate", "batch_size", "grad_accumulation", "max_length")
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        for name in ("epochs", "max_steps", "warmup_steps", "eval_steps", "save_steps", "stop_after_steps"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.epochs == 0 and self.max_steps == 0:
+            raise ValueError("set epochs or max_steps")
+        if isinstance(self.class_weights, list) and len(self.class_weights) != 2:
+            raise ValueError(f"class_weights needs 2 values [negative, positive], got {self.class_weights}")
+        if not 0.0 <= self.eval_threshold <= 1.0:
+            raise ValueError(f"eval_threshold must be in [0, 1], got {self.eval_threshold}")
+
+    @property
+    def per_device_eval_batch_size(self) -> int:
+        return self.eval_batch_size or 2 * self.batch_size
+
+
+def load_train_config(
+    kind: str, path: str | Path | None, overrides: list[str] | tuple[str, ...] = ()
+) -> TrainConfig:
+    """Load a preset for ``kind``; a preset written for the other model is refused."""
+    if kind not in MODEL_KINDS:
+        raise ConfigError(f"model kind must be one of {MODEL_KINDS}, got {kind!r}")
+    cfg = load_config(TrainConfig, path, overrides)
+    if cfg.model and cfg.model != kind:
+        raise ConfigError(f"{path}: this config trains a {cfg.model!r}, not a {kind!r}")
+    cfg.model = kind  # type: ignore[assignment]
+    return cfg
