@@ -29,7 +29,15 @@ _EXPERIMENT_FLAGS = {
 }
 
 
+# Commands whose own entry (shared with a script under synth/ or train/) parses the arguments.
+_DELEGATED = ("synth", "train")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    delegated = _delegate(argv)
+    if delegated is not None:
+        return delegated
     parser = _build_parser()
     args = parser.parse_args(argv)
     _setup_logging(args.verbose)
@@ -120,7 +128,64 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from efficientrag.eval.report import write_report
+
+    path = write_report(args.runs, args.out, title=args.title, qa_source_note=args.qa_note)
+    print(path.read_text(encoding="utf-8"))
+    print(f"report written to {path} (with report.json and plots beside it)")
+    return 0
+
+
+def cmd_quickstart(args: argparse.Namespace) -> int:
+    from efficientrag.quickstart import QuickstartConfig, run_quickstart
+
+    flags = {
+        "dataset": "data.dataset",
+        "data": "data.path",
+        "corpus": "data.corpus_path",
+        "work_dir": "work_dir",
+    }
+    overrides = [
+        f"{key}={getattr(args, f)}" for f, key in flags.items() if getattr(args, f, None) is not None
+    ]
+    if args.dataset and args.dataset != "toy" and not args.data:
+        raise ValueError(f"--dataset {args.dataset} needs --data PATH (the dataset file)")
+    cfg = load_config(QuickstartConfig, args.config, [*overrides, *args.overrides])
+    summary = run_quickstart(cfg)
+    print()
+    print(summary["table"])
+    lab, fil = summary["labeler"], summary["filter"]
+    print(
+        f"\nLabeler token F1 {lab.get('token_f1', 0):.3f}, tag accuracy {lab.get('tag_accuracy', 0):.3f}; "
+        f"Filter token F1 {fil.get('token_f1', 0):.3f} (validation split of the synthesized data)"
+    )
+    print(f"report: {summary['report_path']}\nplot:   {summary['plot_path']}")
+    return 0
+
+
 # --------------------------------------------------------------------------- plumbing
+
+
+def _delegate(argv: list[str]) -> int | None:
+    """``efficientrag synth|train ...`` run the same entry as ``synth/run.py`` / ``train/*.py``."""
+    if not argv or argv[0] not in _DELEGATED:
+        return None
+    if argv[0] == "synth":
+        from efficientrag.synth.script import main as synth_main
+
+        return synth_main(argv[1:], prog="efficientrag synth")
+    from efficientrag.training.config import MODEL_KINDS
+    from efficientrag.training.script import main as train_main
+
+    if len(argv) < 2 or argv[1] not in MODEL_KINDS:
+        print("usage: efficientrag train {labeler,filter} --config PRESET.yaml [--resume] [key=value ...]")
+        return 2
+    try:
+        return train_main(argv[1], argv[2:])
+    except (ConfigError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 def _lazy_generator(cfg):
@@ -186,6 +251,35 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filter", help="trained Filter folder (efficientrag.filter)")
     p.add_argument("--json", action="store_true", help="print the result and trace as JSON")
     p.set_defaults(handler=cmd_retrieve)
+
+    # Listed for --help; the arguments are parsed by the commands' own entries (see _delegate).
+    sub.add_parser("synth", help="synthesize Labeler/Filter training data (same as synth/run.py)")
+    sub.add_parser(
+        "train", help="train the labeler or the filter (same as train/labeler.py, train/filter.py)"
+    )
+
+    p = sub.add_parser("report", help="one Markdown report (tables + plots) over several eval run folders")
+    p.add_argument(
+        "runs", nargs="+", help="run folders written by `efficientrag eval` (work_dir/eval/<name>)"
+    )
+    p.add_argument("--out", required=True, help="folder for report.md, report.json and the plots")
+    p.add_argument("--title", default="efficientrag comparison")
+    p.add_argument(
+        "--qa-note", help="mark every QA number with this note (e.g. answers from a scripted server)"
+    )
+    p.set_defaults(handler=cmd_report)
+
+    p = sub.add_parser(
+        "quickstart",
+        help="toy world (or --dataset/--data) -> synthesis -> train Labeler+Filter -> EfficientRAG vs Direct-R",
+    )
+    p.add_argument("--config", "-c", help="quickstart preset (YAML), e.g. configs/quickstart/hotpotqa.yaml")
+    p.add_argument("--dataset", help="toy (default) | hotpotqa | 2wikimultihopqa | musique | jsonl")
+    p.add_argument("--data", help="dataset file (data.path)")
+    p.add_argument("--corpus", help="corpus JSONL for --dataset jsonl (data.corpus_path)")
+    p.add_argument("--work-dir", dest="work_dir", help="where everything goes (default runs/quickstart)")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    p.set_defaults(handler=cmd_quickstart)
     return parser
 
 
@@ -196,7 +290,8 @@ def _setup_logging(verbose: bool) -> None:
         datefmt="%H:%M:%S",
     )
     # One INFO line per HTTP request is noise in a run of thousands of LLM calls.
-    for noisy in ("httpx", "httpx2", "openai", "urllib3", "filelock", "faiss.loader"):
+    noisy_loggers = ("httpx", "httpx2", "openai", "urllib3", "filelock", "faiss.loader", "accelerate")
+    for noisy in noisy_loggers:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

@@ -1,62 +1,11 @@
 """Synthesize Labeler/Filter training data: ``python synth/run.py --config configs/synth/toy.yaml``.
 
-Thin: parses the config (YAML preset + ``key=value`` overrides) and calls
-``efficientrag.synth.pipeline.run_synthesis``. Examples::
-
-    python synth/run.py --config configs/synth/musique.yaml data.path=/data/musique_ans_v1.0_train.jsonl
-    python synth/run.py --config configs/synth/toy.yaml --stages negatives,build --limit 50
-    python synth/run.py --config configs/synth/hotpotqa.yaml retriever.kind=bm25 force=true
+Thin: everything is in :mod:`efficientrag.synth.script` (also ``efficientrag synth``).
 """
 
-from __future__ import annotations
-
-import argparse
-import json
-import logging
 import sys
 
-from efficientrag.config import ConfigError, load_config
-from efficientrag.synth.config import SynthConfig
-from efficientrag.synth.pipeline import run_synthesis
-from efficientrag.synth.stage import StageError
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--config", help="YAML preset, e.g. configs/synth/toy.yaml")
-    parser.add_argument(
-        "--stages", help="comma-separated subset of decompose,label,align,next_hop,negatives,build"
-    )
-    parser.add_argument("--limit", type=int, help="only the first N questions")
-    parser.add_argument("--force", action="store_true", help="redo the selected stages (clears later ones)")
-    parser.add_argument(
-        "overrides", nargs="*", help="key=value config overrides (data.path=..., out_dir=...)"
-    )
-    args = parser.parse_args(argv)
-    overrides = list(args.overrides)
-    if args.stages:
-        overrides.append(f"stages=[{args.stages}]")
-    if args.limit is not None:
-        overrides.append(f"limit={args.limit}")
-    if args.force:
-        overrides.append("force=true")
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("efficientrag").setLevel(logging.INFO)
-    try:
-        cfg = load_config(SynthConfig, args.config, overrides)
-        stats = run_synthesis(cfg)
-    except (ConfigError, StageError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    summary = {
-        name: {"labeler": s["labeler"]["rows"], "filter": s["filter"]["rows"], "rejects": s["rejects"]}
-        for name, s in stats.get("datasets", {}).items()
-    }
-    print(json.dumps({"out_dir": stats["out_dir"], "datasets": summary}, indent=2))
-    return 0
-
+from efficientrag.synth.script import main
 
 if __name__ == "__main__":
     sys.exit(main())

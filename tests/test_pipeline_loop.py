@@ -1,79 +1,18 @@
-from dataclasses import dataclass
-
 import pytest
 
-from efficientrag.data.corpus import Corpus
-from efficientrag.data.schema import Chunk
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG
+from efficientrag.testing.scripted_models import ALPHA_QUESTION as Q1
+from efficientrag.testing.scripted_models import OMEGA_QUESTION as Q2
+from efficientrag.testing.scripted_models import STOPWORDS as STOP
+from efficientrag.testing.scripted_models import USEFUL_WORDS as USEFUL
+from efficientrag.testing.scripted_models import InfoOnlyFilter, ScriptedLabeler, bridge_corpus
 from efficientrag.testing.word_overlap import WordOverlapRetriever
-
-STOP = ["the", "of", "is", "was", "a", "in", "by", "where", "what", "who", "which"]
-
-
-@dataclass
-class P:
-    continue_prob: float
-    word_probs: list
-
-
-class ScriptedLabeler:
-    """Continue iff the chunk's title is in ``useful`` and the query names it; labels the scripted
-    words of that chunk."""
-
-    def __init__(self, useful: dict[str, list[str]]):
-        self.useful = useful
-        self.calls: list[list[tuple[list[str], list[str]]]] = []
-
-    def predict(self, pairs, **kw):
-        self.calls.append(list(pairs))
-        out = []
-        for query_words, chunk_words in pairs:
-            title = chunk_words[0]
-            keep = set(self.useful.get(title, []))
-            cont = title in self.useful and title in query_words
-            out.append(P(1.0 if cont else 0.0, [1.0 if w in keep else 0.0 for w in chunk_words]))
-        return out
-
-
-class InfoOnlyFilter:
-    """Keeps only the Info words: the next query is the newly found entity."""
-
-    def __init__(self):
-        self.calls = []
-
-    def predict(self, word_lists, **kw):
-        self.calls.append([list(w) for w in word_lists])
-        out = []
-        for words in word_lists:
-            probs, in_info = [], False
-            for i, w in enumerate(words):
-                if w == "Info" and i + 1 < len(words) and words[i + 1] == ":":
-                    in_info = True
-                    probs.append(0.0)
-                    continue
-                probs.append(1.0 if in_info and w not in {":", ";"} else 0.0)
-            out.append(P(0.0, probs))
-        return out
 
 
 @pytest.fixture()
 def corpus():
-    return Corpus(
-        [
-            Chunk("alpha", "Alpha", "Alpha is a film directed by Bob Stone."),
-            Chunk("bob", "Bob", "Bob Stone was born in Paris."),
-            Chunk("paris", "Paris", "Paris lies in Franconia."),
-            Chunk("omega", "Omega", "Omega is a film directed by Carla Moss."),
-            Chunk("carla", "Carla", "Carla Moss was born in Lyon."),
-            Chunk("noise", "Noise", "Noise film noise."),
-        ]
-    )
-
-
-Q1 = "Where was the director of Alpha film born?"
-Q2 = "Where was the director of Omega film born?"
-USEFUL = {"Alpha": ["Bob", "Stone"], "Bob": ["Paris"], "Omega": ["Carla", "Moss"], "Carla": ["Lyon"]}
+    return bridge_corpus()
 
 
 def make(corpus, **cfg):

@@ -1,0 +1,113 @@
+"""The quickstart in a reduced form: a small toy world, a few training steps, BM25 retrieval.
+
+Quality is not the point here (the models see a few batches); the flow is: held-out questions are
+never used for synthesis, every step writes its output, the table compares the two methods on the
+same questions, and a second run reuses everything instead of redoing it.
+"""
+
+import json
+
+import pytest
+
+from efficientrag.cli import main
+from efficientrag.config import load_config
+from efficientrag.quickstart import QuickstartConfig, run_quickstart, split_examples
+
+pytestmark = pytest.mark.usefixtures("minilm_path")
+
+SMALL = [
+    "data.toy.num_questions=40",
+    "retriever.kind=bm25",
+    "labeler.max_steps=3",
+    "labeler.batch_size=8",
+    "filter.max_steps=2",
+    "filter.batch_size=8",
+    "progress=false",
+]
+
+
+def small_config(work_dir, *extra):
+    return load_config(QuickstartConfig, None, [f"work_dir={work_dir}", *SMALL, *extra])
+
+
+def read_ids(path):
+    return set(path.read_text(encoding="utf-8").split())
+
+
+def test_quickstart_trains_on_one_part_and_evaluates_on_the_rest(tmp_path):
+    summary = run_quickstart(small_config(tmp_path))
+
+    train_ids = read_ids(tmp_path / "split" / "train_ids.txt")
+    eval_ids = read_ids(tmp_path / "split" / "eval_ids.txt")
+    assert train_ids and eval_ids and not train_ids & eval_ids
+    assert len(train_ids) + len(eval_ids) == 40
+
+    # Synthesis only saw training questions.
+    synth_qids = {
+        json.loads(line)["question_id"]
+        for part in ("train", "validation")
+        for line in (tmp_path / "synth" / "labeler" / f"{part}.jsonl").read_text().splitlines()
+    }
+    assert synth_qids and synth_qids <= train_ids
+    # The synthesized validation split is not empty (its split must not coincide with the held-out one).
+    assert (tmp_path / "synth" / "labeler" / "validation.jsonl").stat().st_size > 0
+
+    for model in ("labeler", "filter"):
+        assert (tmp_path / "models" / model / "best" / "model.safetensors").is_file()
+    # Both methods scored the same held-out questions.
+    for method in ("direct_r", "efficientrag"):
+        records = (tmp_path / "eval" / method / "predictions.jsonl").read_text().splitlines()
+        assert {json.loads(r)["id"] for r in records} == eval_ids
+
+    table = summary["table"].splitlines()
+    assert [row.split("|")[1].strip() for row in table[2:]] == [
+        "Direct-R@2",
+        "Direct-R@4",
+        "Direct-R@6",
+        "Direct-R@10",
+        "Direct-R@20",
+        "EfficientRAG",
+    ]
+    assert all(f"| {len(eval_ids)} |" in row for row in table[2:])
+    assert (tmp_path / "recall_vs_chunks.png").stat().st_size > 0
+    assert "EfficientRAG" in (tmp_path / "quickstart.md").read_text()
+    saved = json.loads((tmp_path / "quickstart.json").read_text())
+    assert saved["questions"] == {"all": 40, "train_pool": len(train_ids), "held_out": len(eval_ids)}
+    assert saved["labeler"]["train_rows"] > 0 and saved["filter"]["train_rows"] > 0
+
+
+def test_a_second_run_reuses_every_step(tmp_path):
+    run_quickstart(small_config(tmp_path))
+    weights = tmp_path / "models" / "labeler" / "best" / "model.safetensors"
+    predictions = tmp_path / "eval" / "efficientrag" / "predictions.jsonl"
+    before = (weights.stat().st_mtime_ns, predictions.read_text())
+
+    again = run_quickstart(small_config(tmp_path))
+
+    assert (weights.stat().st_mtime_ns, predictions.read_text()) == before
+    assert again["efficientrag"]["n"] == len(read_ids(tmp_path / "split" / "eval_ids.txt"))
+
+
+def test_cli_quickstart_prints_the_table(tmp_path, capsys):
+    assert main(["quickstart", "--work-dir", str(tmp_path), *SMALL]) == 0
+    out = capsys.readouterr().out
+    assert "| Direct-R@10 | toy |" in out and "| EfficientRAG | toy |" in out
+    assert str(tmp_path / "recall_vs_chunks.png") in out
+
+
+def test_cli_quickstart_needs_a_file_for_a_real_dataset(tmp_path, capsys):
+    assert main(["quickstart", "--dataset", "hotpotqa", "--work-dir", str(tmp_path)]) == 2
+    assert "--data" in capsys.readouterr().err
+
+
+def test_split_is_by_question_id_and_refuses_an_empty_side():
+    from efficientrag.data.schema import Example
+
+    examples = [Example(f"q{i}", f"question {i}?", ["a"], ["c"]) for i in range(200)]
+    train, held_out = split_examples(examples, eval_ratio=0.25)
+    assert 30 < len(held_out) < 70 and len(train) + len(held_out) == 200
+    # Adding questions never moves one that was already placed.
+    train2, held_out2 = split_examples([*examples, Example("new", "new?", ["a"], ["c"])], eval_ratio=0.25)
+    assert {e.id for e in held_out} <= {e.id for e in held_out2}
+    with pytest.raises(ValueError, match="one side empty"):
+        split_examples(examples[:3], eval_ratio=0.01)
