@@ -117,6 +117,23 @@ def test_trace_is_complete(corpus):
     assert first["alpha"]["labeled_words"] == ["Bob", "Stone"]
 
 
+def test_trace_splits_retrieval_time_when_the_backend_reports_it(corpus):
+    class TimedRetriever(WordOverlapRetriever):
+        def search(self, queries, k):
+            self.last_timings = {"encode": 0.25 * len(queries), "search": 0.5 * len(queries)}
+            return super().search(queries, k)
+
+    rag = EfficientRAG(
+        TimedRetriever(corpus, STOP), ScriptedLabeler(USEFUL), InfoOnlyFilter(), EfficientRAGConfig(top_k=2)
+    )
+    # Two questions share each batched search: each is charged its share of the call.
+    for res in rag.retrieve_batch([Q1, Q2]):
+        for hop in res.trace:
+            assert set(hop["timings_s"]) == {"retrieval", "encode", "search", "labeler", "filter"}
+            assert hop["timings_s"]["encode"] == pytest.approx(0.25)
+            assert hop["timings_s"]["search"] == pytest.approx(0.5)
+
+
 def test_trace_renders_every_hop(corpus):
     from efficientrag.pipeline.trace_format import format_result
 

@@ -147,3 +147,18 @@ def test_paper_numbers_cover_tables_2_to_4():
             metrics=("x", "y", "z"),
             rows={("m", ""): "1 2"},
         )
+
+
+def test_cli_report_writes_and_prints_the_report(runs, tmp_path, capsys):
+    from efficientrag.cli import main
+
+    out = tmp_path / "cli_report"
+    code = main(
+        ["report", *map(str, runs), "--out", str(out), "--title", "CLI check", "--qa-note", "scripted"]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    md = (out / "report.md").read_text()
+    assert printed.startswith(md) and md.startswith("# CLI check")
+    assert "scripted" in md and (out / "report.json").is_file()
+    assert main(["report", str(tmp_path / "missing"), "--out", str(out)]) == 2

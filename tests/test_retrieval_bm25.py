@@ -220,3 +220,9 @@ def test_stemming_matches_word_forms():
     assert retriever.meta["stemmer"] == "english"
     unstemmed = RetrieverConfig(kind="bm25", bm25_stemmer="none")
     assert BM25Retriever.build(corpus, unstemmed, show_progress=False).search(["running"], 2) == [[]]
+
+
+def test_search_reports_encode_and_search_time(plain):
+    plain.search(["apple", "cherry date"], 2)
+    assert set(plain.last_timings) == {"encode", "search"}
+    assert all(v >= 0 for v in plain.last_timings.values())

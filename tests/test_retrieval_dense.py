@@ -481,3 +481,9 @@ def test_config_loads_from_yaml_and_overrides(tmp_path):
         load_config(RetrieverConfig, overrides=["index_type=annoy"])
     with pytest.raises(ConfigError, match="shard_size"):
         load_config(RetrieverConfig, overrides=["shard_size=0"])
+
+
+def test_search_reports_encode_and_search_time(flat):
+    flat.search(["a question about anything", "another one"], 3)
+    assert set(flat.last_timings) == {"encode", "search"}
+    assert flat.last_timings["encode"] > 0 and flat.last_timings["search"] >= 0

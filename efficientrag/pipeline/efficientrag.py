@@ -128,6 +128,7 @@ class EfficientRAG:
         t0 = time.perf_counter()
         hits = self.retriever.search([b.query for _, b in branch_refs], cfg.top_k)
         t_search = time.perf_counter() - t0
+        split = getattr(self.retriever, "last_timings", None) or {}
 
         # Label every new (query, chunk) pair of chunks not yet in the pool, in one batch.
         to_label: list[tuple[_State, int, Hit]] = []
@@ -218,17 +219,21 @@ class EfficientRAG:
             own = [bi for bi, (s, _) in enumerate(branch_refs) if s is state]
             share = sum(1 for st, _, _ in to_label if st is state) / n_pairs
             filter_share = sum(1 for st, _, _ in filter_jobs if st is state) / n_jobs
+            query_share = len(own) / max(1, len(branch_refs))
+            timings = {
+                "retrieval": t_search * query_share,
+                "labeler": t_labeler * share,
+                "filter": t_filter * filter_share,
+            }
+            # "retrieval" splits into query encoding and index search when the backend reports it.
+            timings.update({name: seconds * query_share for name, seconds in split.items()})
             state.trace.append(
                 {
                     "hop": hop,
                     "queries": [branch_refs[bi][1].query for bi in own],
                     "hits": [hop_hits[bi] for bi in own],
                     "next_queries": next_queries[id(state)],
-                    "timings_s": {
-                        "retrieval": t_search * len(own) / max(1, len(branch_refs)),
-                        "labeler": t_labeler * share,
-                        "filter": t_filter * filter_share,
-                    },
+                    "timings_s": timings,
                 }
             )
             state.branches = next_branches[id(state)]

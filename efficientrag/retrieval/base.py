@@ -22,7 +22,12 @@ class Hit:
 
 @runtime_checkable
 class Retriever(Protocol):
-    """Batched top-k search over a fixed corpus. Hits are sorted by descending score."""
+    """Batched top-k search over a fixed corpus. Hits are sorted by descending score.
+
+    Backends also set ``last_timings`` (seconds of the latest ``search`` call, split into
+    ``encode``: turning queries into vectors or terms, and ``search``: the index lookup) so that
+    latency breakdowns can tell the two apart; callers read it with ``getattr(..., None)``.
+    """
 
     corpus: Corpus
 

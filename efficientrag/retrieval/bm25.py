@@ -11,6 +11,7 @@ JSON vocabulary and parameters and ``.npy`` score arrays, which load with ``allo
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ class BM25Retriever:
     ) -> None:
         self.corpus = corpus
         self.model = model
+        self.last_timings: dict[str, float] = {}
         self.settings = settings
         self.meta = meta
         _, self._stem = resolve_stemmer(settings["stemmer"] or "none")
@@ -138,7 +140,9 @@ class BM25Retriever:
         queries, k = check_search_args(queries, k)
         results: list[list[Hit]] = [[] for _ in queries]
         if k == 0 or not queries:
+            self.last_timings = {"encode": 0.0, "search": 0.0}
             return results
+        t0 = time.perf_counter()
         tokenized = bm25s.tokenize(
             queries,
             lower=True,
@@ -147,6 +151,7 @@ class BM25Retriever:
             return_ids=False,
             show_progress=False,
         )
+        t1 = time.perf_counter()
         chunks = self.corpus.chunks
         for i, terms in enumerate(tokenized):
             term_ids = self.model.get_tokens_ids(terms)
@@ -154,6 +159,7 @@ class BM25Retriever:
                 continue
             scores = self.model.get_scores_from_ids(term_ids)
             results[i] = [Hit(chunks[r], float(scores[r])) for r in top_k_rows(scores, k)]
+        self.last_timings = {"encode": t1 - t0, "search": time.perf_counter() - t1}
         return results
 
 

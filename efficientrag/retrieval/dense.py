@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ class DenseRetriever:
         self.encoder = encoder
         self.index = index
         self.meta = meta
+        self.last_timings: dict[str, float] = {}
 
     @classmethod
     def build(
@@ -157,9 +159,13 @@ class DenseRetriever:
         live = [i for i, q in enumerate(queries) if q.strip()]
         k = min(k, self.index.ntotal)
         if not live or k == 0:
+            self.last_timings = {"encode": 0.0, "search": 0.0}
             return results
+        t0 = time.perf_counter()
         emb = self.encoder.encode_queries([queries[i] for i in live])
+        t1 = time.perf_counter()
         scores, rows = self.index.search(emb, k)
+        self.last_timings = {"encode": t1 - t0, "search": time.perf_counter() - t1}
         chunks = self.corpus.chunks
         for j, i in enumerate(live):
             results[i] = [

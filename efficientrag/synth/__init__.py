@@ -14,6 +14,7 @@ _LAZY = {
     "run_synthesis": "efficientrag.synth.pipeline",
     "SynthConfig": "efficientrag.synth.config",
     "AnnotationsConfig": "efficientrag.synth.config",
+    "LLMTeacherConfig": "efficientrag.synth.config",
     "run_stage": "efficientrag.synth.stage",
     "run_stage_async": "efficientrag.synth.stage",
     "Reject": "efficientrag.synth.records",
@@ -22,6 +23,7 @@ _LAZY = {
 
 __all__ = [
     "AnnotationsConfig",
+    "LLMTeacherConfig",
     "Reject",
     "SynthConfig",
     "align_words",
@@ -32,7 +34,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from efficientrag.synth.align import align_words
-    from efficientrag.synth.config import AnnotationsConfig, SynthConfig
+    from efficientrag.synth.config import AnnotationsConfig, LLMTeacherConfig, SynthConfig
     from efficientrag.synth.pipeline import run_synthesis
     from efficientrag.synth.records import Reject
     from efficientrag.synth.stage import run_stage, run_stage_async

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from efficientrag.data.config import DataConfig
+from efficientrag.llm.config import LLMConfig
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.synth.records import STAGES
 
@@ -19,6 +20,18 @@ class AnnotationsConfig:
 
 
 @dataclass
+class LLMTeacherConfig:
+    """Options of the LLM teacher (``teacher: llm``) beyond the client settings in ``llm``."""
+
+    # Ask the server for a JSON object (OpenAI / vLLM ``response_format={"type": "json_object"}``;
+    # vLLM then constrains decoding to JSON). Off by default: not every server supports it.
+    json_mode: bool = False
+    # Show the dataset's annotations (2Wiki evidence triples, MuSiQue annotated steps) in the
+    # decomposition prompt, as the paper's teacher saw them.
+    hints: bool = True
+
+
+@dataclass
 class SynthConfig:
     data: DataConfig = field(default_factory=DataConfig)
     # Retriever for hard negatives (the paper: Contriever-MSMARCO, the one used at inference).
@@ -28,6 +41,12 @@ class SynthConfig:
     # LLM) or another module of efficientrag.synth.teacher (e.g. "llm").
     teacher: str = "annotations"
     annotations: AnnotationsConfig = field(default_factory=AnnotationsConfig)
+    # The OpenAI-compatible endpoint of the LLM teacher (vLLM, OpenAI, ...): base_url, model,
+    # api_key_env (the key itself only from the environment or code, never saved), cache_dir (the
+    # response cache that makes a resumed or repeated run free), temperature (0), max_tokens,
+    # retries, prices. Its concurrency is taken from `concurrency` below.
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    llm_teacher: LLMTeacherConfig = field(default_factory=LLMTeacherConfig)
     out_dir: str = "runs/synth/toy"
     stages: list[str] = field(default_factory=lambda: list(STAGES))
     # Only the first N questions (None: all).
@@ -42,7 +61,7 @@ class SynthConfig:
     negatives_batch_size: int = 64
     validation_ratio: float = 0.1
     seed: int = 0
-    # Records processed at once by async (LLM) stages.
+    # Records processed at once by async (LLM) stages; also the LLM client's requests in flight.
     concurrency: int = 8
     # Redo the selected stages from scratch (and clear the stages after them).
     force: bool = False

@@ -162,13 +162,20 @@ def validate_decomposition(sub_questions: Sequence[SubQuestion], gold_chunk_ids:
     if set(chunks) != gold:
         missing = sorted(gold - set(chunks))
         extra = sorted(set(chunks) - gold)
-        raise Reject(R_COUNT, f"gold chunks without a sub-question {missing}, non-gold chunks used {extra}")
+        # The count first: it is what an LLM most often gets wrong (the official check).
+        count = (
+            f"{len(chunks)} sub-questions for {len(gold)} gold chunks; " if len(chunks) != len(gold) else ""
+        )
+        raise Reject(
+            R_COUNT, f"{count}gold chunks without a sub-question {missing}, non-gold chunks used {extra}"
+        )
     for s in sub_questions:
         if not s.sub_question.strip() or not s.answer.strip():
             raise Reject(R_EMPTY, f"sub-question {s.idx}")
         for d in s.dependency:
-            if d not in idxs or d == s.idx:
-                raise Reject(R_DEPENDENCY, f"sub-question {s.idx} depends on {d}")
+            # bool is an int subclass: a parsed `true` must not pass as sub-question 1.
+            if isinstance(d, bool) or not isinstance(d, int) or d not in idxs or d == s.idx:
+                raise Reject(R_DEPENDENCY, f"sub-question {s.idx} depends on {d!r}")
     deps = {s.idx: set(s.dependency) for s in sub_questions}
     state: dict[int, int] = {}
 

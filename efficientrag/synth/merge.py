@@ -1,0 +1,43 @@
+"""Union of the training sets of several synthesis runs (e.g. a dataset's train file and part of
+its dev file, each synthesized over its own corpus), so one model trains on all of them.
+
+Each run keeps its own train/validation split (by question), so the union still has no question on
+both sides; a row id seen twice means the same question came from two runs, which would weight it
+twice and could put it on both sides: that is an error, not something to paper over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from efficientrag.jsonl import read_jsonl, write_jsonl
+
+MODELS = ("labeler", "filter")
+PARTS = ("train", "validation")
+
+
+def merge_training_sets(sources: Sequence[str | Path], out_dir: str | Path) -> dict[str, dict[str, int]]:
+    """Write ``out_dir/{labeler,filter}/{train,validation}.jsonl``; returns the row counts."""
+    if not sources:
+        raise ValueError("merge_training_sets needs at least one synthesis output folder")
+    out = Path(out_dir)
+    counts: dict[str, dict[str, int]] = {}
+    for model in MODELS:
+        seen: dict[str, Path] = {}
+        counts[model] = {}
+        for part in PARTS:
+            rows = []
+            for src in map(Path, sources):
+                path = src / model / f"{part}.jsonl"
+                if not path.is_file():
+                    raise FileNotFoundError(f"{path}: missing (run the synthesis 'build' stage for {src})")
+                for row in read_jsonl(path):
+                    rid = str(row.get("id"))
+                    if rid in seen:
+                        raise ValueError(f"{path}: row id {rid!r} is also in {seen[rid]}")
+                    seen[rid] = path
+                    rows.append(row)
+            write_jsonl(out / model / f"{part}.jsonl", rows)
+            counts[model][part] = len(rows)
+    return counts

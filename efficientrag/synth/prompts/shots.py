@@ -1,0 +1,82 @@
+"""The few-shot examples of the LLM teacher and the per-dataset sets they come in.
+
+Each dataset module (``hotpotqa.py``, ``twowiki.py``, ``musique.py``, ``generic.py``) writes one
+:class:`PromptSet`: decomposition examples per question *shape* (bridge, comparison, 3-hop chain,
+...), a note per question *type* that tells the model which shape it is looking at, and the
+examples of the two word-picking tasks. All examples are invented (fictional entities) and obey
+the rules they teach: the tests check that every example decomposition validates, every example
+labeling is copied in order from its paragraph, and every example next-hop query is picked, in
+order, from its question and known information.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SubQuestionShot:
+    sub_question: str
+    answer: str
+    dependency: tuple[int, ...]
+    document: int  # 1-based number of the paragraph, as the prompt numbers them
+
+
+@dataclass(frozen=True)
+class DecomposeShot:
+    """A question with its paragraphs (and the dataset's annotations) and the decomposition."""
+
+    question: str
+    answer: str
+    qtype: str
+    paragraphs: tuple[tuple[str, str], ...]  # (title, text)
+    sub_questions: tuple[SubQuestionShot, ...]
+    # 2Wiki evidence triples (subject, relation, object); MuSiQue annotated steps
+    # (question with #k, answer, paragraph number). At most one of the two is set.
+    triples: tuple[tuple[str, str, str], ...] = ()
+    steps: tuple[tuple[str, str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class LabelShot:
+    sub_question: str
+    answer: str
+    paragraph: tuple[str, str]  # (title, text); the model sees "title: text", as the Labeler does
+    extracted_words: str
+
+
+@dataclass(frozen=True)
+class NextHopShot:
+    question: str  # the previous query (the original question at hop 2)
+    answered: tuple[tuple[str, str, str], ...]  # per dependency: (sub-question, answer, known info)
+    filtered_query: str
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """The examples and notes of one dataset family.
+
+    ``shapes`` maps a shape name to its decomposition examples; ``type_shapes`` maps a question
+    type (as the dataset names it) to the shapes whose examples the prompt shows; an unknown or
+    missing type gets ``default_shapes``. ``type_notes`` are one-line descriptions of each type.
+    """
+
+    dataset: str
+    shapes: dict[str, tuple[DecomposeShot, ...]]
+    type_shapes: dict[str, tuple[str, ...]]
+    default_shapes: tuple[str, ...]
+    type_notes: dict[str, str]
+    label: tuple[LabelShot, ...]
+    next_hop: tuple[NextHopShot, ...]
+
+    def __post_init__(self) -> None:
+        for name in (*self.default_shapes, *(s for v in self.type_shapes.values() for s in v)):
+            if name not in self.shapes:
+                raise ValueError(f"prompt set {self.dataset!r}: unknown shape {name!r}")
+
+    def decompose_shots(self, qtype: str) -> list[DecomposeShot]:
+        names = self.type_shapes.get(qtype, self.default_shapes)
+        return [shot for name in names for shot in self.shapes[name]]
+
+    def type_note(self, qtype: str) -> str:
+        return self.type_notes.get(qtype, "")
