@@ -83,3 +83,33 @@ def test_build_rows_split_by_question_and_load_with_datasets(tmp_path):
     )
     assert fds["train"].num_rows + fds["validation"].num_rows == 40
     assert fds["train"][0]["labels"] == [0, 0, 1, 0, 0, 1]
+
+
+def test_more_negatives_and_question_positives():
+    decomposed, aligned, next_hop, negatives = records(3)
+    for qid in decomposed:
+        decomposed[qid]["question"] = "Where was it made ?"
+        next_hop[f"{qid}#1"]["query_words"] = ["Where", "was", "it", "made", "?"]  # hop 1 asks the question
+    negatives["q1#1"]["more_negatives"] = [
+        {"negative_chunk_id": "c7", "negative_rank": 4, "negative_chunk_words": ["P", "Q"]},
+        {"negative_chunk_id": "c8", "negative_rank": 5, "negative_chunk_words": ["R"]},
+    ]
+    built = build_rows(
+        list(decomposed), decomposed, aligned, next_hop, negatives, validation_ratio=0.0, seed=0,
+        question_positives=True,
+    )  # fmt: skip
+    rows = {r["id"]: r for r in built.labeler[TRAIN]}
+    # Further negatives: one row each, same query, all-zero labels, their own rank.
+    assert rows["q1#1/neg2"]["chunk_id"] == "c7" and rows["q1#1/neg3"]["labels"] == [0]
+    assert rows["q1#1/neg2"]["meta"]["rank"] == 4 and rows["q1#1/neg2"]["tag"] == "terminate"
+    assert "q2#1/neg2" not in rows
+    # The later hop's gold chunk is also a positive for the original question, with its labels.
+    qpos = rows["q1#2/qpos"]
+    assert qpos["query_words"] == ["Where", "was", "it", "made", "?"] and qpos["tag"] == "continue"
+    assert qpos["labels"] == rows["q1#2/pos"]["labels"] and qpos["chunk_id"] == "c2"
+    # No extra positive where the hop's query already is the question (and none by default).
+    assert sorted(rid for rid in rows if rid.endswith("/qpos")) == ["q0#2/qpos", "q1#2/qpos", "q2#2/qpos"]
+    plain = build_rows(
+        list(decomposed), decomposed, aligned, next_hop, negatives, validation_ratio=0.0, seed=0
+    )
+    assert not any(r["id"].endswith("/qpos") for r in plain.labeler[TRAIN])

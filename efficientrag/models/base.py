@@ -19,7 +19,7 @@ from transformers import CONFIG_MAPPING, AutoModel, PreTrainedTokenizerBase
 from efficientrag.hub import hub_offline, resolve_model_path
 from efficientrag.models.batching import Collator
 from efficientrag.models.encoding import EncodedInput
-from efficientrag.models.network import TokenClassifierNetwork
+from efficientrag.models.network import MODEL_INPUTS, TokenClassifierNetwork
 from efficientrag.models.spec import WEIGHTS_FILE, ModelSpec
 from efficientrag.models.tokenizer_setup import load_tokenizer
 from efficientrag.models.word_scores import word_scores
@@ -189,11 +189,7 @@ class WordClassifier:
                 for start in range(0, len(order), batch_size):
                     ids = order[start : start + batch_size]
                     batch = collate([(i, encoded[i]) for i in ids])
-                    inputs = {
-                        k: batch[k].to(device)
-                        for k in ("input_ids", "attention_mask", "token_type_ids")
-                        if k in batch
-                    }
+                    inputs = {k: batch[k].to(device) for k in MODEL_INPUTS if k in batch}
                     out = self.network(**inputs)
                     probs = out["token_logits"].float().softmax(-1)[..., 1]
                     n_slots = int(batch["n_words"].max())

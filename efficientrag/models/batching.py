@@ -46,6 +46,7 @@ class Collator:
         input_ids = np.full((n, width), self.pad_token_id, dtype=np.int64)
         attention = np.zeros((n, width), dtype=np.int64)
         word_ids = np.full((n, width), NO_WORD, dtype=np.int64)
+        segments = np.zeros((n, width), dtype=np.int64)
         with_types = encoded[0].token_type_ids is not None
         type_ids = np.zeros((n, width), dtype=np.int64) if with_types else None
         for i, e in enumerate(encoded):
@@ -53,12 +54,15 @@ class Collator:
             input_ids[i, :k] = e.input_ids
             attention[i, :k] = 1
             word_ids[i, :k] = e.word_ids
+            if e.segment_ids is not None:
+                segments[i, :k] = e.segment_ids
             if type_ids is not None and e.token_type_ids is not None:
                 type_ids[i, :k] = e.token_type_ids
         batch = {
             "input_ids": torch.from_numpy(input_ids),
             "attention_mask": torch.from_numpy(attention),
             "word_ids": torch.from_numpy(word_ids),
+            "segment_ids": torch.from_numpy(segments),
             "n_words": torch.tensor([e.n_words for e in encoded], dtype=torch.long),
             "index": torch.tensor([i for i, _ in items], dtype=torch.long),
         }

@@ -17,6 +17,9 @@ import numpy as np
 from transformers import PreTrainedTokenizerBase
 
 NO_WORD = -1
+# Segment of each position: special tokens and padding, query words, target words. The "pair"
+# tag-head pooling reads the query and the chunk separately through it.
+SEG_OTHER, SEG_QUERY, SEG_TARGET = 0, 1, 2
 
 
 @dataclass
@@ -31,6 +34,7 @@ class EncodedInput:
     query_truncated_words: int = 0
     word_labels: np.ndarray | None = None
     tag: int = -1
+    segment_ids: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
@@ -103,11 +107,20 @@ def _to_input(enc, pair: bool, n_words: int) -> EncodedInput:
         count=len(enc.ids),
     )
     type_ids = np.asarray(enc.type_ids, dtype=np.int32) if enc.type_ids else None
+    segments = np.fromiter(
+        (
+            SEG_OTHER if (w is None or s is None) else (SEG_TARGET if s == target_seq else SEG_QUERY)
+            for w, s in zip(enc.word_ids, enc.sequence_ids, strict=True)
+        ),
+        dtype=np.int8,
+        count=len(enc.ids),
+    )
     return EncodedInput(
         input_ids=np.asarray(enc.ids, dtype=np.int32),
         word_ids=word_ids,
         token_type_ids=type_ids,
         n_words=n_words,
+        segment_ids=segments,
     )
 
 

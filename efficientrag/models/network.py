@@ -3,7 +3,11 @@
 The forward pass takes only model inputs and returns logits; losses live in
 :mod:`efficientrag.models.losses`, so the same module trains under DDP/DeepSpeed and predicts.
 The tag head reads the mean of the non-padding token states (the paper) or the first token (the
-official code's ``ContextPooler``), followed by a small dense layer.
+official code's ``ContextPooler``), followed by a small dense layer. ``pair`` pooling (ours) reads
+the query's and the chunk's mean states separately and feeds ``[q, c, q*c, |q-c|]`` to the head:
+a backbone trained as a bi-encoder (MiniLM) already places related texts close, and these
+features let a few thousand rows teach the head to use that, where a pooled mix of both does not
+(docs/training.md, "Tag-head pooling").
 """
 
 from __future__ import annotations
@@ -13,6 +17,11 @@ import inspect
 import torch
 from torch import nn
 from transformers import PreTrainedModel
+
+from efficientrag.models.encoding import SEG_QUERY, SEG_TARGET
+
+# The batch keys the forward pass takes (the collator also carries word maps, labels, indices).
+MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "segment_ids")
 
 
 class TokenClassifierNetwork(nn.Module):
@@ -30,8 +39,9 @@ class TokenClassifierNetwork(nn.Module):
         self.pooling = pooling
         self.dropout = nn.Dropout(dropout)
         self.token_head = nn.Linear(hidden, 2)
+        width = 4 * hidden if pooling == "pair" else hidden
         self.tag_head = (
-            nn.Sequential(nn.Linear(hidden, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, 2))
+            nn.Sequential(nn.Linear(width, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, 2))
             if tag_head
             else None
         )
@@ -48,6 +58,7 @@ class TokenClassifierNetwork(nn.Module):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
+        segment_ids: torch.Tensor | None = None,
     ) -> dict[str, torch.Tensor]:
         kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None and self._takes_token_types:
@@ -55,14 +66,27 @@ class TokenClassifierNetwork(nn.Module):
         states = self.backbone(**kwargs).last_hidden_state
         out = {"token_logits": self.token_head(self.dropout(states))}
         if self.tag_head is not None:
-            out["tag_logits"] = self.tag_head(self.dropout(self._pool(states, attention_mask)))
+            pooled = self._pool(states, attention_mask, segment_ids)
+            out["tag_logits"] = self.tag_head(self.dropout(pooled))
         return out
 
-    def _pool(self, states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def _pool(
+        self, states: torch.Tensor, attention_mask: torch.Tensor, segment_ids: torch.Tensor | None
+    ) -> torch.Tensor:
         if self.pooling == "first":
             return states[:, 0]
-        mask = attention_mask.unsqueeze(-1).to(states.dtype)
-        return (states * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+        if self.pooling == "pair":
+            if segment_ids is None:
+                raise ValueError("pair pooling needs segment_ids (the collator provides them)")
+            q = _masked_mean(states, segment_ids == SEG_QUERY)
+            c = _masked_mean(states, segment_ids == SEG_TARGET)
+            return torch.cat([q, c, q * c, (q - c).abs()], dim=-1)
+        return _masked_mean(states, attention_mask.bool())
+
+
+def _masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    m = mask.unsqueeze(-1).to(states.dtype)
+    return (states * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
 
 
 def _hidden_size(config) -> int:

@@ -19,7 +19,7 @@ WEIGHTS_FILE = "model.safetensors"
 FORMAT_VERSION = 1
 
 KINDS = ("labeler", "filter")
-POOLINGS = ("mean", "first")
+POOLINGS = ("mean", "first", "pair")
 WORD_AGGREGATIONS = ("first", "mean", "max")
 
 TOKEN_LABELS = {"labeler": ("useless", "useful"), "filter": ("drop", "keep")}

@@ -3,7 +3,9 @@
 Per sub-question that came through every stage, as in the official ``training_data_synthesize``:
 - a Labeler positive: the query of its hop, its gold chunk's words and labels, tag ``continue``;
 - a Labeler negative (when the negatives stage found one): the same query, the hard negative's
-  words, all labels 0, tag ``terminate``;
+  words, all labels 0, tag ``terminate`` (one per further negative with ``negatives_per_query``);
+- with ``question_positives``, for a later hop's sub-question also the original question paired
+  with its gold chunk (same labels), tag ``continue``: the loop's first query meets that chunk too;
 - a Filter row for every dependent sub-question: the ``Query: … Info: …`` words and the labels of
   the next-hop query in them.
 Files: ``labeler/{train,validation}.jsonl``, ``filter/{train,validation}.jsonl`` (rows as
@@ -22,6 +24,7 @@ from efficientrag.jsonl import write_jsonl
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
 from efficientrag.synth.records import sub_question_id
 from efficientrag.synth.split import TRAIN, VALIDATION, split_of
+from efficientrag.text.words import split_words
 
 SPLITS = (TRAIN, VALIDATION)
 
@@ -42,6 +45,7 @@ def build_rows(
     *,
     validation_ratio: float,
     seed: int,
+    question_positives: bool = False,
 ) -> BuiltSets:
     built = BuiltSets()
     for qid in question_ids:
@@ -60,33 +64,39 @@ def build_rows(
                 "idx": int(sub["idx"]),
                 "hop": int(nh["hop"]),
             }
-            built.labeler[side].append(
-                LabelerRow(
-                    id=f"{sid}/pos",
-                    question_id=qid,
-                    query_words=list(nh["query_words"]),
-                    chunk_words=list(al["chunk_words"]),
-                    labels=[int(x) for x in al["labels"]],
-                    tag=TAG_CONTINUE,
-                    chunk_id=str(al["chunk_id"]),
-                    meta={**meta, "rank": 0},
-                ).to_dict()
-            )
-            neg = negatives.get(sid)
-            if neg is not None:
-                words = list(neg["negative_chunk_words"])
+            positive_queries = [("pos", list(nh["query_words"]))]
+            question_words = split_words(str(rec.get("question", "")))
+            if question_positives and question_words and question_words != positive_queries[0][1]:
+                positive_queries.append(("qpos", question_words))
+            for suffix, query_words in positive_queries:
                 built.labeler[side].append(
                     LabelerRow(
-                        id=f"{sid}/neg",
+                        id=f"{sid}/{suffix}",
                         question_id=qid,
-                        query_words=list(nh["query_words"]),
-                        chunk_words=words,
-                        labels=[0] * len(words),
-                        tag=TAG_TERMINATE,
-                        chunk_id=str(neg["negative_chunk_id"]),
-                        meta={**meta, "rank": int(neg["negative_rank"])},
+                        query_words=query_words,
+                        chunk_words=list(al["chunk_words"]),
+                        labels=[int(x) for x in al["labels"]],
+                        tag=TAG_CONTINUE,
+                        chunk_id=str(al["chunk_id"]),
+                        meta={**meta, "rank": 0},
                     ).to_dict()
                 )
+            neg = negatives.get(sid)
+            if neg is not None:
+                for j, choice in enumerate([neg, *neg.get("more_negatives", [])]):
+                    words = list(choice["negative_chunk_words"])
+                    built.labeler[side].append(
+                        LabelerRow(
+                            id=f"{sid}/neg" if j == 0 else f"{sid}/neg{j + 1}",
+                            question_id=qid,
+                            query_words=list(nh["query_words"]),
+                            chunk_words=words,
+                            labels=[0] * len(words),
+                            tag=TAG_TERMINATE,
+                            chunk_id=str(choice["negative_chunk_id"]),
+                            meta={**meta, "rank": int(choice["negative_rank"])},
+                        ).to_dict()
+                    )
             if "filter_words" in nh:
                 built.filter[side].append(
                     FilterRow(

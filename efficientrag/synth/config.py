@@ -59,6 +59,12 @@ class SynthConfig:
     # Skip retrieved chunks that contain the sub-question's answer when picking a negative.
     negatives_exclude_answer: bool = True
     negatives_batch_size: int = 64
+    # Negatives per query: the official code keeps 1 (the hardest non-gold hit); more follow the
+    # retriever's ranking and give the Tagger the top-k it judges at inference (docs/synthesis.md).
+    negatives_per_query: int = 1
+    # Also label every gold chunk of a later hop as Continue for the original question (the query
+    # the loop starts from); the official data pairs it only with its own next-hop query.
+    question_positives: bool = False
     validation_ratio: float = 0.1
     seed: int = 0
     # Records processed at once by async (LLM) stages; also the LLM client's requests in flight.
@@ -79,7 +85,13 @@ class SynthConfig:
             raise ValueError(f"min_align_rate must be in [0, 1], got {self.min_align_rate}")
         if not 0.0 <= self.validation_ratio <= 1.0:
             raise ValueError(f"validation_ratio must be in [0, 1], got {self.validation_ratio}")
-        for name in ("negatives_top_k", "negatives_batch_size", "concurrency", "align_window"):
+        for name in (
+            "negatives_top_k",
+            "negatives_batch_size",
+            "negatives_per_query",
+            "concurrency",
+            "align_window",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.limit is not None and self.limit < 1:

@@ -1,9 +1,13 @@
-"""Hard negatives: for each hop's query, the best-ranked retrieved chunk that is not gold.
+"""Hard negatives: for each hop's query, the best-ranked retrieved chunks that are not gold.
 
 The Tagger learns ``terminate`` from these (gold chunks are ``continue``). As in the official
 code, the negative is the first of the retriever's top-k hits outside the question's gold chunks.
 One addition: a hit that contains the sub-question's answer is skipped too (by default), since it
 may well answer the query and would then be a false negative.
+
+``n > 1`` keeps the next non-gold hits too: at inference the Tagger judges the whole top-k, not
+only its hardest non-gold chunk, and with a few hundred questions one negative per query leaves
+it too few examples to learn from (see docs/synthesis.md, "More negatives").
 """
 
 from __future__ import annotations
@@ -31,8 +35,23 @@ class NegativeChoice:
 def choose_negative(
     hits: Sequence[Hit], gold_ids: set[str], answers: Sequence[str], *, exclude_answer: bool = True
 ) -> NegativeChoice:
+    return choose_negatives(hits, gold_ids, answers, n=1, exclude_answer=exclude_answer)[0]
+
+
+def choose_negatives(
+    hits: Sequence[Hit],
+    gold_ids: set[str],
+    answers: Sequence[str],
+    *,
+    n: int = 1,
+    exclude_answer: bool = True,
+) -> list[NegativeChoice]:
+    """Up to ``n`` negatives in rank order; each records what was skipped before it."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
     patterns = _answer_patterns(answers) if exclude_answer else []
     skipped_gold = skipped_answer = 0
+    chosen: list[NegativeChoice] = []
     for rank, hit in enumerate(hits, start=1):
         if hit.id in gold_ids:
             skipped_gold += 1
@@ -42,7 +61,11 @@ def choose_negative(
             if any(p.search(text) for p in patterns):
                 skipped_answer += 1
                 continue
-        return NegativeChoice(hit, rank, skipped_gold, skipped_answer)
+        chosen.append(NegativeChoice(hit, rank, skipped_gold, skipped_answer))
+        if len(chosen) == n:
+            break
+    if chosen:
+        return chosen
     raise Reject(
         R_NO_NEGATIVE,
         f"{len(hits)} hits: {skipped_gold} gold, {skipped_answer} containing the answer",

@@ -192,7 +192,12 @@ class _Run:
         if search is None and any(it["id"] not in finished for it in items):
             search = self._build_retriever()
         fn = (
-            negatives_step(search, top_k=cfg.negatives_top_k, exclude_answer=cfg.negatives_exclude_answer)
+            negatives_step(
+                search,
+                top_k=cfg.negatives_top_k,
+                exclude_answer=cfg.negatives_exclude_answer,
+                per_query=cfg.negatives_per_query,
+            )
             if search is not None
             else _nothing_pending
         )
@@ -201,6 +206,7 @@ class _Run:
             "corpus": self.corpus.fingerprint(),
             "top_k": cfg.negatives_top_k,
             "exclude_answer": cfg.negatives_exclude_answer,
+            "per_query": cfg.negatives_per_query,
         }
         return await self._stage("negatives", items, fn, batch_size=cfg.negatives_batch_size, params=params)
 
@@ -218,6 +224,7 @@ class _Run:
             negatives,
             validation_ratio=cfg.validation_ratio,
             seed=cfg.seed,
+            question_positives=cfg.question_positives,
         )
         files = write_sets(built, self.out)
         rejects = {s: read_records(stage_paths(self.out, s)["rejects"]) for s in STAGES if s != "build"}

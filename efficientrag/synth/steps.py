@@ -15,7 +15,7 @@ from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 from efficientrag.retrieval.base import Retriever
 from efficientrag.synth.align import align_words, split_targets
-from efficientrag.synth.negatives import choose_negative
+from efficientrag.synth.negatives import choose_negatives
 from efficientrag.synth.next_hop import R_FILTER_ALIGN, filter_target
 from efficientrag.synth.records import (
     DecomposedRecord,
@@ -267,33 +267,44 @@ def negatives_inputs(
 
 
 def negatives_step(
-    retriever: Retriever, *, top_k: int, exclude_answer: bool = True
+    retriever: Retriever, *, top_k: int, exclude_answer: bool = True, per_query: int = 1
 ) -> Callable[[list[Mapping[str, Any]]], list[Any]]:
+    """The first negative keeps the official record fields; further ones (``per_query > 1``) go
+    in ``more_negatives`` with the same fields."""
+
     def fn(items: list[Mapping[str, Any]]) -> list[Any]:
         results = retriever.search([it["query"] for it in items], top_k)
         out: list[Any] = []
         for item, hits in zip(items, results, strict=True):
             try:
-                choice = choose_negative(
-                    hits, set(item["gold"]), item["answers"], exclude_answer=exclude_answer
+                choices = choose_negatives(
+                    hits, set(item["gold"]), item["answers"], n=per_query, exclude_answer=exclude_answer
                 )
             except Reject as rej:
                 out.append(rej)
                 continue
-            out.append(
-                {
-                    "id": item["id"],
-                    "question_id": item["question_id"],
-                    "idx": item["idx"],
-                    "query": item["query"],
-                    "negative_chunk_id": choice.hit.id,
-                    "negative_rank": choice.rank,
-                    "negative_score": float(choice.hit.score),
-                    "negative_chunk_words": split_words(choice.hit.chunk.contents),
-                    "skipped_gold": choice.skipped_gold,
-                    "skipped_answer": choice.skipped_answer,
-                }
-            )
+            first = choices[0]
+            record = {
+                "id": item["id"],
+                "question_id": item["question_id"],
+                "idx": item["idx"],
+                "query": item["query"],
+                **_negative_fields(first),
+                "skipped_gold": first.skipped_gold,
+                "skipped_answer": first.skipped_answer,
+            }
+            if per_query > 1:
+                record["more_negatives"] = [_negative_fields(c) for c in choices[1:]]
+            out.append(record)
         return out
 
     return fn
+
+
+def _negative_fields(choice: Any) -> dict[str, Any]:
+    return {
+        "negative_chunk_id": choice.hit.id,
+        "negative_rank": choice.rank,
+        "negative_score": float(choice.hit.score),
+        "negative_chunk_words": split_words(choice.hit.chunk.contents),
+    }

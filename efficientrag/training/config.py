@@ -33,7 +33,9 @@ class TrainConfig:
     # What to train.
     model: Literal["", "labeler", "filter"] = ""  # "" = decided by the entry point (train/labeler.py …)
     backbone: str = "sentence-transformers/all-MiniLM-L6-v2"
-    pooling: Literal["mean", "first"] = "mean"  # tag head pooling (Labeler); the paper averages
+    # Tag-head pooling (Labeler): the paper averages all states; "first" is the official code's;
+    # "pair" (ours) compares the query's and the chunk's mean states (docs/training.md).
+    pooling: Literal["mean", "first", "pair"] = "mean"
     word_aggregation: Literal["first", "mean", "max"] = "first"  # sub-word -> word probability
     dropout: float = 0.1
     # Data: a folder with train.jsonl and validation.jsonl (LabelerRow / FilterRow lines).

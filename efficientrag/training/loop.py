@@ -40,6 +40,7 @@ from efficientrag.models.filter import Filter
 from efficientrag.models.inputs import TAG_CONTINUE, TAGS
 from efficientrag.models.labeler import Labeler
 from efficientrag.models.losses import compute_loss
+from efficientrag.models.network import MODEL_INPUTS
 from efficientrag.models.word_scores import word_scores
 from efficientrag.training.checkpoint import TrainerState, last_checkpoint, save_last
 from efficientrag.training.config import DATA_ORDER_KEYS, MODEL_KINDS, TrainConfig
@@ -51,7 +52,6 @@ from efficientrag.training.trackers import available_trackers, start_trackers
 logger = logging.getLogger(__name__)
 
 MODEL_CLASSES: dict[str, type[WordClassifier]] = {"labeler": Labeler, "filter": Filter}
-MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 CONTINUE = TAGS.index(TAG_CONTINUE)
 
 
