@@ -8,7 +8,9 @@ import efficientrag
 
 def test_top_level_import_is_cheap_and_every_export_resolves():
     code = "import sys, efficientrag; print('torch' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    )
     for name in efficientrag.__all__:
         assert getattr(efficientrag, name) is not None
 
