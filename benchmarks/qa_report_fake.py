@@ -11,10 +11,16 @@ name in it; in Self-Ask it asks about the first name, then the question itself, 
 with the last intermediate answer. So its QA numbers track answer recall of each method's
 retrieval, and say nothing about any language model; the report marks them.
 
-EfficientRAG itself is not run here: it needs trained Labeler/Filter checkpoints.
+EfficientRAG (retrieval + one answer call) joins the report when trained Labeler/Filter folders
+are given; evaluate it on questions it was not trained on (``--ids``: one question id per line,
+e.g. the held-out list ``benchmarks/retrieval_efficientrag.py`` writes).
 
     python benchmarks/qa_report_fake.py                 # all 350 questions, BM25
     python benchmarks/qa_report_fake.py --limit 50 --retriever dense
+    python benchmarks/qa_report_fake.py --retriever dense \
+        --ids runs/bench_efficientrag/hotpotqa/held_out_ids.txt \
+        --labeler runs/bench_efficientrag/hotpotqa/models/labeler/best \
+        --filter runs/bench_efficientrag/hotpotqa/models/filter/best
 """
 
 from __future__ import annotations
@@ -129,11 +135,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--retriever", choices=("bm25", "dense"), default="bm25")
     parser.add_argument("--out", default=str(REPO / "runs" / "qa_report_fake"))
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--ids", help="evaluate only these question ids (one per line)")
+    parser.add_argument("--labeler", help="trained Labeler folder: adds EfficientRAG to the report")
+    parser.add_argument("--filter", help="trained Filter folder (with --labeler)")
+    parser.add_argument(
+        "--efficientrag",
+        nargs="*",
+        default=["query_mode=branch", "tag_threshold=0.05", "token_threshold=0.9"],
+        help="key=value settings of the EfficientRAG loop (efficientrag.*)",
+    )
     parser.add_argument("--batch-size", type=int, default=32)
     args = parser.parse_args(argv)
+    if bool(args.labeler) != bool(args.filter):
+        parser.error("--labeler and --filter go together")
 
     from efficientrag.baselines.registry import build_method
-    from efficientrag.config import save_config
+    from efficientrag.config import load_config, save_config
     from efficientrag.data.config import DataConfig
     from efficientrag.data.loader import load_data
     from efficientrag.eval.report import write_report
@@ -142,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     from efficientrag.llm.config import LLMConfig
     from efficientrag.llm.generator_config import GeneratorConfig, OpenAIGeneratorConfig
     from efficientrag.llm.openai_generator import OpenAIGenerator
+    from efficientrag.pipeline.config import EfficientRAGConfig
     from efficientrag.retrieval.config import RetrieverConfig
     from efficientrag.retrieval.factory import build_retriever
     from efficientrag.testing.fake_openai import FakeOpenAIServer
@@ -157,9 +175,25 @@ def main(argv: list[str] | None = None) -> int:
         retriever=retriever_cfg,
         eval=EvalSettings(ks=[2, 5, 10, 20], limit=args.limit, batch_size=args.batch_size, answer=True),
     )
+    methods = list(args.methods)
+    if args.labeler:
+        cfg.efficientrag = load_config(
+            EfficientRAGConfig,
+            None,
+            [
+                *args.efficientrag,
+                f"labeler={Path(args.labeler).resolve()}",
+                f"filter={Path(args.filter).resolve()}",
+            ],
+        )
+        methods.append("efficientrag")
     t0 = time.perf_counter()
     pooled = load_data(cfg.data)
-    examples = pooled.examples[: args.limit] if args.limit else pooled.examples
+    examples = pooled.examples
+    if args.ids:
+        keep = set(Path(args.ids).read_text(encoding="utf-8").split())
+        examples = [ex for ex in examples if ex.id in keep]
+    examples = examples[: args.limit] if args.limit else examples
     retriever = build_retriever(
         retriever_cfg, pooled.corpus, out / "index" / args.retriever, show_progress=False
     )
@@ -172,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         llm = LLMConfig(base_url=srv.base_url, model="oracle-reader", api_key="not-a-key", concurrency=32)
         cfg.generator = GeneratorConfig(backend="openai", openai=OpenAIGeneratorConfig(llm=llm))
         generator = OpenAIGenerator(cfg.generator.openai)
-        for name in args.methods:
+        for name in methods:
             method = build_method(name, cfg, retriever, lambda: generator)
             run_dir = out / "eval" / method.name
             save_config(cfg, run_dir / "config.yaml")
@@ -202,7 +236,11 @@ def main(argv: list[str] | None = None) -> int:
         generator.close()
     note = (
         f"Every answer below comes from the scripted server, not a model. Retrieval is real ({args.retriever}); "
-        "EfficientRAG is absent because it needs trained Labeler/Filter models."
+        + (
+            "EfficientRAG uses Labeler/Filter models trained on other questions than these."
+            if args.labeler
+            else "EfficientRAG is absent: pass --labeler/--filter (trained models) to include it."
+        )
     )
     report = write_report(
         run_dirs,

@@ -142,6 +142,7 @@ def prepare(spec: Spec, args: argparse.Namespace) -> Prepared:
         train_pool, held_out = split_examples(pooled.examples, spec.eval_ratio, args.seed)
     if args.limit:
         held_out = held_out[: args.limit]
+    (root / "held_out_ids.txt").write_text("".join(f"{ex.id}\n" for ex in held_out), encoding="utf-8")
 
     synth_dirs = []
     if train_pool:

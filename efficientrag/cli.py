@@ -39,7 +39,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if delegated is not None:
         return delegated
     parser = _build_parser()
-    args = parser.parse_args(argv)
+    # key=value overrides may sit anywhere among the options ("retrieve a=1 -q ... b=2"); argparse
+    # gives the positional list only one contiguous run, so the rest arrive as unknown arguments.
+    args, extra = parser.parse_known_args(argv)
+    stray = [a for a in extra if a.startswith("-") or "=" not in a or not hasattr(args, "overrides")]
+    if stray:
+        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    if extra:
+        args.overrides = [*args.overrides, *extra]
     _setup_logging(args.verbose)
     try:
         return int(args.handler(args) or 0)

@@ -85,6 +85,11 @@ def from_dict(cls: type[T], data: Mapping[str, Any], *, origin: str = "<dict>", 
         raise ConfigError(f"{origin}: unknown config key '{full}'{hint} (known keys here: {known})")
     kwargs: dict[str, Any] = {}
     for name, value in data.items():
+        # A partial mapping for a nested config extends that field's own default (a factory may
+        # differ from the nested class's defaults: the quickstart's Labeler recipe), not the class's.
+        default = _field_default(fields[name])
+        if isinstance(value, Mapping) and dataclasses.is_dataclass(default) and not isinstance(default, type):
+            value = _deep_merge(_plain(default), value)
         kwargs[name] = _convert(value, hints[name], origin=origin, key=f"{prefix}{name}")
     try:
         return cls(**kwargs)
@@ -139,6 +144,22 @@ def _read_yaml(path: Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     for base in [bases] if isinstance(bases, str) else list(bases):
         merged = _deep_merge(merged, _read_yaml(path.parent / base, _seen + (path.resolve(),)))
     return _deep_merge(merged, loaded)
+
+
+def _field_default(f: dataclasses.Field) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None if f.default is dataclasses.MISSING else f.default
+
+
+def _plain(cfg: Any) -> dict[str, Any]:
+    """Every init field of a config as plain data (unlike ``to_dict``, secrets included: this is a
+    default being extended, never written anywhere)."""
+    return {
+        f.name: (_plain(v) if dataclasses.is_dataclass(v := getattr(cfg, f.name)) else v)
+        for f in dataclasses.fields(cfg)
+        if f.init
+    }
 
 
 def _deep_merge(a: dict[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:

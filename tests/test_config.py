@@ -83,3 +83,20 @@ def test_secret_fields_are_never_saved(tmp_path):
     assert "api_key" not in to_dict(cfg)
     save_config(cfg, tmp_path / "c.yaml")
     assert "sk-very-secret" not in (tmp_path / "c.yaml").read_text()
+
+
+@dataclass
+class Tuned:
+    """A nested field whose factory differs from the nested class's own defaults."""
+
+    inner: Inner = field(default_factory=lambda: Inner(k=99, name="tuned"))
+
+
+def test_a_partial_nested_mapping_extends_the_fields_own_default(tmp_path):
+    cfg = load_config(Tuned, None, ["inner.kind=bm25"])
+    assert (cfg.inner.k, cfg.inner.name, cfg.inner.kind) == (99, "tuned", "bm25")
+    p = tmp_path / "c.yaml"
+    p.write_text("inner:\n  k: 5\n")
+    cfg = load_config(Tuned, p)
+    assert (cfg.inner.k, cfg.inner.name) == (5, "tuned")
+    assert load_config(Tuned).inner.k == 99

@@ -111,3 +111,18 @@ def test_split_is_by_question_id_and_refuses_an_empty_side():
     assert {e.id for e in held_out} <= {e.id for e in held_out2}
     with pytest.raises(ValueError, match="one side empty"):
         split_examples(examples[:3], eval_ratio=0.01)
+
+
+@pytest.mark.parametrize("preset", ["toy", "hotpotqa", "2wikimultihopqa"])
+def test_presets_load(preset, repo_root):
+    cfg = load_config(QuickstartConfig, repo_root / "configs" / "quickstart" / f"{preset}.yaml")
+    assert cfg.labeler.model == "labeler" and cfg.filter.model == "filter"
+    assert cfg.labeler.pooling == "pair" and cfg.synth.negatives_per_query == 4
+    assert cfg.data.dataset == preset
+
+
+def test_the_toy_preset_is_the_embedded_default(repo_root):
+    from efficientrag.config import to_dict
+
+    preset = load_config(QuickstartConfig, repo_root / "configs" / "quickstart" / "toy.yaml")
+    assert to_dict(preset) == to_dict(QuickstartConfig())
