@@ -188,17 +188,35 @@ def evaluate(prep: Prepared, rag: Any, settings: list[tuple[str, list[str]]], ta
 
     root = Path(prep.cfg.work_dir)
     direct = evaluate_direct(prep.cfg, prep.retriever, prep.held_out, root / "eval" / "direct_r")
-    runs = []
+    runs, dirs = [], {}
     models = _models_key(rag.config.labeler, rag.config.filter)
     for label, overrides in settings:
         rag_cfg = load_config(EfficientRAGConfig, None, overrides)
         rag_cfg = replace(rag_cfg, labeler=rag.config.labeler, filter=rag.config.filter)
         # Keyed by the models' identity: retrained models never reuse an older evaluation.
         out = root / "eval" / f"efficientrag-{tag}-{label}-{models}"
+        dirs[label] = out
         runs.append(
             (label, evaluate_efficientrag(prep.cfg, rag_cfg, prep.retriever, prep.held_out, out, rag=rag))
         )
-    return {"direct": direct, "efficientrag": runs}
+    return {"direct": direct, "efficientrag": runs, "dirs": dirs}
+
+
+def gold_fate(predictions: Path) -> dict[str, int]:
+    """Where each gold chunk ended: kept, retrieved at some hop but tagged Terminate by the
+    Labeler, or never among any hop's top-k; says whether recall is lost to the Labeler's tags or
+    to the queries (the Filter's and the retriever's side)."""
+    fate = {"gold": 0, "kept": 0, "retrieved_rejected": 0, "never_retrieved": 0}
+    with predictions.open(encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            kept = set(rec["retrieved_ids"])
+            seen = {h["id"] for hop in rec["trace"]["hops"] for hits in hop["hits"] for h in hits}
+            for gid in rec["gold_chunk_ids"]:
+                fate["gold"] += 1
+                key = "kept" if gid in kept else "retrieved_rejected" if gid in seen else "never_retrieved"
+                fate[key] += 1
+    return fate
 
 
 def latency(prep: Prepared, rag: Any, overrides: list[str], n: int) -> dict[str, float]:
@@ -274,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         res = evaluate(prep, rag, settings, "in")
         timed = dict(settings).get(args.main_setting, settings[0][1])
         res["latency_ms"] = latency(prep, rag, timed, args.latency_n)
+        main_dir = res.pop("dirs").get(args.main_setting)
+        res["gold_fate"] = gold_fate(main_dir / "predictions.jsonl") if main_dir else None
         res["counts"] = json.loads((work / name / "train_data" / "counts.json").read_text(encoding="utf-8"))
         res["models"] = {m: _model_metrics(prep.models / m) for m in ("labeler", "filter")}
         res["seconds"] = time.perf_counter() - t0
@@ -290,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
                 rag = load_rag(prepared[dst], prepared[src].models)
                 chosen = [s for s in settings if s[0] == args.main_setting] or settings[:1]
                 res = evaluate(prepared[dst], rag, chosen, f"from-{src}")
+                res.pop("dirs")
                 ood.append((src, dst, res))
 
     report = render(results, ood, settings, args)
@@ -353,6 +374,21 @@ def render(results: dict[str, Any], ood: list, settings: list, args: argparse.Na
             lines.append(
                 f"| {src} | {dst} | {agg['n']} | {agg['num_chunks']:.2f} | {agg['recall']:.2f} | "
                 f"{agg['all_gold']:.2f} | {ind['recall']:.2f} @ {ind['num_chunks']:.2f} | {d10['recall']:.2f} |"
+            )
+        lines.append("")
+    fates = {name: res["gold_fate"] for name, res in results.items() if res.get("gold_fate")}
+    if fates:
+        lines += [
+            f"### Where the gold chunks went (setting `{args.main_setting}`)",
+            "",
+            "| dataset | gold chunks | kept | retrieved, tagged Terminate | never in a hop's top-k |",
+            "|---|---|---|---|---|",
+        ]
+        for name, f in fates.items():
+            pct = {k: 100 * v / max(f["gold"], 1) for k, v in f.items()}
+            lines.append(
+                f"| {name} | {f['gold']} | {f['kept']} ({pct['kept']:.1f}%) | {f['retrieved_rejected']} "
+                f"({pct['retrieved_rejected']:.1f}%) | {f['never_retrieved']} ({pct['never_retrieved']:.1f}%) |"
             )
         lines.append("")
     lines += [
