@@ -268,6 +268,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labeler-overrides", nargs="*", default=[], help="key=value on the MiniLM preset")
     parser.add_argument("--filter-overrides", nargs="*", default=[], help="key=value on the MiniLM preset")
     parser.add_argument("--no-ood", action="store_true", help="skip the out-of-domain runs")
+    parser.add_argument(
+        "--pooled-training",
+        action="store_true",
+        help="also train one Labeler/Filter on all datasets' training parts and evaluate it on each",
+    )
+    parser.add_argument("--pooled-epochs", type=int, default=3, help="Labeler epochs of the pooled run")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     if not Path(args.shared_data).is_dir():
@@ -313,17 +319,56 @@ def main(argv: list[str] | None = None) -> int:
                 res.pop("dirs")
                 ood.append((src, dst, res))
 
-    report = render(results, ood, settings, args)
+    pooled = pooled_training(work, prepared, settings, args) if args.pooled_training else None
+    report = render(results, ood, settings, args, pooled)
     (work / "results.md").write_text(report, encoding="utf-8")
     (work / "results.json").write_text(
-        json.dumps({"results": results, "ood": [(s, d, r) for s, d, r in ood]}, indent=2, default=str),
+        json.dumps(
+            {"results": results, "ood": [(s, d, r) for s, d, r in ood], "pooled": pooled},
+            indent=2,
+            default=str,
+        ),
         encoding="utf-8",
     )
     print(report)
     return 0
 
 
-def render(results: dict[str, Any], ood: list, settings: list, args: argparse.Namespace) -> str:
+def pooled_training(
+    work: Path, prepared: dict[str, Prepared], settings: list, args: argparse.Namespace
+) -> dict[str, Any]:
+    """One Labeler and one Filter trained on every dataset's training part (the union: each part
+    keeps its own split by question), evaluated on each dataset's held-out questions: how much
+    the in-domain models are limited by their few hundred training questions."""
+    from efficientrag.quickstart import train_model
+    from efficientrag.synth.merge import merge_training_sets
+
+    root = work / "pooled"
+    counts = merge_training_sets([work / name / "train_data" for name in prepared], root / "train_data")
+    base = next(iter(prepared.values())).cfg
+    train_model(
+        replace(base.labeler, epochs=args.pooled_epochs),
+        root / "train_data" / "labeler",
+        root / "models" / "labeler",
+    )
+    train_model(base.filter, root / "train_data" / "filter", root / "models" / "filter")
+    chosen = [s for s in settings if s[0] == args.main_setting] or settings[:1]
+    results = {}
+    for name, prep in prepared.items():
+        res = evaluate(prep, load_rag(prep, root / "models"), chosen, "pooled")
+        res.pop("dirs")
+        results[name] = res
+    models = {m: _model_metrics(root / "models" / m) for m in ("labeler", "filter")}
+    return {"counts": counts, "models": models, "results": results, "datasets": list(prepared)}
+
+
+def render(
+    results: dict[str, Any],
+    ood: list,
+    settings: list,
+    args: argparse.Namespace,
+    pooled: dict[str, Any] | None = None,
+) -> str:
     from efficientrag.quickstart import comparison_table
 
     cmd = "python benchmarks/retrieval_efficientrag.py " + " ".join(
@@ -374,6 +419,33 @@ def render(results: dict[str, Any], ood: list, settings: list, args: argparse.Na
             lines.append(
                 f"| {src} | {dst} | {agg['n']} | {agg['num_chunks']:.2f} | {agg['recall']:.2f} | "
                 f"{agg['all_gold']:.2f} | {ind['recall']:.2f} @ {ind['num_chunks']:.2f} | {d10['recall']:.2f} |"
+            )
+        lines.append("")
+    if pooled:
+        lab, fil = pooled["counts"]["labeler"], pooled["counts"]["filter"]
+        lines += [
+            f"### Trained on all datasets' training parts ({', '.join(pooled['datasets'])})",
+            "",
+            f"Labeler {lab['train']} rows (+{lab['validation']} validation), {args.pooled_epochs} epochs; "
+            f"Filter {fil['train']} (+{fil['validation']}). Validation split: Labeler token F1 "
+            f"{pooled['models']['labeler'].get('token_f1', 0):.3f}, tag accuracy "
+            f"{pooled['models']['labeler'].get('tag_accuracy', 0):.3f}; Filter token F1 "
+            f"{pooled['models']['filter'].get('token_f1', 0):.3f}. Setting `{args.main_setting}`.",
+            "",
+            "| evaluated on | n | K (avg chunks) | recall | all-gold | in-domain models: recall / all-gold @ K | Direct-R@10 recall / all-gold |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, res in pooled["results"].items():
+            agg = res["efficientrag"][0][1]["retrieval"]["all"]
+            same = (
+                dict(results[name]["efficientrag"]).get(args.main_setting)
+                or results[name]["efficientrag"][0][1]
+            )
+            ind, d10 = same["retrieval"]["all"], res["direct"]["retrieval"]["10"]
+            lines.append(
+                f"| {name} | {agg['n']} | {agg['num_chunks']:.2f} | {agg['recall']:.2f} | {agg['all_gold']:.2f} | "
+                f"{ind['recall']:.2f} / {ind['all_gold']:.2f} @ {ind['num_chunks']:.2f} | "
+                f"{d10['recall']:.2f} / {d10['all_gold']:.2f} |"
             )
         lines.append("")
     fates = {name: res["gold_fate"] for name, res in results.items() if res.get("gold_fate")}
