@@ -8,8 +8,7 @@ The names a user of the retriever needs are importable from here (loaded on firs
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from efficientrag.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -30,15 +29,4 @@ _EXPORTS = {
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'efficientrag' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -6,8 +6,7 @@ Names are imported on first use (PEP 562): ``efficientrag.jsonl`` imports
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from efficientrag.lazy import lazy_exports
 
 _EXPORTS = {
     "Chunk": "efficientrag.data.schema",
@@ -40,15 +39,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'efficientrag.data' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -6,9 +6,9 @@ or torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from efficientrag.lazy import lazy_exports
 from efficientrag.retrieval.base import Hit, Retriever
 
 _LAZY = {
@@ -46,11 +46,4 @@ if TYPE_CHECKING:
     from efficientrag.retrieval.errors import IndexMismatchError, IndexNotFoundError
     from efficientrag.retrieval.factory import build_retriever, load_retriever
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'efficientrag.retrieval' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

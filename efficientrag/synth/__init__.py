@@ -7,8 +7,9 @@ each stage resumable through ``run_stage``. Imports are lazy so that importing a
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from efficientrag.lazy import lazy_exports
 
 _LAZY = {
     "run_synthesis": "efficientrag.synth.pipeline",
@@ -39,11 +40,4 @@ if TYPE_CHECKING:
     from efficientrag.synth.records import Reject
     from efficientrag.synth.stage import run_stage, run_stage_async
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'efficientrag.synth' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
