@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     from efficientrag.data.loader import load_data
     from efficientrag.eval.report import write_report
     from efficientrag.eval.runner import run_method
-    from efficientrag.experiment import EvalSettings, ExperimentConfig
+    from efficientrag.experiment import EvalSettings, ExperimentConfig, select_examples
     from efficientrag.llm.config import LLMConfig
     from efficientrag.llm.generator_config import GeneratorConfig, OpenAIGeneratorConfig
     from efficientrag.llm.openai_generator import OpenAIGenerator
@@ -173,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         work_dir=str(out),
         data=DataConfig(dataset="hotpotqa", path=str(Path(args.data).resolve())),
         retriever=retriever_cfg,
-        eval=EvalSettings(ks=[2, 5, 10, 20], limit=args.limit, batch_size=args.batch_size, answer=True),
+        eval=EvalSettings(
+            ks=[2, 5, 10, 20], limit=args.limit, batch_size=args.batch_size, answer=True, ids_file=args.ids
+        ),
     )
     methods = list(args.methods)
     if args.labeler:
@@ -189,11 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         methods.append("efficientrag")
     t0 = time.perf_counter()
     pooled = load_data(cfg.data)
-    examples = pooled.examples
-    if args.ids:
-        keep = set(Path(args.ids).read_text(encoding="utf-8").split())
-        examples = [ex for ex in examples if ex.id in keep]
-    examples = examples[: args.limit] if args.limit else examples
+    examples = select_examples(cfg, pooled.examples)
     retriever = build_retriever(
         retriever_cfg, pooled.corpus, out / "index" / args.retriever, show_progress=False
     )

@@ -3,7 +3,7 @@ import pytest
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Chunk
 from efficientrag.retrieval.base import Hit
-from efficientrag.synth.negatives import R_NO_NEGATIVE, choose_negative, choose_negatives
+from efficientrag.synth.negatives import R_NO_NEGATIVE, choose_negatives
 from efficientrag.synth.records import Reject
 from efficientrag.synth.steps import negatives_step
 from efficientrag.testing.word_overlap import WordOverlapRetriever
@@ -17,9 +17,9 @@ HITS = hits("gold one", "says Paris here", "plain a", "gold two", "plain b", "pl
 
 
 def test_first_negative_skips_gold_and_answer_bearing_chunks():
-    choice = choose_negative(HITS, {"c0", "c3"}, ["Paris"])
+    [choice] = choose_negatives(HITS, {"c0", "c3"}, ["Paris"])
     assert (choice.hit.id, choice.rank, choice.skipped_gold, choice.skipped_answer) == ("c2", 3, 1, 1)
-    assert choose_negative(HITS, {"c0"}, ["Paris"], exclude_answer=False).hit.id == "c1"
+    assert choose_negatives(HITS, {"c0"}, ["Paris"], exclude_answer=False)[0].hit.id == "c1"
 
 
 def test_several_negatives_follow_the_ranking():

@@ -32,12 +32,6 @@ class NegativeChoice:
     skipped_answer: int
 
 
-def choose_negative(
-    hits: Sequence[Hit], gold_ids: set[str], answers: Sequence[str], *, exclude_answer: bool = True
-) -> NegativeChoice:
-    return choose_negatives(hits, gold_ids, answers, n=1, exclude_answer=exclude_answer)[0]
-
-
 def choose_negatives(
     hits: Sequence[Hit],
     gold_ids: set[str],

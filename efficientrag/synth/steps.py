@@ -15,7 +15,7 @@ from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 from efficientrag.retrieval.base import Retriever
 from efficientrag.synth.align import align_words, split_targets
-from efficientrag.synth.negatives import choose_negatives
+from efficientrag.synth.negatives import NegativeChoice, choose_negatives
 from efficientrag.synth.next_hop import R_FILTER_ALIGN, filter_target
 from efficientrag.synth.records import (
     DecomposedRecord,
@@ -301,7 +301,7 @@ def negatives_step(
     return fn
 
 
-def _negative_fields(choice: Any) -> dict[str, Any]:
+def _negative_fields(choice: NegativeChoice) -> dict[str, Any]:
     return {
         "negative_chunk_id": choice.hit.id,
         "negative_rank": choice.rank,
