@@ -7,6 +7,7 @@ key fails the same way everywhere: early, naming the key and the file it came fr
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import difflib
 import types
@@ -50,6 +51,23 @@ def load_config(
         _set_dotted(merged, key, value)
         origin = f"{origin} + overrides" if "overrides" not in origin else origin
     return from_dict(cls, merged, origin=origin)
+
+
+def parse_args_with_overrides(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None
+) -> argparse.Namespace:
+    """Parse ``argv`` letting ``key=value`` overrides sit anywhere among the options.
+
+    argparse gives a positional list only one contiguous run, so ``-c P a=1 --limit 3 b=2`` would
+    fail on ``b=2``; the strays that look like overrides are appended to ``args.overrides``.
+    """
+    args, extra = parser.parse_known_args(argv)
+    stray = [a for a in extra if a.startswith("-") or "=" not in a or not hasattr(args, "overrides")]
+    if stray:
+        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    if extra:
+        args.overrides = [*args.overrides, *extra]
+    return args
 
 
 def parse_override(item: str) -> tuple[str, Any]:

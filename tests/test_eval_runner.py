@@ -87,6 +87,10 @@ def test_failing_example_is_recorded_not_fatal_and_resume_skips_done(tmp_path, w
     assert summary["num_failed"] == 1 and summary["n"] == 2
     errors = list(read_jsonl(tmp_path / "errors.jsonl"))
     assert errors[0]["id"] == "q2" and "boom" in errors[0]["error"]
+    # The table says that its averages cover 2 of 3 questions, in the rows and below them.
+    table = (tmp_path / "table.md").read_text()
+    assert "| 2 (1 failed) |" in table
+    assert "1 of 3 questions failed" in table
     # Rerun once q2 is fixed: only q2 runs, nothing is duplicated.
     m2 = FlakyMethod(set())
     summary2 = run_method(m2, examples, tmp_path, ks=[1], batch_size=3, progress=False)
@@ -95,3 +99,4 @@ def test_failing_example_is_recorded_not_fatal_and_resume_skips_done(tmp_path, w
     ids = [r["id"] for r in read_jsonl(tmp_path / "predictions.jsonl")]
     assert sorted(ids) == ["q1", "q2", "q3"]
     assert not (tmp_path / "errors.jsonl").exists()
+    assert "failed" not in (tmp_path / "table.md").read_text()

@@ -122,3 +122,31 @@ def test_accelerate_launch_killed_mid_run_resumes_with_the_same_batches(tmp_path
     wa = load_file(out / "checkpoints" / "last" / "model.safetensors")
     wb = load_file(ref / "checkpoints" / "last" / "model.safetensors")
     assert max(float((wa[k] - wb[k]).abs().max()) for k in wa) < 1e-4
+
+
+def test_plain_accelerate_launch_trains_on_every_core(tmp_path, repo_root):
+    """The README's command, with none of accelerate's CPU flags: accelerate exports
+    OMP_NUM_THREADS=1, and the entry script must still train on all the cores it may use."""
+    from efficientrag.training.threads import available_cores
+
+    backbone = tiny_deberta(tmp_path / "deberta", sentences(100))
+    data = write_rows(tmp_path / "data", labeler_rows(8, seed=1), labeler_rows(4, seed=2, prefix="v"))
+    settings = {
+        "model": "labeler",
+        "backbone": str(backbone),
+        "data_dir": str(data),
+        "max_steps": 1,
+        "batch_size": 8,
+        "max_length": 32,
+        "warmup_steps": 0,
+        "eval_steps": 0,
+        "mixed_precision": "no",
+    }
+    config = tmp_path / "labeler.yaml"
+    config.write_text(yaml.safe_dump(settings))
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    cmd = [_accelerate(), "launch", str(repo_root / "train" / "labeler.py"), "-c", str(config)]
+    cmd.append(f"output_dir={tmp_path / 'out'}")
+    proc = subprocess.run(cmd, cwd=repo_root, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"cpu threads: {available_cores()}" in proc.stderr

@@ -26,22 +26,42 @@ def fmt(value: Any, digits: int = 2) -> str:
     return "–" if value is None else f"{float(value):.{digits}f}"
 
 
+def n_cell(summary: dict[str, Any], n: Any) -> str:
+    """The question count of a row; a run with failed questions says so in the cell itself, since
+    its averages cover only the questions that succeeded."""
+    failed = int(summary.get("num_failed") or 0)
+    return f"{n} ({failed} failed)" if failed else f"{n}"
+
+
+def failure_notes(summaries: Sequence[dict[str, Any]]) -> list[str]:
+    notes = []
+    for s in summaries:
+        failed = int(s.get("num_failed") or 0)
+        if failed:
+            total = int(s.get("n", 0)) + failed
+            notes.append(
+                f"**{run_label(s)}: {failed} of {total} questions failed** and are not in these averages "
+                "(reasons in `errors.jsonl`; rerunning the evaluation retries them)."
+            )
+    return notes
+
+
 def retrieval_rows(summary: dict[str, Any]) -> list[str]:
     rows = []
     name = run_label(summary)
     dataset = summary.get("dataset", "")
     for cut, agg in (summary.get("retrieval") or {}).items():
         label = name if cut == ALL else f"{name}@{cut}"
-        rows.append(_retrieval_row(label, dataset, agg))
+        rows.append(_retrieval_row(label, dataset, agg, summary))
     for view, data in (summary.get("views") or {}).items():
         if "retrieval" in data:
-            rows.append(_retrieval_row(f"{name}[{view}]", dataset, data["retrieval"]))
+            rows.append(_retrieval_row(f"{name}[{view}]", dataset, data["retrieval"], summary))
     return rows
 
 
-def _retrieval_row(label: str, dataset: str, agg: dict[str, Any]) -> str:
+def _retrieval_row(label: str, dataset: str, agg: dict[str, Any], summary: dict[str, Any]) -> str:
     return (
-        f"| {label} | {dataset} | {agg['n']} | {agg['num_chunks']:.2f} | {agg['recall']:.2f} | "
+        f"| {label} | {dataset} | {n_cell(summary, agg['n'])} | {agg['num_chunks']:.2f} | {agg['recall']:.2f} | "
         f"{agg['all_gold']:.2f} | {agg['answer_recall']:.2f} |"
     )
 
@@ -51,16 +71,16 @@ def qa_rows(summary: dict[str, Any]) -> list[str]:
     name = run_label(summary)
     dataset = summary.get("dataset", "")
     if summary.get("qa"):
-        rows.append(_qa_row(name, dataset, summary["qa"]))
+        rows.append(_qa_row(name, dataset, summary["qa"], summary))
     for view, data in (summary.get("views") or {}).items():
         if data.get("qa"):
-            rows.append(_qa_row(f"{name}[{view}]", dataset, data["qa"]))
+            rows.append(_qa_row(f"{name}[{view}]", dataset, data["qa"], summary))
     return rows
 
 
-def _qa_row(label: str, dataset: str, qa: dict[str, Any]) -> str:
+def _qa_row(label: str, dataset: str, qa: dict[str, Any], summary: dict[str, Any]) -> str:
     return (
-        f"| {label} | {dataset} | {qa['n']} | {fmt(qa.get('em'))} | {fmt(qa.get('f1'))} | "
+        f"| {label} | {dataset} | {n_cell(summary, qa['n'])} | {fmt(qa.get('em'))} | {fmt(qa.get('f1'))} | "
         f"{fmt(qa.get('contained'))} | {fmt(qa.get('acc'))} |"
     )
 
@@ -69,7 +89,7 @@ def cost_row(summary: dict[str, Any]) -> str:
     c = summary.get("counters_mean") or {}
     latency = sum(v for k, v in c.items() if k.startswith("time_") and k.endswith("_s"))
     return (
-        f"| {run_label(summary)} | {summary.get('dataset', '')} | {summary.get('n', 0)} | "
+        f"| {run_label(summary)} | {summary.get('dataset', '')} | {n_cell(summary, summary.get('n', 0))} | "
         f"{fmt(c.get('llm_calls', 0.0))} | {fmt(c.get('prompt_tokens', 0.0), 1)} | "
         f"{fmt(c.get('completion_tokens', 0.0), 1)} | {fmt(c.get('retrieval_calls', 0.0))} | {latency:.3f} |"
     )
@@ -83,4 +103,7 @@ def summary_table(summaries: Sequence[dict[str, Any]]) -> str:
     if qa:
         lines += ["", QA_HEADER, "|---|---|---|---|---|---|---|", *qa]
     lines += ["", COST_HEADER, "|---|---|---|---|---|---|---|---|", *(cost_row(s) for s in summaries)]
+    notes = failure_notes(summaries)
+    if notes:
+        lines += ["", *notes]
     return "\n".join(lines)

@@ -8,9 +8,10 @@ from typing import Literal
 
 @dataclass
 class EfficientRAGConfig:
-    """Defaults follow the official inference script where it has one (top-k 10, 4 hops, 384-token
-    Labeler input); the Filter reads 256 tokens, the length it was trained with (the official
-    script infers with 128, a mismatch we do not copy)."""
+    """Defaults follow the official inference script where it has one (top-k 10, 4 hops). Input
+    lengths default to the length each model was trained with (recorded in its saved folder): the
+    official script infers the Filter at 128 tokens after training it at 256, a mismatch we do not
+    copy."""
 
     labeler: str | None = None
     filter: str | None = None
@@ -26,6 +27,7 @@ class EfficientRAGConfig:
     # Stop adding chunks once a question holds this many (None: no budget).
     chunk_budget: int | None = None
     batch_size: int = 32
-    labeler_max_length: int = 384
-    filter_max_length: int = 256
+    # None: the saved model's training length; set a number to override it.
+    labeler_max_length: int | None = None
+    filter_max_length: int | None = None
     device: str | None = None

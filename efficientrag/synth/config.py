@@ -61,10 +61,13 @@ class SynthConfig:
     negatives_batch_size: int = 64
     # Negatives per query: the official code keeps 1 (the hardest non-gold hit); more follow the
     # retriever's ranking and give the Tagger the top-k it judges at inference (docs/synthesis.md).
-    negatives_per_query: int = 1
+    # 4, with question_positives, is the recipe the MiniLM training presets are tuned for (with the
+    # official 1 / false, the small-data Tagger stayed at chance: docs/training.md); the paper-scale
+    # presets (configs/synth/*-llm.yaml) set the official values explicitly.
+    negatives_per_query: int = 4
     # Also label every gold chunk of a later hop as Continue for the original question (the query
     # the loop starts from); the official data pairs it only with its own next-hop query.
-    question_positives: bool = False
+    question_positives: bool = True
     validation_ratio: float = 0.1
     seed: int = 0
     # Records processed at once by async (LLM) stages; also the LLM client's requests in flight.

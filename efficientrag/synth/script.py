@@ -15,7 +15,7 @@ import json
 import logging
 import sys
 
-from efficientrag.config import ConfigError, load_config
+from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
 from efficientrag.synth.config import SynthConfig
 from efficientrag.synth.pipeline import run_synthesis
 from efficientrag.synth.stage import StageError
@@ -25,7 +25,7 @@ def build_parser(prog: str = "synth/run.py") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--config", help="YAML preset, e.g. configs/synth/toy.yaml")
+    parser.add_argument("--config", "-c", help="YAML preset, e.g. configs/synth/toy.yaml")
     parser.add_argument(
         "--stages", help="comma-separated subset of decompose,label,align,next_hop,negatives,build"
     )
@@ -38,7 +38,7 @@ def build_parser(prog: str = "synth/run.py") -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, prog: str = "synth/run.py") -> int:
-    args = build_parser(prog).parse_args(argv)
+    args = parse_args_with_overrides(build_parser(prog), argv)
     overrides = list(args.overrides)
     if args.stages:
         overrides.append(f"stages=[{args.stages}]")

@@ -62,6 +62,9 @@ class TrainConfig:
     group_by_length: bool = True  # batches of similar length: less padding
     pad_to_max_length: bool = False  # the official fixed-length padding (for comparison only)
     num_workers: int = 0
+    # CPU-only runs: torch threads per process (0 = the available cores / local processes; see
+    # efficientrag/training/threads.py for why the entry script sets this over accelerate's 1).
+    cpu_threads: int = 0
     # The official code's loss (pad/query positions as negatives, token loss on predicted-Continue
     # rows, shared class weights). See docs/training.md.
     compat: bool = False
