@@ -79,7 +79,8 @@ def index_name(cfg: RetrieverConfig) -> str:
     if cfg.kind == "bm25":
         return "bm25"
     encoder = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(cfg.encoder.rstrip("/")).name)
-    return f"dense-{encoder}-{cfg.index_type}"
+    dense = f"dense-{encoder}-{cfg.index_type}"
+    return f"hybrid-{dense}-bm25" if cfg.kind == "hybrid" else dense
 
 
 def prepare_data(cfg: ExperimentConfig, *, rebuild: bool = False) -> PooledDataset:

@@ -365,6 +365,8 @@ def _retriever_desc(config: dict[str, Any] | None) -> str:
         return "retriever BM25"
     if kind == "dense":
         return f"retriever dense:{_cfg(config, 'retriever', 'encoder')}"
+    if kind == "hybrid":
+        return f"retriever hybrid (RRF) dense:{_cfg(config, 'retriever', 'encoder')} + BM25"
     return ""
 
 

@@ -33,7 +33,8 @@ class RetrieverConfig:
     mean pooling and no normalization, which is what the paper's inner-product search expects).
     """
 
-    kind: Literal["dense", "bm25"] = "dense"
+    # "hybrid": the dense and the BM25 retriever below, fused by reciprocal rank (retrieval/hybrid.py).
+    kind: Literal["dense", "bm25", "hybrid"] = "dense"
 
     # --- dense: encoder ---------------------------------------------------------------------
     encoder: str = OFFLINE_DEFAULT_ENCODER
@@ -82,12 +83,28 @@ class RetrieverConfig:
     # "none"; or a PyStemmer language name ("english", "german", ...).
     bm25_stemmer: str = "auto"
 
+    # --- hybrid ------------------------------------------------------------------------------
+    # RRF constant and each backend's list depth before fusion; weights: [dense, bm25].
+    hybrid_rrf_k: int = 60
+    hybrid_depth: int = 50
+    hybrid_weights: list[float] | None = None
+
     # Where the index is saved/loaded; None builds in memory.
     index_dir: str | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ("dense", "bm25"):
-            raise ValueError(f"kind must be 'dense' or 'bm25', got {self.kind!r}")
+        if self.kind not in ("dense", "bm25", "hybrid"):
+            raise ValueError(f"kind must be 'dense', 'bm25' or 'hybrid', got {self.kind!r}")
+        if self.hybrid_rrf_k < 0 or self.hybrid_depth < 1:
+            raise ValueError(
+                f"need hybrid_rrf_k >= 0 and hybrid_depth >= 1, got {self.hybrid_rrf_k}, {self.hybrid_depth}"
+            )
+        if self.hybrid_weights is not None and (
+            len(self.hybrid_weights) != 2 or any(w < 0 for w in self.hybrid_weights)
+        ):
+            raise ValueError(
+                f"hybrid_weights must be two non-negative numbers [dense, bm25], got {self.hybrid_weights}"
+            )
         if self.index_type not in ("flat", "ivf", "hnsw"):
             raise ValueError(f"index_type must be 'flat', 'ivf' or 'hnsw', got {self.index_type!r}")
         if self.bm25_method not in BM25_METHODS:

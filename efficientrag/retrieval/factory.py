@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from efficientrag.data.corpus import Corpus
@@ -12,6 +13,7 @@ from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.retrieval.dense import DenseRetriever
 from efficientrag.retrieval.encoder import Encoder
 from efficientrag.retrieval.faiss_index import INDEX_FILE
+from efficientrag.retrieval.hybrid import HybridRetriever
 from efficientrag.retrieval.meta import IDS_FILE, META_FILE
 
 
@@ -33,6 +35,20 @@ def build_retriever(
     discards ones that do not. An interrupted dense build resumes from its last complete shard.
     """
     index_dir = index_dir if index_dir is not None else cfg.index_dir
+    if cfg.kind == "hybrid":
+        # Each half keeps its own folder (and its own metadata checks) under the hybrid's.
+        parts = [
+            build_retriever(
+                replace(cfg, kind=kind, index_dir=None),
+                corpus,
+                None if index_dir is None else Path(index_dir) / kind,
+                rebuild=rebuild,
+                encoder=encoder,
+                show_progress=show_progress,
+            )
+            for kind in ("dense", "bm25")
+        ]
+        return _hybrid(cfg, parts)
     if index_dir is None:
         return _build(cfg, corpus, None, encoder=encoder, show_progress=show_progress, rebuild=rebuild)
     index_dir = Path(index_dir)
@@ -56,9 +72,25 @@ def load_retriever(
     index_dir = index_dir if index_dir is not None else cfg.index_dir
     if index_dir is None:
         raise ValueError("load_retriever needs an index_dir (argument or cfg.index_dir)")
+    if cfg.kind == "hybrid":
+        parts = [
+            load_retriever(
+                replace(cfg, kind=kind, index_dir=None),
+                corpus,
+                Path(index_dir) / kind,
+                encoder=encoder,
+                show_progress=show_progress,
+            )
+            for kind in ("dense", "bm25")
+        ]
+        return _hybrid(cfg, parts)
     if cfg.kind == "bm25":
         return BM25Retriever.load(index_dir, corpus, cfg)
     return DenseRetriever.load(index_dir, corpus, cfg, encoder=encoder, show_progress=show_progress)
+
+
+def _hybrid(cfg: RetrieverConfig, parts: list[Retriever]) -> HybridRetriever:
+    return HybridRetriever(parts, rrf_k=cfg.hybrid_rrf_k, depth=cfg.hybrid_depth, weights=cfg.hybrid_weights)
 
 
 def _build(
