@@ -142,3 +142,65 @@ def test_trace_renders_every_hop(corpus):
     assert "Hop 1" in text and "Hop 3" in text
     assert "next query: Bob Stone" in text and "labeled: Bob Stone" in text
     assert "Kept 2 chunks" in text and "[bob]" in text
+
+
+def test_floor_keeps_the_questions_top_hits_and_only_adds(corpus):
+    rag, retriever = make(corpus, top_k=3, max_hops=1, floor_k=3)
+    direct = [h.id for h in retriever.search([Q1], 3)[0]]
+    res = rag.retrieve(Q1)
+    # One hop, and only alpha says Continue: without the floor the result would be alpha alone.
+    assert set(direct) <= set(res.chunk_ids) and len(res.chunk_ids) == 3
+    assert all(r.get("floor") for r in res.trace[0]["hits"][0])
+    plain, _ = make(corpus, top_k=3, max_hops=1)
+    assert plain.retrieve(Q1).chunk_ids == ["alpha"]
+
+
+def test_floor_chunks_tagged_terminate_are_judged_again_and_open_their_branch(corpus):
+    # The question retrieves bob at top-3 (tagged Terminate: the question does not name Bob); the
+    # floor keeps it, and the next-hop query "Bob Stone" must still relabel it and go on to Paris.
+    rag, _ = make(corpus, top_k=3, max_hops=4, floor_k=3)
+    res = rag.retrieve(Q1)
+    assert "bob" in res.chunk_ids
+    assert [h["queries"] for h in res.trace][:3] == [[Q1], ["Bob Stone"], ["Paris"]]
+    hop1 = {r["id"]: r for r in res.trace[1]["hits"][0]}
+    assert hop1["bob"]["seen"] is False and hop1["bob"]["tag"] == "continue"
+    assert hop1["alpha"]["seen"] is True  # a floor chunk tagged Continue is not labeled again
+
+
+def test_best_budget_keeps_the_most_probable_chunks_and_lets_the_loop_run(corpus):
+    retriever = WordOverlapRetriever(corpus, STOP)
+    labeler = ScriptedLabeler(USEFUL, confidence={"Alpha": 0.6, "Bob": 0.9})
+    first = EfficientRAG(retriever, labeler, InfoOnlyFilter(), EfficientRAGConfig(top_k=2, chunk_budget=1))
+    res = first.retrieve(Q1)
+    assert res.chunk_ids == ["alpha"] and len(res.trace) == 1  # "first": full after hop 0, stops
+    best = EfficientRAG(
+        retriever,
+        labeler,
+        InfoOnlyFilter(),
+        EfficientRAGConfig(top_k=2, chunk_budget=1, budget_policy="best"),
+    )
+    res = best.retrieve(Q1)
+    assert res.chunk_ids == ["bob"] and res.scores == [0.9]
+    assert len(res.trace) == 3  # the loop ran to its natural end before trimming
+
+
+def test_best_budget_puts_floor_chunks_first(corpus):
+    retriever = WordOverlapRetriever(corpus, STOP)
+    labeler = ScriptedLabeler(USEFUL, confidence={"Alpha": 0.6, "Bob": 0.9})
+    cfg = EfficientRAGConfig(top_k=1, chunk_budget=1, budget_policy="best", floor_k=1)
+    res = EfficientRAG(retriever, labeler, InfoOnlyFilter(), cfg).retrieve(Q1)
+    assert res.chunk_ids == ["alpha"]  # the floor (question's top-1) wins over the likelier bob
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"budget_policy": "most"}, "budget_policy"),
+        ({"floor_k": -1}, "floor_k"),
+        ({"floor_k": 4, "chunk_budget": 3}, "chunk_budget"),
+        ({"floor_k": 11, "top_k": 10}, "cannot exceed top_k"),
+    ],
+)
+def test_bad_loop_settings_are_refused(kw, match):
+    with pytest.raises(ValueError, match=match):
+        EfficientRAGConfig(**kw)

@@ -24,8 +24,30 @@ class EfficientRAGConfig:
     tag_threshold: float = 0.5
     token_threshold: float = 0.5
     filter_threshold: float = 0.5
-    # Stop adding chunks once a question holds this many (None: no budget).
+    # At most this many chunks per question (None: no budget). budget_policy "first" stops adding
+    # once the budget is full (the loop ends early); "best" lets the loop run and keeps the
+    # chunk_budget chunks with the highest Continue probability (floor chunks first).
     chunk_budget: int | None = None
+    budget_policy: Literal["first", "best"] = "first"
+    # The first hop's top floor_k hits of the question are kept whatever their tag, so the result
+    # always contains Direct-R@floor_k and the loop can only add to it (0: off). They are still
+    # labeled, and spawn next-hop queries only when tagged Continue.
+    floor_k: int = 0
+
+    def __post_init__(self) -> None:
+        if self.budget_policy not in ("first", "best"):
+            raise ValueError(f"budget_policy must be 'first' or 'best', got {self.budget_policy!r}")
+        if self.floor_k < 0 or self.top_k < 1 or self.max_hops < 1:
+            raise ValueError(
+                f"need floor_k >= 0, top_k >= 1, max_hops >= 1; got {self.floor_k}, {self.top_k}, {self.max_hops}"
+            )
+        if self.chunk_budget is not None and self.chunk_budget < max(1, self.floor_k):
+            raise ValueError(
+                f"chunk_budget ({self.chunk_budget}) must be at least 1 and at least floor_k ({self.floor_k})"
+            )
+        if self.floor_k > self.top_k:
+            raise ValueError(f"floor_k ({self.floor_k}) cannot exceed top_k ({self.top_k})")
+
     batch_size: int = 32
     # None: the saved model's training length; set a number to override it.
     labeler_max_length: int | None = None

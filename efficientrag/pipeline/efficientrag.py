@@ -2,7 +2,10 @@
 
 Per hop, for every open branch of every question (all batched): retrieve top-k for the branch's
 query, run the Labeler on every new (query, chunk) pair, keep the chunks tagged Continue, and let the
-Filter write the next query from the query plus the labeled words. A chunk already in the pool is
+Filter write the next query from the query plus the labeled words. Two options bound the result:
+``floor_k`` keeps the question's own top hits whatever their tag (the result then contains
+Direct-R@floor_k), and a ``chunk_budget`` with ``budget_policy="best"`` keeps the most probable
+chunks at the end instead of the first ones found. A chunk already in the pool is
 not labeled again; a chunk tagged Terminate for one query is judged again when a different query
 retrieves it (the tag depends on the query: the bridge paragraph is often retrieved, and rightly
 rejected, by the original question before the next-hop query makes it relevant). A branch ends when none of its chunks says Continue, when its query is empty or repeats, at
@@ -60,6 +63,10 @@ class _State:
     branches: list[_Branch]
     pool: dict[str, tuple[Chunk, float]] = field(default_factory=dict)
     labeled_pairs: set[tuple[str, str]] = field(default_factory=set)
+    floor: set[str] = field(default_factory=set)
+    # Floor chunks tagged Terminate: in the pool, but judged again by later queries (like any
+    # rejected chunk), so a bridge paragraph kept only by the floor can still open its branch.
+    floor_only: set[str] = field(default_factory=set)
     queries_used: set[str] = field(default_factory=set)
     trace: list[dict[str, Any]] = field(default_factory=list)
     counters: dict[str, float] = field(default_factory=dict)
@@ -113,8 +120,9 @@ class EfficientRAG:
             self._hop(hop, active)
         results = []
         for s in states:
-            chunks = [c for c, _ in s.pool.values()]
-            scores = [p for _, p in s.pool.values()]
+            kept = self._select(s)
+            chunks = [c for c, _ in kept]
+            scores = [p for _, p in kept]
             s.counters["hops"] = float(len(s.trace))
             s.counters["llm_calls"] = 0.0
             results.append(RetrievalResult(s.question, chunks, scores, s.trace, s.counters))
@@ -131,21 +139,25 @@ class EfficientRAG:
         split = getattr(self.retriever, "last_timings", None) or {}
 
         # Label every new (query, chunk) pair of chunks not yet in the pool, in one batch.
-        to_label: list[tuple[_State, int, Hit]] = []
+        to_label: list[tuple[_State, int, Hit, bool]] = []
         pairs: list[tuple[list[str], list[str]]] = []
         hop_hits: list[list[dict[str, Any]]] = []
         for bi, ((state, branch), branch_hits) in enumerate(zip(branch_refs, hits, strict=True)):
             state.count("retrieval_calls")
             rows = []
             qkey = _query_key(branch.query)
-            for h in branch_hits:
-                skip = h.id in state.pool or (qkey, h.id) in state.labeled_pairs
+            for rank, h in enumerate(branch_hits):
+                pooled = h.id in state.pool and h.id not in state.floor_only
+                skip = pooled or (qkey, h.id) in state.labeled_pairs
                 row: dict[str, Any] = {"id": h.id, "score": h.score, "seen": skip}
+                floor = hop == 0 and rank < cfg.floor_k
+                if floor:
+                    row["floor"] = True
                 rows.append(row)
                 if skip:
                     continue
                 state.labeled_pairs.add((qkey, h.id))
-                to_label.append((state, bi, h))
+                to_label.append((state, bi, h, floor))
                 pairs.append((branch.words, self._words_of(h.chunk)))
             hop_hits.append(rows)
         t0 = time.perf_counter()
@@ -159,7 +171,7 @@ class EfficientRAG:
         # Collect Continue chunks and their labeled words per branch.
         infos: dict[int, list[tuple[float, list[str], Hit]]] = {}
         row_of = {(bi, r["id"]): r for bi, rows in enumerate(hop_hits) for r in rows if not r["seen"]}
-        for (state, bi, h), pred in zip(to_label, labels, strict=True):
+        for (state, bi, h, floor), pred in zip(to_label, labels, strict=True):
             cont = float(pred.continue_prob) >= cfg.tag_threshold
             words = self._words_of(h.chunk)
             labeled = [w for w, p in zip(words, pred.word_probs, strict=False) if p >= cfg.token_threshold]
@@ -167,8 +179,15 @@ class EfficientRAG:
             row.update(tag="continue" if cont else "terminate", continue_prob=float(pred.continue_prob))
             row["labeled_words"] = labeled
             state.count("labeler_pairs")
-            if cont and not self._budget_full(state):
+            if floor:
+                state.floor.add(h.id)
                 state.pool[h.id] = (h.chunk, float(pred.continue_prob))
+                if not cont:
+                    state.floor_only.add(h.id)
+            if cont and (h.id in state.floor or not self._budget_full(state)):
+                state.floor_only.discard(h.id)
+                prob = max(float(pred.continue_prob), state.pool.get(h.id, (None, 0.0))[1])
+                state.pool[h.id] = (h.chunk, prob)
                 infos.setdefault(bi, []).append((float(pred.continue_prob), labeled, h))
 
         # Form next queries: merged (one per question) or one per Continue chunk.
@@ -217,7 +236,7 @@ class EfficientRAG:
         n_pairs, n_jobs = max(1, len(pairs)), max(1, len(filter_jobs))
         for state in states:
             own = [bi for bi, (s, _) in enumerate(branch_refs) if s is state]
-            share = sum(1 for st, _, _ in to_label if st is state) / n_pairs
+            share = sum(1 for st, *_ in to_label if st is state) / n_pairs
             filter_share = sum(1 for st, _, _ in filter_jobs if st is state) / n_jobs
             query_share = len(own) / max(1, len(branch_refs))
             timings = {
@@ -240,7 +259,20 @@ class EfficientRAG:
 
     def _budget_full(self, state: _State) -> bool:
         budget = self.config.chunk_budget
-        return budget is not None and len(state.pool) >= budget
+        if budget is None or self.config.budget_policy == "best":
+            return False  # "best" trims at the end (_select), so the loop itself never stops for it
+        return len(state.pool) >= budget
+
+    def _select(self, state: _State) -> list[tuple[Chunk, float]]:
+        """The question's final chunks: the whole pool, or under a "best" budget the floor chunks
+        and then the most probable Continue chunks up to the budget."""
+        items = list(state.pool.items())
+        budget = self.config.chunk_budget
+        if budget is None or self.config.budget_policy != "best" or len(items) <= budget:
+            return [v for _, v in items]
+        floor = [v for cid, v in items if cid in state.floor]
+        rest = sorted((v for cid, v in items if cid not in state.floor), key=lambda v: -v[1])
+        return floor + rest[: max(0, budget - len(floor))]
 
     def _words_of(self, chunk: Chunk) -> list[str]:
         words = self._chunk_words.get(chunk.id)
