@@ -204,3 +204,81 @@ def test_malformed_evidence_is_rejected():
     with pytest.raises(Reject) as err:
         teacher.decompose(ex)
     assert err.value.reason == "malformed record"
+
+
+# Records of the public train slices carry no evidence triples (evidences: null): the
+# decomposition then comes from the supporting-fact paragraphs.
+
+
+def test_without_evidences_bridge_comparison_is_two_bridges_from_the_supporting_facts():
+    raw = dict(BRIDGE_COMPARISON, evidences=None)
+    corpus, ex, teacher = setup(raw)
+    d = teacher.decompose(ex)
+    validate_decomposition(d.sub_questions, ex.gold_chunk_ids)
+    subs = d.sub_questions
+    assert [corpus.get(s.chunk_id).title for s in subs] == [
+        "The House by the Cemetery",
+        "Lucio Fulci",
+        "Charlie Chan in Honolulu",
+        "H. Bruce Humberstone",
+    ]
+    assert [s.dependency for s in subs] == [[], [1], [], [3]]
+    # Hop 1 answers with the entity its paragraph names; hop 2 with the question's answer.
+    assert [s.answer for s in subs] == [
+        "Lucio Fulci",
+        "Charlie Chan In Honolulu",
+        "H. Bruce Humberstone",
+        "Charlie Chan In Honolulu",
+    ]
+    assert subs[1].sub_question.startswith("Regarding Lucio Fulci:") and d.type == "bridge_comparison"
+
+
+def test_without_evidences_compositional_is_a_bridge_with_the_relation_moved_to_hop_one():
+    context = [
+        ["Kuru Kuru", ["Kuru Kuru is a 1999 film directed by Lucio Fulci."]],
+        CONTEXT[2],
+        ["Noise", ["Noise is a band."]],
+    ]
+    raw = wiki_record(
+        "compositional",
+        "Where was the director of film Kuru Kuru born?",
+        "Rome",
+        None,
+        [["Kuru Kuru", 0], ["Lucio Fulci", 1]],
+        context=context,
+    )
+    corpus, ex, teacher = setup(raw)
+    s1, s2 = teacher.decompose(ex).sub_questions
+    assert (s1.sub_question, s1.answer, s1.dependency) == (
+        "Who or what is the director of film Kuru Kuru?",
+        "Lucio Fulci",
+        [],
+    )
+    assert (s2.sub_question, s2.answer, s2.dependency) == ("Where was Lucio Fulci born?", "Rome", [1])
+    assert corpus.get(s2.chunk_id).title == "Lucio Fulci"
+
+
+def test_without_evidences_a_possessive_relation_goes_to_hop_one():
+    context = [
+        ["Mina Vale", ["Mina Vale is a politician, the daughter of Rune Vale."]],
+        ["Rune Vale", ["Rune Vale( born 13 June 1946) is a politician."]],
+    ]
+    raw = wiki_record(
+        "compositional",
+        "What is the date of birth of Mina Vale's father?",
+        "13 June 1946",
+        None,
+        [["Mina Vale", 0], ["Rune Vale", 0]],
+        context=context,
+    )
+    _, ex, teacher = setup(raw)
+    s1, s2 = teacher.decompose(ex).sub_questions
+    assert s1.sub_question == "Who or what is Mina Vale's father?" and s1.answer == "Rune Vale"
+    assert s2.sub_question == "What is the date of birth of Rune Vale?"
+
+
+def test_without_evidences_an_unknown_type_is_rejected_with_its_name():
+    raw = dict(BRIDGE_COMPARISON, evidences=None, type="riddle")
+    _, ex, teacher = setup(raw)
+    with pytest.raises(Reject, match="riddle"):
+        teacher.decompose(ex)

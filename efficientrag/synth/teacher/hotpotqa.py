@@ -44,17 +44,31 @@ _QUOTES = {'"', "'", "``", "''", "“", "”"}
 
 def decompose(example: Example, lookup: ChunkLookup) -> Decomposition:
     golds = gold_paragraphs(example.raw)
+    qtype = str(example.raw.get("type") or example.type or "") or infer_type(
+        example.question, example.answer.strip(), golds
+    )
+    return decompose_pair(example, lookup, golds, qtype)
+
+
+def decompose_pair(
+    example: Example,
+    lookup: ChunkLookup,
+    golds: list[RawParagraph],
+    qtype: str,
+    *,
+    possessive_relations: bool = False,
+) -> Decomposition:
+    """Two gold paragraphs, typed ``comparison`` or ``bridge``: also used for 2WikiMultihopQA
+    records without evidence triples (same context format, same two kinds of reasoning).
+
+    ``possessive_relations`` (2Wiki's templates: "the date of birth of Mina Gerhardsen's father")
+    widens hop 1's span over the whole title and a following "'s <relation>", so that hop 2 reads
+    "the date of birth of Rune Gerhardsen" instead of "... of Rune Gerhardsen Gerhardsen's father"."""
     if len(golds) != 2:
         raise Reject(R_GOLD_COUNT, f"{len(golds)} gold paragraphs")
-    ids = []
-    for g in golds:
-        chunk_id = lookup.find(g.title, g.text)
-        if chunk_id is None:
-            raise Reject(R_NOT_IN_CORPUS, f"paragraph {g.title!r}")
-        ids.append(chunk_id)
+    ids = [chunk_id_of(g, lookup) for g in golds]
     question = example.question
     answer = example.answer.strip()
-    qtype = str(example.raw.get("type") or example.type or "") or infer_type(question, answer, golds)
     if qtype == "bridge" and _names_both(question, golds):
         qtype = "comparison"  # annotation noise: "Who is older, A or B?" typed as bridge
     if qtype == "comparison":
@@ -71,6 +85,8 @@ def decompose(example: Example, lookup: ChunkLookup) -> Decomposition:
     bridge = _mention(hop1, hop2.title) or short_title(hop2.title)
     q_words = split_words(question)
     a, b = _hop_one_span(q_words, hop1, hop2)
+    if possessive_relations:
+        a, b = _widen_to_relation(q_words, hop1, a, b)
     span_text = join_words(q_words[a : b + 1])
     sub1 = f"Who or what is {span_text}?"
     sub2 = join_words([*q_words[:a], *split_words(bridge), *q_words[b + 1 :]])
@@ -79,6 +95,23 @@ def decompose(example: Example, lookup: ChunkLookup) -> Decomposition:
         SubQuestion(2, sub2, answer, [1], ids[second]),
     ]
     return Decomposition(subs, qtype)
+
+
+def chunk_id_of(gold: RawParagraph, lookup: ChunkLookup) -> str:
+    chunk_id = lookup.find(gold.title, gold.text)
+    if chunk_id is None:
+        raise Reject(R_NOT_IN_CORPUS, f"paragraph {gold.title!r}")
+    return chunk_id
+
+
+def mention(p: RawParagraph, title: str) -> str | None:
+    """The words by which paragraph ``p`` mentions ``title`` (its short form), or None."""
+    return _mention(p, title)
+
+
+def names(question: str, p: RawParagraph) -> bool:
+    """Whether the question names the paragraph's (short) title."""
+    return bool(find_phrase_spans(split_words(question), split_words(short_title(p.title))))
 
 
 def paragraph(example: Example, chunk: Chunk) -> RawParagraph | None:
@@ -195,3 +228,36 @@ def _hop_one_span(q_words: list[str], hop1: RawParagraph, hop2: RawParagraph) ->
     elif quotes % 2 and a > 0 and q_words[a - 1] in _QUOTES:
         a -= 1
     return a, b
+
+
+def _widen_to_relation(q_words: list[str], hop1: RawParagraph, a: int, b: int) -> tuple[int, int]:
+    for title in (hop1.title, short_title(hop1.title)):
+        spans = [
+            sp for sp in find_phrase_spans(q_words, split_words(title)) if sp[0] <= b + 1 and sp[1] >= a - 1
+        ]
+        if spans:
+            a, b = min(a, spans[0][0]), max(b, spans[0][1])
+            break
+    if "(" in q_words[a : b + 1] and ")" not in q_words[a : b + 1] and ")" in q_words[b + 1 :]:
+        b = q_words.index(")", b + 1)
+    possessive = b + 1 < len(q_words) and q_words[b + 1] == "'s"
+    # "the director of film X": the relation before the title belongs to hop 1 (up to "the").
+    start = a - 1 if a >= 2 and q_words[a - 1].islower() and q_words[a - 2] == "of" else a
+    if not possessive and start >= 1 and q_words[start - 1] == "of":
+        r = start - 2
+        while r >= 0 and q_words[r].islower() and q_words[r] not in _STOP_LEFT | _DETERMINERS:
+            r -= 1
+        if r >= 0 and r < start - 2 and q_words[r].lower() in _DETERMINERS:
+            a = r
+    # "X's father": the relation after the title too.
+    if possessive:
+        end = b + 2
+        while end < len(q_words) and q_words[end].lower() not in _STOP_RIGHT and end < b + 5:
+            end += 1
+        if end > b + 2:
+            b = end - 1
+    return a, b
+
+
+_STOP_LEFT = {"is", "was", "are", "were", "did", "does", "do", "of", "when", "where", "who", "what", "which"}
+_STOP_RIGHT = {"?", ".", ",", "'s", "die", "died", "born", "is", "was", "from", "live", "work"}

@@ -8,6 +8,9 @@ chains of bridge_comparison; comparison questions have independent triples. When
 land on one paragraph (a comparison of lifespans: birth and death date of each person), they
 become one sub-question with one answer part per triple, so there is still one sub-question per
 gold chunk.
+
+Records whose ``evidences`` is null (the public train slices) are decomposed from their
+supporting-fact paragraphs instead (``twowiki_facts.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from efficientrag.synth.records import Decomposition, Reject, SubQuestion
 from efficientrag.synth.teacher.base import R_MALFORMED, R_NO_PARAGRAPH, R_NOT_IN_CORPUS, field_of
 from efficientrag.synth.teacher.paragraphs import ChunkLookup, RawParagraph, join_sentences
 from efficientrag.synth.teacher.relations import relation_question
+from efficientrag.synth.teacher.twowiki_facts import decompose_from_facts
 from efficientrag.text.normalize import dedup_key
 from efficientrag.text.words import split_words
 
@@ -35,6 +39,8 @@ class _Gold:
 
 def decompose(example: Example, lookup: ChunkLookup) -> Decomposition:
     raw = example.raw
+    if raw.get("evidences") is None:
+        return decompose_from_facts(example, lookup)
     evidences = field_of(raw, "evidences", list)
     golds = _gold_paragraphs(raw, lookup)
     triples = []
