@@ -19,6 +19,7 @@ Protocol (printed with the results):
     python benchmarks/retrieval_efficientrag.py
     python benchmarks/retrieval_efficientrag.py --retriever hybrid
     python benchmarks/retrieval_efficientrag.py --train-on hotpotqa,musique --eval-on 2wikimultihopqa
+    python benchmarks/retrieval_efficientrag.py --leave-one-out   # transfer: every dataset left out in turn
 
 Everything is cached under ``--work-dir`` (indexes, synthesis, models, evaluations): a rerun
 redoes only what is missing.
@@ -249,14 +250,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-combined", action="store_true", help="skip the combined dev pool")
     parser.add_argument("--labeler-overrides", nargs="*", default=[])
     parser.add_argument("--filter-overrides", nargs="*", default=[])
+    parser.add_argument(
+        "--leave-one-out",
+        action="store_true",
+        help="for each dataset: train and tune on the others, report on it; then HotpotQA <-> 2Wiki",
+    )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     if not Path(args.shared_data).is_dir():
         print(f"shared data not found at {args.shared_data}", file=sys.stderr)
         return 2
-    train_on = _names(parser, args.train_on)
-    eval_on = _names(parser, args.eval_on)
     work = Path(args.work_dir) / args.retriever
+    if args.leave_one_out:
+        # Issue 17's transfer protocol: each dataset's dev questions judged by models trained and
+        # tuned on the other datasets only; then the paper's Table 6 directions on their own.
+        runs = [([d for d in DATASETS if d != held], [held]) for held in DATASETS]
+        runs += [(["hotpotqa"], ["2wikimultihopqa"]), (["2wikimultihopqa"], ["hotpotqa"])]
+        reports = [run_protocol(args, work, train_on, eval_on) for train_on, eval_on in runs]
+        (work / "leave_one_out.md").write_text("\n\n".join(reports), encoding="utf-8")
+        print("\n\n".join(reports))
+        return 0
+    print(run_protocol(args, work, _names(parser, args.train_on), _names(parser, args.eval_on)))
+    return 0
+
+
+def run_protocol(args: argparse.Namespace, work: Path, train_on: list[str], eval_on: list[str]) -> str:
     t0 = time.perf_counter()
     models, counts, pools = train(args, work, train_on)
     label, overrides, validation = choose(args, work, models, pools)
@@ -276,8 +294,9 @@ def main(argv: list[str] | None = None) -> int:
                 pool, rag, label, overrides, out, args, name
             )
     report = render(args, train_on, counts, label, overrides, validation, results, time.perf_counter() - t0)
-    (models / "results.md").write_text(report, encoding="utf-8")
-    (models / "results.json").write_text(
+    tag = "+".join(eval_on)
+    (models / f"results-{tag}.md").write_text(report, encoding="utf-8")
+    (models / f"results-{tag}.json").write_text(
         json.dumps(
             {"setting": [label, overrides], "validation": validation, "results": results},
             indent=2,
@@ -285,8 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
         encoding="utf-8",
     )
-    print(report)
-    return 0
+    return report
 
 
 def render(args, train_on, counts, label, overrides, validation, results, seconds) -> str:
