@@ -21,6 +21,8 @@ def is_title_corpus(text: str) -> bool:
         data = json.loads(text)
     except json.JSONDecodeError:
         return False
+    if isinstance(data, list):  # [{"title", "content"}] documents, not chunk records with ids
+        return bool(data) and all(isinstance(d, dict) and "id" not in d for d in data)
     return isinstance(data, dict) and not ("id" in data and ("text" in data or "contents" in data))
 
 

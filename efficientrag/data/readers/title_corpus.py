@@ -1,4 +1,5 @@
-"""A ``{title: [sentences] | text}`` JSON corpus (HippoRAG's ``*.corpus.json`` style).
+"""A title-keyed JSON corpus: ``{title: [sentences] | text}`` (HippoRAG's ``*.corpus.json`` style)
+or a list of ``{"title", "content": [sentences] | text}`` documents (the 2Wiki open-domain corpus).
 
 Chunk ids are ``"title:" + title``: titles are the keys of the JSON object, so they are unique
 within the file, the id can be read back to the title, and it cannot collide with the
@@ -32,6 +33,8 @@ def read_title_corpus(path: str | Path) -> list[Chunk]:
         raise DataFormatError(
             path, f"not valid JSON ({exc.msg} at column {exc.colno})", line=exc.lineno
         ) from exc
+    if isinstance(data, list):
+        data = _documents_by_title(path, data)
     if not isinstance(data, dict):
         raise DataFormatError(path, f"expected a JSON object {{title: text}}, got {type(data).__name__}")
     chunks = []
@@ -41,3 +44,20 @@ def read_title_corpus(path: str | Path) -> list[Chunk]:
         body = value.strip() if isinstance(value, str) else join_sentences(string_list(where, value, title))
         chunks.append(Chunk(title_chunk_id(title), title, body))
     return chunks
+
+
+def _documents_by_title(path: str | Path, docs: list) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for n, doc in enumerate(docs):
+        where = Where(str(path), None, n)
+        check_type(where, doc, dict, "document")
+        title = doc.get("title")
+        body = doc.get("content", doc.get("text"))
+        if not isinstance(title, str) or not title.strip():
+            raise where.error("no 'title' string", "title")
+        if body is None:
+            raise where.error("no 'content' (sentences) or 'text'", "content")
+        if title in out:
+            raise where.error(f"title {title!r} appears twice; titles are the chunk ids", "title")
+        out[title] = body
+    return out

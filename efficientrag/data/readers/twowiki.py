@@ -16,6 +16,7 @@ from efficientrag.data.readers.collect import Parsed, collect
 from efficientrag.data.readers.fields import Where, optional, require_id, require_text
 from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.readers.source import iter_records
+from efficientrag.data.readers.title_corpus import title_chunk_id
 from efficientrag.data.readers.wiki_context import (
     context_chunks,
     context_paragraphs,
@@ -32,11 +33,18 @@ def read_2wiki(path: str | Path, *, strict: bool = True, limit: int | None = Non
 
 
 def parse_2wiki(record: dict[str, Any], where: Where) -> Parsed:
-    example_id = require_id(where, record, "_id")
+    # HippoRAG's open-domain slices name the id "id"; the original files "_id".
+    example_id = require_id(where, record, "id" if "_id" not in record and "id" in record else "_id")
     question = require_text(where, record, "question", "question")
     answer = require_text(where, record, "answer", "answer")
     qtype = optional(where, record, "type", str, "")
     optional(where, record, "evidences", list, [])
+    if record.get("context") is None:
+        # Open-domain record (HippoRAG's slices): no paragraphs of its own; its gold documents
+        # are the supporting-fact titles of a title corpus given as the data's corpus_path.
+        gold = list(dict.fromkeys(title_chunk_id(t) for t in supporting_titles(where, record)))
+        example = Example(example_id, question, [answer], gold, qtype, DATASET, [], record)
+        return example, []
     paragraphs = context_paragraphs(where, record)
     gold = gold_ids_by_title(where, example_id, paragraphs, supporting_titles(where, record))
     chunks = context_chunks(example_id, paragraphs)
