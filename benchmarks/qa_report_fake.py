@@ -13,7 +13,7 @@ retrieval, and say nothing about any language model; the report marks them.
 
 EfficientRAG (retrieval + one answer call) joins the report when trained Labeler/Filter folders
 are given; evaluate it on questions it was not trained on (``--ids``: one question id per line,
-e.g. the held-out list ``benchmarks/retrieval_efficientrag.py`` writes).
+e.g. the held-out list ``benchmarks/retrieval_efficientrag_devsplit.py`` writes).
 
     python benchmarks/qa_report_fake.py                 # all 350 questions, BM25
     python benchmarks/qa_report_fake.py --limit 50 --retriever dense
