@@ -76,7 +76,12 @@ def test_toy_world_end_to_end(tmp_path, toy):
     assert accounted["align"][1] == accounted["label"][0]
     assert accounted["next_hop"][1] == accounted["align"][0]
     assert accounted["negatives"][1] == accounted["next_hop"][0]
-    assert s["labeler"]["tags"] == {"continue": n_subs, "terminate": n_subs}
+    # Default recipe: one positive per sub-question, plus the question itself as a second
+    # positive when it differs from the next-hop query, and four negatives each.
+    labeler_rows = [r for k in ("train", "validation") for r in read(tmp_path / "labeler" / f"{k}.jsonl")]
+    n_qpos = sum(r["id"].endswith("/qpos") for r in labeler_rows)
+    assert 0 < n_qpos <= n_subs
+    assert s["labeler"]["tags"] == {"continue": n_subs + n_qpos, "terminate": 4 * n_subs}
     assert s["filter"]["rows"] == s["sub_questions"]["dependent"]
     assert s["align_rate"]["min"] == 1.0 and s["filter_align_rate"]["min"] == 1.0
     assert 0.05 < s["labeler"]["positive_label_share"] < 0.5
@@ -88,10 +93,10 @@ def test_toy_world_end_to_end(tmp_path, toy):
     question_ids = loaded_question_ids(
         {k: str(tmp_path / files[f"labeler/{k}"]) for k in ("train", "validation")}
     )
-    assert len(question_ids["train"]) + len(question_ids["validation"]) == 2 * n_subs
+    assert len(question_ids["train"]) + len(question_ids["validation"]) == 5 * n_subs + n_qpos
     assert not set(question_ids["train"]) & set(question_ids["validation"])
     saved = json.loads((tmp_path / "stats.json").read_text())
-    assert saved["datasets"]["toy"]["labeler"]["rows"] == 2 * n_subs
+    assert saved["datasets"]["toy"]["labeler"]["rows"] == 5 * n_subs + n_qpos
     assert (tmp_path / "build.done.json").is_file()
 
 

@@ -49,7 +49,15 @@ def test_annotation_teacher_on_a_slice_of_real_data(repo_root, shared_data, tmp_
     (name, s), *_ = stats["datasets"].items()
     questions = s["questions"]
     assert questions["complete"] >= 0.75 * questions["selected"]
-    assert s["labeler"]["tags"]["continue"] == s["sub_questions"]["next_hop"]
+    # One positive per sub-question that got a next-hop query, plus its question when that differs.
+    labeler_rows = [
+        json.loads(line)
+        for split in ("train", "validation")
+        for line in (tmp_path / "labeler" / f"{split}.jsonl").read_text().splitlines()
+    ]
+    n_qpos = sum(r["id"].endswith("/qpos") for r in labeler_rows)
+    assert n_qpos <= s["sub_questions"]["next_hop"]
+    assert s["labeler"]["tags"]["continue"] == s["sub_questions"]["next_hop"] + n_qpos
     assert s["filter"]["rows"] >= 0.8 * s["sub_questions"]["dependent"]
     assert 0.01 < s["labeler"]["positive_label_share"] < 0.3
     assert s["filter_align_rate"].get("min", 1.0) >= 0.8
