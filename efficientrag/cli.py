@@ -1,7 +1,8 @@
 """``efficientrag <command>``: parse a config, call the library, print what a person needs to see.
 
 Every command takes ``--config PRESET.yaml`` and trailing ``key=value`` overrides; the named flags
-(``--dataset``, ``--data``, ``--work-dir`` ...) are shorthands for overrides.
+(``--dataset``, ``--data``, ``--work-dir`` ...) are shorthands for overrides. The scripts under
+``synth/``, ``train/`` and ``eval/`` run the same entries (``_delegate``, ``command_main``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     delegated = _delegate(argv)
     if delegated is not None:
         return delegated
-    parser = _build_parser()
+    return _run(_build_parser(), argv)
+
+
+def command_main(command: str, argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
+    """``efficientrag COMMAND ...`` as a program of its own, with the same options and behaviour:
+    the entry of the thin scripts under ``eval/`` (``eval/run.py`` is ``command_main("eval")``)."""
+    if command not in _STANDALONE:
+        raise ValueError(f"no standalone entry for command {command!r}; known: {sorted(_STANDALONE)}")
+    help_text, add_args = _STANDALONE[command]
+    parser = argparse.ArgumentParser(prog=prog or f"efficientrag {command}", description=help_text)
+    _add_verbose(parser)
+    add_args(parser)
+    return _run(parser, list(sys.argv[1:] if argv is None else argv))
+
+
+def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     # key=value overrides may sit anywhere among the options ("retrieve a=1 -q ... b=2"); argparse
     # gives the positional list only one contiguous run, so the rest arrive as unknown arguments.
     args, extra = parser.parse_known_args(argv)
@@ -224,9 +240,43 @@ def _add_experiment_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
 
 
+def _add_verbose(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+
+_EVAL_HELP = "evaluate a method (direct_r, efficientrag, direct, cot, iter_retgen, flare, dragin, ...)"
+_REPORT_HELP = "one Markdown report (tables + plots) over several eval run folders"
+
+
+def _add_eval_args(p: argparse.ArgumentParser) -> None:
+    _add_experiment_args(p)
+    p.add_argument("--method", help="method name (eval.method)")
+    p.add_argument("--limit", type=int, help="evaluate the first N questions (eval.limit)")
+    p.add_argument("--labeler", help="trained Labeler folder (efficientrag.labeler)")
+    p.add_argument("--filter", help="trained Filter folder (efficientrag.filter)")
+    p.add_argument("--no-resume", action="store_true", help="start over instead of continuing")
+    p.set_defaults(handler=cmd_eval)
+
+
+def _add_report_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "runs", nargs="+", help="run folders written by `efficientrag eval` (work_dir/eval/<name>)"
+    )
+    p.add_argument("--out", required=True, help="folder for report.md, report.json and the plots")
+    p.add_argument("--title", default="efficientrag comparison")
+    p.add_argument(
+        "--qa-note", help="mark every QA number with this note (e.g. answers from a scripted server)"
+    )
+    p.set_defaults(handler=cmd_report)
+
+
+# Commands that also run as scripts of their own (command_main): help text and argument setup.
+_STANDALONE = {"eval": (_EVAL_HELP, _add_eval_args), "report": (_REPORT_HELP, _add_report_args)}
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="efficientrag", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    _add_verbose(parser)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("corpus", help="read a dataset and write the pooled, de-duplicated corpus")
@@ -239,17 +289,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rebuild", action="store_true", help="rebuild even if a matching index exists")
     p.set_defaults(handler=cmd_index)
 
-    p = sub.add_parser(
-        "eval",
-        help="evaluate a method (direct_r, efficientrag, direct, cot, iter_retgen, flare, dragin, ...)",
-    )
-    _add_experiment_args(p)
-    p.add_argument("--method", help="method name (eval.method)")
-    p.add_argument("--limit", type=int, help="evaluate the first N questions (eval.limit)")
-    p.add_argument("--labeler", help="trained Labeler folder (efficientrag.labeler)")
-    p.add_argument("--filter", help="trained Filter folder (efficientrag.filter)")
-    p.add_argument("--no-resume", action="store_true", help="start over instead of continuing")
-    p.set_defaults(handler=cmd_eval)
+    _add_eval_args(sub.add_parser("eval", help=_EVAL_HELP))
 
     p = sub.add_parser("retrieve", help="run EfficientRAG on one question and print the hops")
     _add_experiment_args(p)
@@ -265,16 +305,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "train", help="train the labeler or the filter (same as train/labeler.py, train/filter.py)"
     )
 
-    p = sub.add_parser("report", help="one Markdown report (tables + plots) over several eval run folders")
-    p.add_argument(
-        "runs", nargs="+", help="run folders written by `efficientrag eval` (work_dir/eval/<name>)"
-    )
-    p.add_argument("--out", required=True, help="folder for report.md, report.json and the plots")
-    p.add_argument("--title", default="efficientrag comparison")
-    p.add_argument(
-        "--qa-note", help="mark every QA number with this note (e.g. answers from a scripted server)"
-    )
-    p.set_defaults(handler=cmd_report)
+    _add_report_args(sub.add_parser("report", help=_REPORT_HELP))
 
     p = sub.add_parser(
         "quickstart",

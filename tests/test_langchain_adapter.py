@@ -16,45 +16,19 @@ from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
 from langchain_core.documents import Document  # noqa: E402
 from langchain_core.runnables import RunnableLambda  # noqa: E402
 
-from efficientrag.pipeline.config import EfficientRAGConfig  # noqa: E402
-from efficientrag.pipeline.efficientrag import EfficientRAG  # noqa: E402
 from efficientrag.pipeline.langchain import TRACE_KEY, EfficientRAGRetriever  # noqa: E402
 from efficientrag.testing.scripted_models import (  # noqa: E402
     ALPHA_QUESTION,
+    CONFIDENCE,
     OMEGA_QUESTION,
     STOPWORDS,
     USEFUL_WORDS,
-    InfoOnlyFilter,
     ScriptedLabeler,
     bridge_corpus,
+    spy_retrieve_batch,
 )
+from efficientrag.testing.scripted_models import scripted_rag as make_rag  # noqa: E402
 from efficientrag.testing.word_overlap import WordOverlapRetriever  # noqa: E402
-
-# Distinct from 1.0 and from any word-overlap score, so a wrong score source shows.
-CONFIDENCE = {"Alpha": 0.9, "Bob": 0.7, "Omega": 0.8, "Carla": 0.6, "Paris": 0.55}
-
-
-def make_rag(useful=USEFUL_WORDS, labeler=None, **cfg) -> EfficientRAG:
-    cfg = {"top_k": 3, "max_hops": 4, **cfg}
-    return EfficientRAG(
-        WordOverlapRetriever(bridge_corpus(), STOPWORDS),
-        labeler or ScriptedLabeler(useful, CONFIDENCE),
-        InfoOnlyFilter(),
-        EfficientRAGConfig(**cfg),
-    )
-
-
-def spy_retrieve_batch(rag: EfficientRAG) -> list[list[str]]:
-    """Record every ``retrieve_batch`` call (``retrieve`` goes through it too)."""
-    calls: list[list[str]] = []
-    original = rag.retrieve_batch
-
-    def spy(questions):
-        calls.append(list(questions))
-        return original(questions)
-
-    rag.retrieve_batch = spy
-    return calls
 
 
 def test_documents_follow_the_pool_with_hop_of_entry():

@@ -1,3 +1,4 @@
 """The EfficientRAG retrieval loop (``efficientrag.py``), its settings (``config.py``), its use as an
-evaluation method (``method.py``), trace printing (``trace_format.py``) and the LangChain adapter
-(``langchain.py``, optional extra)."""
+evaluation method (``method.py``), trace printing (``trace_format.py``) and the RAG-framework
+adapters: LangChain (``langchain.py``) and LlamaIndex (``llamaindex.py``), optional extras sharing
+``adapters.py``."""

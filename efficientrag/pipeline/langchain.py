@@ -9,7 +9,6 @@ in a thread pool and lose that.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,58 +29,21 @@ except ImportError as exc:
         "install it with: pip install 'efficientrag[langchain]'"
     ) from exc
 
+from efficientrag.pipeline.adapters import TRACE_KEY, groups, kept_chunks
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG, RetrievalResult
 from efficientrag.retrieval.base import Retriever
 
 __all__ = ["TRACE_KEY", "EfficientRAGRetriever", "result_to_documents"]
 
-TRACE_KEY = "trace"
-
 
 def result_to_documents(result: RetrievalResult, *, include_trace: bool = False) -> list[Document]:
-    """Documents in pool order, so results computed outside LangChain (an eval run) read the same.
-
-    Metadata: ``id``, ``title``, ``continue_prob`` (the Labeler's Continue probability, the loop's
-    only relevance score), ``hop`` (0-based; 0 is the question's own retrieval) and ``query`` (the
-    query that retrieved the chunk when it was kept). A chunk is often retrieved, and rejected,
-    earlier than it is kept, so the hop comes from the Labeler's Continue tag, not from the first
-    retrieval. Both are None only for a result whose trace has no Continue tag for the chunk (one
-    not made by the EfficientRAG loop). ``include_trace`` adds the whole per-hop trace under ``TRACE_KEY`` (the same list
-    object on every Document of the question) for chains that want to show or log the reasoning.
-    """
-    entered = _entry_points(result.trace)
-    docs = []
-    for chunk, score in zip(result.chunks, result.scores, strict=True):
-        hop, query = entered.get(chunk.id, (None, None))
-        metadata: dict[str, Any] = {
-            "id": chunk.id,
-            "title": chunk.title,
-            "continue_prob": score,
-            "hop": hop,
-            "query": query,
-        }
-        if include_trace:
-            metadata[TRACE_KEY] = result.trace
-        docs.append(Document(id=chunk.id, page_content=chunk.contents, metadata=metadata))
-    return docs
-
-
-def _entry_points(trace: Sequence[dict[str, Any]]) -> dict[str, tuple[int, str]]:
-    """First (hop, query) at which each chunk was tagged Continue, i.e. entered the pool.
-
-    Rows marked ``seen`` carry no tag (the chunk was already pooled or already judged for that
-    query), and the pool only grows, so the first Continue is the entry. A chunk tagged Continue
-    after the chunk budget filled never entered the pool, but then it is not in ``result.chunks``
-    either, so the extra entry is never read.
-    """
-    entered: dict[str, tuple[int, str]] = {}
-    for step in trace:
-        for query, rows in zip(step["queries"], step["hits"], strict=True):
-            for row in rows:
-                if row.get("tag") == "continue" and row["id"] not in entered:
-                    entered[row["id"]] = (int(step["hop"]), query)
-    return entered
+    """Documents in pool order with the metadata ``kept_chunks`` describes (``id``, ``title``,
+    ``continue_prob``, ``hop``, ``query``, and the trace under ``TRACE_KEY`` on request)."""
+    return [
+        Document(id=chunk.id, page_content=chunk.contents, metadata=metadata)
+        for chunk, metadata in kept_chunks(result, include_trace=include_trace)
+    ]
 
 
 class EfficientRAGRetriever(BaseRetriever):
@@ -151,7 +113,7 @@ class EfficientRAGRetriever(BaseRetriever):
             for q, c in zip(inputs, configs, strict=True)
         ]
         outputs: list[Any] = []
-        for lo, hi in _groups(len(inputs), configs[0].get("max_concurrency")):
+        for lo, hi in groups(len(inputs), configs[0].get("max_concurrency")):
             try:
                 docs = self._documents_for(inputs[lo:hi])
             except Exception as e:
@@ -185,7 +147,7 @@ class EfficientRAGRetriever(BaseRetriever):
             for q, c in zip(inputs, configs, strict=True)
         ]
         outputs: list[Any] = []
-        for lo, hi in _groups(len(inputs), configs[0].get("max_concurrency")):
+        for lo, hi in groups(len(inputs), configs[0].get("max_concurrency")):
             try:
                 docs = await run_in_executor(None, self._documents_for, inputs[lo:hi])
             except Exception as e:
@@ -216,8 +178,3 @@ class EfficientRAGRetriever(BaseRetriever):
             inheritable_metadata={**(config.get("metadata") or {}), **self._get_ls_params(**kwargs)},
             local_metadata=self.metadata,
         )
-
-
-def _groups(n: int, size: int | None) -> list[tuple[int, int]]:
-    step = n if not size or size <= 0 else size
-    return [(lo, min(n, lo + step)) for lo in range(0, n, step)]

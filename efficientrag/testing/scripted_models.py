@@ -16,6 +16,8 @@ from typing import Any
 
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Chunk
+from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.pipeline.efficientrag import EfficientRAG, RetrievalResult
 
 STOPWORDS = ("the", "of", "is", "was", "a", "in", "by", "where", "what", "who", "which")
 # Per chunk title, the words the Labeler marks useful: the next hop's entity.
@@ -92,3 +94,37 @@ class InfoOnlyFilter:
                 probs.append(1.0 if in_info and w not in {":", ";"} else 0.0)
             out.append(ScriptedPrediction(0.0, probs))
         return out
+
+
+# Continue probabilities distinct from 1.0 and from any word-overlap score, so a test that reads
+# a score from the wrong source fails.
+CONFIDENCE = {"Alpha": 0.9, "Bob": 0.7, "Omega": 0.8, "Carla": 0.6, "Paris": 0.55}
+
+
+def scripted_rag(
+    useful: Mapping[str, Sequence[str]] = USEFUL_WORDS, labeler: Any = None, **config: Any
+) -> EfficientRAG:
+    """The retrieval loop over the bridge world with the scripted models (top-k 3, 4 hops unless
+    ``config`` says otherwise), the fixture every adapter test starts from."""
+    from efficientrag.testing.word_overlap import WordOverlapRetriever
+
+    return EfficientRAG(
+        WordOverlapRetriever(bridge_corpus(), STOPWORDS),
+        labeler or ScriptedLabeler(useful, CONFIDENCE),
+        InfoOnlyFilter(),
+        EfficientRAGConfig(**{"top_k": 3, "max_hops": 4, **config}),
+    )
+
+
+def spy_retrieve_batch(rag: EfficientRAG) -> list[list[str]]:
+    """Record the questions of every ``retrieve_batch`` call (``retrieve`` goes through it too), so
+    a test can tell one batched loop from one loop per question."""
+    calls: list[list[str]] = []
+    original = rag.retrieve_batch
+
+    def spy(questions: Sequence[str]) -> list[RetrievalResult]:
+        calls.append(list(questions))
+        return original(questions)
+
+    rag.retrieve_batch = spy  # type: ignore[method-assign]
+    return calls

@@ -1,7 +1,9 @@
 """Experiment trackers through Accelerate, chosen so nothing leaves the machine unless asked.
 
 ``trackers`` is empty by default. ``wandb`` runs in ``offline`` mode unless the config says
-``wandb_mode: online``; a tracker whose package is missing is skipped with a warning, and a
+``wandb_mode: online``, and a ``WANDB_MODE`` set in the environment overrides the config (W&B
+itself lets ``wandb.init(mode=...)`` beat the environment, so without this a cluster's or a test
+suite's ``WANDB_MODE=disabled`` would not stop a preset's tracker); a tracker whose package is missing is skipped with a warning, and a
 tracker that fails to start is dropped, so training never fails because of a tracker. The run
 always writes its own ``train_log.jsonl`` and ``eval_log.jsonl`` regardless.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +62,9 @@ def start_trackers(
         return
     init_kwargs: dict[str, dict[str, Any]] = {}
     if "wandb" in names:
-        init_kwargs["wandb"] = {"mode": wandb_mode, "dir": str(output_dir), "name": run_name or None}
+        mode = os.environ.get("WANDB_MODE") or wandb_mode
+        init_kwargs["wandb"] = {"mode": mode, "dir": str(output_dir), "name": run_name or None}
+        logger.info("wandb: %s mode, run files under %s", mode, output_dir / "wandb")
     try:
         accelerator.init_trackers(project, config=_flat(config), init_kwargs=init_kwargs)
     except Exception as exc:  # a tracker must never take training down

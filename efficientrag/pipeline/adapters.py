@@ -1,0 +1,75 @@
+"""What the RAG-framework adapters (LangChain, LlamaIndex) report about each kept chunk.
+
+Kept framework-free so that both adapters describe a chunk with the same metadata and group a batch
+the same way, and so that neither needs the other's package to be installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from efficientrag.data.schema import Chunk
+from efficientrag.pipeline.efficientrag import RetrievalResult
+
+TRACE_KEY = "trace"
+"""Metadata key of the per-hop trace (added only when an adapter is asked to include it)."""
+
+METADATA_KEYS = ("id", "title", "continue_prob", "hop", "query", TRACE_KEY)
+"""Every metadata key an adapter may set."""
+
+
+def kept_chunks(
+    result: RetrievalResult, *, include_trace: bool = False
+) -> list[tuple[Chunk, dict[str, Any]]]:
+    """``(chunk, metadata)`` in pool order, so results computed outside a framework (an eval run)
+    read the same as ones retrieved through it.
+
+    Metadata: ``id``, ``title``, ``continue_prob`` (the Labeler's Continue probability, the loop's
+    only relevance score), ``hop`` (0-based; 0 is the question's own retrieval) and ``query`` (the
+    query that retrieved the chunk when it was kept). A chunk is often retrieved, and rejected,
+    earlier than it is kept, so the hop comes from the Labeler's Continue tag, not from the first
+    retrieval. Both are None only for a result whose trace has no Continue tag for the chunk (one
+    not made by the EfficientRAG loop). ``include_trace`` adds the whole per-hop trace under
+    ``TRACE_KEY`` (the same list object for every chunk of the question) for callers that want to
+    show or log the reasoning.
+    """
+    entered = _entry_points(result.trace)
+    out = []
+    for chunk, score in zip(result.chunks, result.scores, strict=True):
+        hop, query = entered.get(chunk.id, (None, None))
+        metadata: dict[str, Any] = {
+            "id": chunk.id,
+            "title": chunk.title,
+            "continue_prob": score,
+            "hop": hop,
+            "query": query,
+        }
+        if include_trace:
+            metadata[TRACE_KEY] = result.trace
+        out.append((chunk, metadata))
+    return out
+
+
+def _entry_points(trace: Sequence[dict[str, Any]]) -> dict[str, tuple[int, str]]:
+    """First (hop, query) at which each chunk was tagged Continue, i.e. entered the pool.
+
+    Rows marked ``seen`` carry no tag (the chunk was already pooled or already judged for that
+    query), and the pool only grows, so the first Continue is the entry. A chunk tagged Continue
+    after the chunk budget filled never entered the pool, but then it is not in ``result.chunks``
+    either, so the extra entry is never read.
+    """
+    entered: dict[str, tuple[int, str]] = {}
+    for step in trace:
+        for query, rows in zip(step["queries"], step["hits"], strict=True):
+            for row in rows:
+                if row.get("tag") == "continue" and row["id"] not in entered:
+                    entered[row["id"]] = (int(step["hop"]), query)
+    return entered
+
+
+def groups(n: int, size: int | None) -> list[tuple[int, int]]:
+    """``[lo, hi)`` ranges of at most ``size`` questions (all ``n`` at once when ``size`` is unset or
+    not positive): each range is one batched loop, which bounds the memory of a large batch."""
+    step = n if not size or size <= 0 else size
+    return [(lo, min(n, lo + step)) for lo in range(0, n, step)]
