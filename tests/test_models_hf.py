@@ -183,18 +183,23 @@ def test_first_format_folders_still_load_and_convert(deberta, tmp_path):
     _heads_say_something(lab)
     before = lab.predict(PAIRS)
     old = _write_first_format(lab, tmp_path / "old")
+    (old / "metrics.json").write_text('{"step": 7}')
     again = Labeler.from_pretrained(old)
     assert again.predict(PAIRS) == before and again.config.pooling == "first" and again.max_length == 48
     assert again.spec.backbone_name == deberta  # the field's old name still reads
 
     new = convert_folder(old, tmp_path / "new")
     assert (new / "config.json").is_file() and not (new / SPEC_FILE).exists()
+    assert (new / "metrics.json").read_text() == '{"step": 7}' and "Not recorded" in (
+        new / "README.md"
+    ).read_text()
     assert type(AutoModel.from_pretrained(new)) is LabelerModel
     assert Labeler.from_pretrained(new).predict(PAIRS) == before
 
     # The command converts in place.
     assert convert_main([str(old)]) == 0
     assert not (old / SPEC_FILE).exists() and Labeler.from_pretrained(old).predict(PAIRS) == before
+    assert (old / "metrics.json").is_file()
 
 
 def test_first_format_filter_loads(deberta, tmp_path):

@@ -25,7 +25,7 @@ from transformers import AutoModel, PreTrainedTokenizerBase
 
 from efficientrag.hub import download_model_folder, hub_offline, looks_like_repo_id, resolve_model_path
 from efficientrag.models.batching import Collator
-from efficientrag.models.card import TrainingRecord, write_model_card
+from efficientrag.models.card import CARD_FILE, TRAIN_CONFIG_FILE, TrainingRecord, write_model_card
 from efficientrag.models.configuration import CONFIG_CLASSES, MODEL_TYPES, WordClassifierConfig
 from efficientrag.models.encoding import EncodedInput
 from efficientrag.models.network import MODEL_CLASSES, MODEL_INPUTS, TokenClassifierNetwork, align_parameters
@@ -37,6 +37,8 @@ M = TypeVar("M", bound="WordClassifier")
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILES = ("model.safetensors", "model.safetensors.index.json")
+# What a trained folder holds about its run; it travels with the model when the model is saved again.
+RUN_FILES = (CARD_FILE, TRAIN_CONFIG_FILE, "metrics.json")
 
 
 class WordClassifier:
@@ -55,6 +57,7 @@ class WordClassifier:
             raise ValueError(f"{type(self).__name__} cannot hold a {network.config.kind!r} network")
         self.network = network
         self.tokenizer = tokenizer
+        self.source: Path | None = None  # the folder it was loaded from, if any
         self.to(device)
 
     @property
@@ -125,7 +128,9 @@ class WordClassifier:
         if dtype is not None:
             network.to(getattr(torch, dtype) if isinstance(dtype, str) else dtype)
         tokenizer = load_tokenizer(str(folder), local_files_only=True)
-        return cls(network, tokenizer, device)
+        model = cls(network, tokenizer, device)
+        model.source = folder
+        return model
 
     def save_pretrained(
         self,
@@ -137,10 +142,12 @@ class WordClassifier:
         """Write config, weights (safetensors), tokenizer and model card; atomically replaces ``folder``.
 
         ``state_dict`` lets a distributed trainer pass weights it gathered from all processes;
-        ``training`` is what the training loop knows about the run, for the model card.
+        ``training`` is what the training loop knows about the run, for the model card. Without it,
+        a model loaded from a trained folder keeps that folder's card, config and metrics.
         """
+        carry = self.source if training is None and self.source is not None else None
         return write_model_folder(
-            folder, self.network, self.tokenizer, state_dict=state_dict, training=training
+            folder, self.network, self.tokenizer, state_dict=state_dict, training=training, carry_from=carry
         )
 
     def push_to_hub(
@@ -300,8 +307,12 @@ def write_model_folder(
     *,
     state_dict: dict[str, torch.Tensor] | None = None,
     training: TrainingRecord | None = None,
+    carry_from: Path | None = None,
 ) -> Path:
-    """Write the folder into ``<folder>.tmp``, then swap it in, so a crash never leaves it half written."""
+    """Write the folder into ``<folder>.tmp``, then swap it in, so a crash never leaves it half written.
+
+    ``carry_from``: a folder whose run files (card, train_config.yaml, metrics.json) are copied over.
+    """
     folder = Path(folder)
     tmp = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -311,6 +322,9 @@ def write_model_folder(
     network.save_pretrained(str(tmp), state_dict=state_dict)
     tokenizer.save_pretrained(str(tmp))
     write_model_card(tmp, network.config, training)
+    for name in RUN_FILES if carry_from is not None else ():
+        if (carry_from / name).is_file():
+            shutil.copyfile(carry_from / name, tmp / name)
     old = folder.with_name(folder.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
     if folder.exists():

@@ -73,12 +73,8 @@ def convert_folder(source: str | Path, target: str | Path | None = None) -> Path
         raise FileNotFoundError(f"{source / SPEC_FILE} not found: {source} is not an old-format folder")
     network = load_legacy_network(source)
     tokenizer = load_tokenizer(str(source), local_files_only=True)
-    # Files the old format kept beside the model (metrics.json of a training run) stay with it.
-    keep = {p.name: p.read_bytes() for p in source.iterdir() if p.name in {"metrics.json"}}
-    out = write_model_folder(target or source, network, tokenizer)
-    for name, data in keep.items():
-        (out / name).write_bytes(data)
-    return out
+    # metrics.json of the training run stays with the model (copied before an in-place swap).
+    return write_model_folder(target or source, network, tokenizer, carry_from=source)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
