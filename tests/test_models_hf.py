@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from safetensors.torch import save_model
+from safetensors.torch import load_file, save_file, save_model
 from transformers import AutoConfig, AutoModel
 
 from efficientrag.config import load_config
@@ -227,7 +227,19 @@ def test_folders_that_are_not_this_model_are_refused_naming_the_file(deberta, tm
     (bad / "config.json").write_text(json.dumps({**config, "format_version": FORMAT_VERSION + 1}))
     with pytest.raises(ValueError, match="newer than this efficientrag"):
         Filter.from_pretrained(bad)
+    # Weights that do not fit the config: transformers would only warn and leave them random.
     (bad / "config.json").write_text(json.dumps(config))
+    weights = load_file(bad / "model.safetensors")
+    save_file({k: v for k, v in weights.items() if not k.startswith("token_head")}, bad / "model.safetensors")
+    with pytest.raises(
+        ValueError, match=r"does not match the network described by .*config\.json.*token_head"
+    ):
+        Filter.from_pretrained(bad)
+    lab_folder = Labeler.from_backbone(deberta, device="cpu").save_pretrained(tmp_path / "lab")
+    config = json.loads((lab_folder / "config.json").read_text())
+    (lab_folder / "config.json").write_text(json.dumps({**config, "pooling": "pair"}))
+    with pytest.raises(ValueError, match="tensor shapes differ"):
+        Labeler.from_pretrained(lab_folder)
     (bad / "model.safetensors").unlink()
     with pytest.raises(FileNotFoundError, match="model.safetensors not found"):
         Filter.from_pretrained(bad)

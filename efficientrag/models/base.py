@@ -292,9 +292,27 @@ def load_network(folder: Path, kind: str) -> TokenClassifierNetwork:
             raise FileNotFoundError(
                 f"{folder / WEIGHTS_FILES[0]} not found (weights are read from safetensors only)"
             )
-        network = MODEL_CLASSES[kind].from_pretrained(
-            str(folder), local_files_only=True, use_safetensors=True
-        )
+        try:
+            config = CONFIG_CLASSES[kind].from_pretrained(str(folder), local_files_only=True)
+        except ValueError as err:
+            raise ValueError(f"{config_path}: {err}") from err
+        mismatch = f"{folder / WEIGHTS_FILES[0]} does not match the network described by {config_path}"
+        try:
+            network, info = MODEL_CLASSES[kind].from_pretrained(
+                str(folder),
+                config=config,
+                local_files_only=True,
+                use_safetensors=True,
+                output_loading_info=True,
+            )
+        except RuntimeError as err:
+            if "mismatched" not in str(err):
+                raise
+            raise ValueError(f"{mismatch}: tensor shapes differ") from err
+        # transformers only warns about these and leaves the weights random; a shared model must not.
+        wrong = {k: sorted(v)[:5] for k, v in info.items() if k != "error_msgs" and v}
+        if wrong or info.get("error_msgs"):
+            raise ValueError(f"{mismatch}: {wrong or info['error_msgs']}")
     if network.config.kind != kind:
         raise ValueError(f"{folder} holds a {network.config.kind!r} model, not a {kind!r} model")
     return network.eval()

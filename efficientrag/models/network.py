@@ -94,9 +94,10 @@ class TokenClassifierNetwork(PreTrainedModel):
         so an unaligned copy of a model predicts in the last bits differently from the model that was
         saved; aligned, a saved and reloaded model predicts identically.
         """
-        model = super().from_pretrained(*args, **kwargs)
-        align_parameters(model)
-        return model
+        loaded = super().from_pretrained(*args, **kwargs)
+        # ``output_loading_info=True`` returns ``(model, info)``.
+        align_parameters(loaded[0] if isinstance(loaded, tuple) else loaded)
+        return loaded
 
     def get_input_embeddings(self) -> nn.Module:
         return self.backbone.get_input_embeddings()
