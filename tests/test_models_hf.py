@@ -115,7 +115,7 @@ def test_trained_folder_has_a_model_card_and_the_config_that_reproduces_it(train
     assert "# EfficientRAG Labeler" in card and "deberta-v2, hidden size 32, 2 layers" in card
     assert f"step {final['best_step']} of 4; run completed" in card
     assert f"| token_f1 | {final['best']['token_f1']:.4f} |" in card
-    assert "Rows: 32 training, 16 validation, 0 skipped" in card
+    assert "\nRows: 32 training, 16 validation, 0 skipped" in card
     assert "accelerate launch train/labeler.py --config train_config.yaml" in card
     saved = load_config(TrainConfig, best / "train_config.yaml")
     assert (
@@ -280,6 +280,7 @@ def test_push_to_hub_uploads_the_whole_folder(deberta, tmp_path, monkeypatch):
 
     def upload_folder(self, *, repo_id, folder_path, **kw):
         calls["files"] = sorted(p.name for p in Path(folder_path).iterdir())
+        calls["card"] = (Path(folder_path) / "README.md").read_text()
         calls["repo"] = repo_id
         return "https://huggingface.co/someone/tiny-filter/commit/abc"
 
@@ -288,3 +289,4 @@ def test_push_to_hub_uploads_the_whole_folder(deberta, tmp_path, monkeypatch):
     url = Filter.from_backbone(deberta, device="cpu").push_to_hub("someone/tiny-filter", private=True)
     assert url.endswith("/commit/abc") and calls["created"] == ("someone/tiny-filter", True, True)
     assert {"config.json", "model.safetensors", "tokenizer.json", "README.md"} <= set(calls["files"])
+    assert 'Filter.from_pretrained("someone/tiny-filter")' in calls["card"]

@@ -25,7 +25,13 @@ from transformers import AutoModel, PreTrainedTokenizerBase
 
 from efficientrag.hub import download_model_folder, hub_offline, looks_like_repo_id, resolve_model_path
 from efficientrag.models.batching import Collator
-from efficientrag.models.card import CARD_FILE, TRAIN_CONFIG_FILE, TrainingRecord, write_model_card
+from efficientrag.models.card import (
+    CARD_FILE,
+    MODEL_NAME_SLOT,
+    TRAIN_CONFIG_FILE,
+    TrainingRecord,
+    write_model_card,
+)
 from efficientrag.models.configuration import CONFIG_CLASSES, MODEL_TYPES, WordClassifierConfig
 from efficientrag.models.encoding import EncodedInput
 from efficientrag.models.network import MODEL_CLASSES, MODEL_INPUTS, TokenClassifierNetwork, align_parameters
@@ -170,6 +176,10 @@ class WordClassifier:
         api.create_repo(repo_id, private=private, exist_ok=True)
         with tempfile.TemporaryDirectory() as tmp:
             folder = self.save_pretrained(Path(tmp) / "model")
+            card = folder / CARD_FILE
+            card.write_text(
+                card.read_text(encoding="utf-8").replace(MODEL_NAME_SLOT, repo_id), encoding="utf-8"
+            )
             info = api.upload_folder(
                 repo_id=repo_id,
                 folder_path=str(folder),

@@ -17,6 +17,8 @@ from efficientrag.models.configuration import WordClassifierConfig
 
 CARD_FILE = "README.md"
 TRAIN_CONFIG_FILE = "train_config.yaml"
+# Where the usage snippet names the model; ``push_to_hub`` puts the repository id there.
+MODEL_NAME_SLOT = "<this folder or Hub repo>"
 
 PURPOSE = {
     "labeler": (
@@ -120,14 +122,14 @@ def _usage(kind: str) -> list[str]:
     return [
         f"from efficientrag import {cls}",
         "",
-        f'{var} = {cls}.from_pretrained("<this folder or Hub repo>")',
+        f'{var} = {cls}.from_pretrained("{MODEL_NAME_SLOT}")',
         call,
         "",
         "# The network alone, through transformers' Auto classes (registered by `import efficientrag`):",
         "import efficientrag",
         "from transformers import AutoModel",
         "",
-        'network = AutoModel.from_pretrained("<this folder or Hub repo>")',
+        f'network = AutoModel.from_pretrained("{MODEL_NAME_SLOT}")',
     ]
 
 
@@ -143,14 +145,15 @@ def _training_section(kind: str, training: TrainingRecord | None) -> list[str]:
     lines = ["## Training data", ""]
     source = cfg.get("data_dir") or "unknown"
     lines.append(
-        f"`{source}` (`train.jsonl` / `validation.jsonl`, efficientrag {kind} rows built by "
-        "`efficientrag synth`)."
+        f"`{source}` (`train.jsonl` / `validation.jsonl`: efficientrag {kind} rows, as `efficientrag synth` "
+        "writes them)."
     )
     if data:
-        lines.append(
+        lines += [
+            "",
             f"Rows: {data.get('train_rows', '?')} training, {data.get('validation_rows', '?')} validation, "
-            f"{data.get('skipped_rows', 0)} skipped as malformed."
-        )
+            f"{data.get('skipped_rows', 0)} skipped as malformed.",
+        ]
     lines += ["", "## Training settings", "", "| setting | value |", "| --- | --- |"]
     lines += [f"| {k} | {cfg[k]} |" for k in SHOWN_SETTINGS if k in cfg]
     steps = f"{training.step}" + (f" of {training.total_steps}" if training.total_steps else "")
