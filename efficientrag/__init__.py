@@ -8,6 +8,7 @@ The names a user of the retriever needs are importable from here (loaded on firs
 
 from __future__ import annotations
 
+from efficientrag import autoregister as _autoregister
 from efficientrag.lazy import lazy_exports
 
 __version__ = "0.1.0"
@@ -30,3 +31,7 @@ _EXPORTS = {
 __all__ = ["__version__", *sorted(_EXPORTS)]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+# Saved Labeler/Filter folders load with transformers' AutoConfig/AutoModel once efficientrag is
+# imported; registration waits until transformers itself is imported (no torch import here).
+_autoregister.install()

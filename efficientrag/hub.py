@@ -45,3 +45,41 @@ def resolve_model_path(name: str) -> str:
 
 def hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").lower() in {"1", "true", "yes"}
+
+
+# Files a shared Labeler/Filter repository may hold; weights only as safetensors (never pickles).
+MODEL_FOLDER_PATTERNS = ("*.json", "*.safetensors", "*.model", "*.txt", "*.md", "*.yaml")
+
+
+def looks_like_repo_id(name: str) -> bool:
+    """``user/repo`` or ``repo``: what the Hub accepts; a path with more parts or a ``./``, ``/``, ``~``
+    or drive prefix is a local folder that is missing, not a Hub name."""
+    parts = name.split("/")
+    return (
+        0 < len(parts) <= 2
+        and all(parts)
+        and "\\" not in name
+        and not name.startswith((".", "~"))
+        and ":" not in name
+    )
+
+
+def download_model_folder(repo_id: str, *, revision: str | None = None) -> Path:
+    """A Hub repository's files, in the local cache (offline: only what is cached already)."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
+
+    try:
+        return Path(
+            snapshot_download(
+                repo_id,
+                revision=revision,
+                allow_patterns=list(MODEL_FOLDER_PATTERNS),
+                local_files_only=hub_offline(),
+            )
+        )
+    except (LocalEntryNotFoundError, RepositoryNotFoundError, HfHubHTTPError, OSError) as err:
+        where = "the local Hub cache (HF_HUB_OFFLINE is set)" if hub_offline() else "the Hugging Face Hub"
+        raise FileNotFoundError(
+            f"{repo_id!r} is not a local folder, and {where} could not provide it: {err}"
+        ) from err

@@ -32,11 +32,14 @@ def test_minilm_labeler_round_trip_gives_identical_predictions(minilm_path, tmp_
     before = lab.predict(PAIRS)
     folder = lab.save_pretrained(tmp_path / "labeler")
     files = {p.name for p in folder.iterdir()}
-    assert {"model.safetensors", SPEC_FILE, "tokenizer.json"} <= files
+    assert {"model.safetensors", "config.json", "tokenizer.json", "README.md"} <= files
+    assert SPEC_FILE not in files
     assert not any(name.endswith((".bin", ".pkl", ".pt")) for name in files)
-    spec = json.loads((folder / SPEC_FILE).read_text())
-    assert spec["kind"] == "labeler" and spec["token_labels"] == ["useless", "useful"]
-    assert spec["tag_labels"] == ["continue", "terminate"] and spec["backbone_model_type"] == "bert"
+    config = json.loads((folder / "config.json").read_text())
+    assert config["model_type"] == "efficientrag_labeler" and config["token_labels"] == ["useless", "useful"]
+    assert (
+        config["tag_labels"] == ["continue", "terminate"] and config["encoder_config"]["model_type"] == "bert"
+    )
     again = Labeler.from_pretrained(folder, device="cpu")
     _same(before, again.predict(PAIRS))
     assert len({round(p, 6) for p in before[0].word_probs}) > 1

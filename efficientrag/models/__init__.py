@@ -15,14 +15,36 @@ _EXPORTS = {
     "Filter": "efficientrag.models.filter",
     "FilterPrediction": "efficientrag.models.filter",
     "ModelSpec": "efficientrag.models.spec",
+    "LabelerConfig": "efficientrag.models.configuration",
+    "FilterConfig": "efficientrag.models.configuration",
+    "LabelerModel": "efficientrag.models.network",
+    "FilterModel": "efficientrag.models.network",
+    "TrainingRecord": "efficientrag.models.card",
+    "convert_folder": "efficientrag.models.legacy",
 }
 
 if TYPE_CHECKING:
+    from efficientrag.models.card import TrainingRecord
+    from efficientrag.models.configuration import FilterConfig, LabelerConfig
     from efficientrag.models.filter import Filter, FilterPrediction
     from efficientrag.models.labeler import Labeler, LabelerPrediction
+    from efficientrag.models.legacy import convert_folder
+    from efficientrag.models.network import FilterModel, LabelerModel
     from efficientrag.models.spec import ModelSpec
 
-__all__ = ["Filter", "FilterPrediction", "Labeler", "LabelerPrediction", "ModelSpec"]
+__all__ = [
+    "Filter",
+    "FilterConfig",
+    "FilterModel",
+    "FilterPrediction",
+    "Labeler",
+    "LabelerConfig",
+    "LabelerModel",
+    "LabelerPrediction",
+    "ModelSpec",
+    "TrainingRecord",
+    "convert_folder",
+]
 
 
 def __getattr__(name: str) -> Any:

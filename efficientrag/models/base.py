@@ -1,30 +1,50 @@
 """What the Labeler and the Filter share: building, saving, loading and batched inference.
 
-A model object holds the network, its tokenizer and its :class:`ModelSpec`; it is loaded once and
-then called on whole batches (the pipeline never runs the network per item).
+A model object wraps a ``transformers`` network (:class:`~efficientrag.models.network.LabelerModel`
+or ``FilterModel``, whose config records everything needed to rebuild it) and its tokenizer; it is
+loaded once and then called on whole batches (the pipeline never runs the network per item).
+
+A saved folder is a standard ``transformers`` one: ``config.json``, ``model.safetensors``, the
+tokenizer files and a model card (``README.md``). ``AutoModel.from_pretrained`` reads it (the
+classes are registered by ``import efficientrag``), ``from_pretrained`` also takes a Hub name, and
+folders in the first format (``efficientrag_model.json``) still load (:mod:`efficientrag.models.legacy`).
 """
 
 from __future__ import annotations
 
+import json
 import shutil
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import torch
-from safetensors.torch import load_model, save_model
 from tqdm.auto import tqdm
-from transformers import CONFIG_MAPPING, AutoModel, PreTrainedTokenizerBase
+from transformers import AutoModel, PreTrainedTokenizerBase
 
-from efficientrag.hub import hub_offline, resolve_model_path
+from efficientrag.hub import download_model_folder, hub_offline, looks_like_repo_id, resolve_model_path
 from efficientrag.models.batching import Collator
+from efficientrag.models.card import (
+    CARD_FILE,
+    MODEL_NAME_SLOT,
+    TRAIN_CONFIG_FILE,
+    TrainingRecord,
+    write_model_card,
+)
+from efficientrag.models.configuration import CONFIG_CLASSES, MODEL_TYPES, WordClassifierConfig
 from efficientrag.models.encoding import EncodedInput
-from efficientrag.models.network import MODEL_INPUTS, TokenClassifierNetwork
-from efficientrag.models.spec import WEIGHTS_FILE, ModelSpec
+from efficientrag.models.network import MODEL_CLASSES, MODEL_INPUTS, TokenClassifierNetwork, align_parameters
+from efficientrag.models.spec import SPEC_FILE
 from efficientrag.models.tokenizer_setup import load_tokenizer
 from efficientrag.models.word_scores import word_scores
 
 M = TypeVar("M", bound="WordClassifier")
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILES = ("model.safetensors", "model.safetensors.index.json")
+# What a trained folder holds about its run; it travels with the model when the model is saved again.
+RUN_FILES = (CARD_FILE, TRAIN_CONFIG_FILE, "metrics.json")
 
 
 class WordClassifier:
@@ -37,15 +57,28 @@ class WordClassifier:
         self,
         network: TokenClassifierNetwork,
         tokenizer: PreTrainedTokenizerBase,
-        spec: ModelSpec,
         device: str | torch.device | None = None,
     ) -> None:
-        if spec.kind != self.kind:
-            raise ValueError(f"{type(self).__name__} cannot hold a saved {spec.kind!r} model")
+        if network.config.kind != self.kind:
+            raise ValueError(f"{type(self).__name__} cannot hold a {network.config.kind!r} network")
         self.network = network
         self.tokenizer = tokenizer
-        self.spec = spec
+        self.source: Path | None = None  # the folder it was loaded from, if any
         self.to(device)
+
+    @property
+    def config(self) -> WordClassifierConfig:
+        return self.network.config
+
+    @property
+    def spec(self) -> WordClassifierConfig:
+        """The config under its earlier name (it replaced ``ModelSpec``)."""
+        return self.network.config
+
+    @property
+    def max_length(self) -> int:
+        """Token budget the model was trained with (inputs are truncated to it by default)."""
+        return int(self.network.config.max_length)
 
     # -- construction ------------------------------------------------------------------------
 
@@ -66,83 +99,94 @@ class WordClassifier:
         backbone = AutoModel.from_pretrained(
             path, dtype=torch.float32, trust_remote_code=False, local_files_only=local
         )
+        align_parameters(backbone)
         tokenizer = load_tokenizer(path, local_files_only=local)
-        spec = ModelSpec(
-            kind=cls.kind,
-            backbone_model_type=backbone.config.model_type,
-            backbone_config=backbone.config.to_dict(),
-            backbone_name=name_or_path,
+        config = CONFIG_CLASSES[cls.kind](
+            encoder_config=backbone.config,
+            encoder_name=name_or_path,
             pooling=pooling,
             max_length=max_length or cls.default_max_length,
             word_aggregation=word_aggregation,
             dropout=dropout,
+            # The encoder's config object becomes ours (nested); keep its attention implementation,
+            # which building our config would otherwise reset for every nested config.
+            attn_implementation=backbone.config._attn_implementation,
         )
-        _check_max_length(backbone.config, spec.max_length)
-        network = TokenClassifierNetwork(
-            backbone, tag_head=spec.has_tag_head, pooling=pooling, dropout=dropout
-        )
-        return cls(network, tokenizer, spec, device)
+        _check_max_length(backbone.config, config.max_length)
+        network = MODEL_CLASSES[cls.kind](config, backbone=backbone)
+        return cls(network, tokenizer, device)
 
     @classmethod
     def from_pretrained(
         cls: type[M],
-        folder: str | Path,
+        name_or_path: str | Path,
         device: str | torch.device | None = None,
         *,
         dtype: torch.dtype | str | None = None,
+        revision: str | None = None,
     ) -> M:
-        """Load a folder written by :meth:`save_pretrained`; works offline, never runs remote code."""
-        folder = Path(folder)
-        spec = ModelSpec.load(folder)
-        if spec.kind != cls.kind:
-            raise ValueError(f"{folder} holds a {spec.kind!r} model, not a {cls.kind!r} model")
-        if spec.backbone_model_type not in CONFIG_MAPPING:
-            raise ValueError(
-                f"{folder}: backbone type {spec.backbone_model_type!r} is unknown to this transformers version"
-            )
-        config = CONFIG_MAPPING[spec.backbone_model_type].from_dict(spec.backbone_config)
-        backbone = AutoModel.from_config(config, trust_remote_code=False)
-        network = TokenClassifierNetwork(
-            backbone, tag_head=spec.has_tag_head, pooling=spec.pooling, dropout=spec.dropout
-        )
-        weights = folder / WEIGHTS_FILE
-        if not weights.is_file():
-            raise FileNotFoundError(f"{weights} not found")
-        missing, unexpected = load_model(network, str(weights), strict=False)
-        if missing or unexpected:
-            raise ValueError(
-                f"{weights} does not match the network rebuilt from {folder}: "
-                f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}"
-            )
+        """Load a saved folder, or a Hub repository (``user/repo``) where the Hub is reachable or cached.
+
+        Never runs remote code; weights are read from safetensors only.
+        """
+        folder = locate_model_folder(name_or_path, revision=revision)
+        network = load_network(folder, cls.kind)
         if dtype is not None:
             network.to(getattr(torch, dtype) if isinstance(dtype, str) else dtype)
         tokenizer = load_tokenizer(str(folder), local_files_only=True)
-        return cls(network, tokenizer, spec, device)
+        model = cls(network, tokenizer, device)
+        model.source = folder
+        return model
 
     def save_pretrained(
-        self, folder: str | Path, *, state_dict: dict[str, torch.Tensor] | None = None
+        self,
+        folder: str | Path,
+        *,
+        state_dict: dict[str, torch.Tensor] | None = None,
+        training: TrainingRecord | None = None,
     ) -> Path:
-        """Write weights (safetensors), spec and tokenizer; atomically replaces an existing folder.
+        """Write config, weights (safetensors), tokenizer and model card; atomically replaces ``folder``.
 
-        ``state_dict`` lets a distributed trainer pass weights it gathered from all processes.
+        ``state_dict`` lets a distributed trainer pass weights it gathered from all processes;
+        ``training`` is what the training loop knows about the run, for the model card. Without it,
+        a model loaded from a trained folder keeps that folder's card, config and metrics.
         """
-        folder = Path(folder)
-        tmp = folder.with_name(folder.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        if state_dict is None:
-            save_model(self.network, str(tmp / WEIGHTS_FILE))
-        else:
-            _save_state_dict(state_dict, tmp / WEIGHTS_FILE)
-        self.spec.save(tmp)
-        self.tokenizer.save_pretrained(str(tmp))
-        old = folder.with_name(folder.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        if folder.exists():
-            folder.rename(old)
-        tmp.rename(folder)
-        shutil.rmtree(old, ignore_errors=True)
-        return folder
+        carry = self.source if training is None and self.source is not None else None
+        return write_model_folder(
+            folder, self.network, self.tokenizer, state_dict=state_dict, training=training, carry_from=carry
+        )
+
+    def push_to_hub(
+        self,
+        repo_id: str,
+        *,
+        private: bool | None = None,
+        token: str | None = None,
+        revision: str | None = None,
+    ) -> str:
+        """Upload the folder :meth:`save_pretrained` writes (network, tokenizer, card) to a Hub repository.
+
+        ``self.network.push_to_hub`` (inherited from ``transformers``) would upload config and
+        weights only; a shared Labeler/Filter also needs its word-level tokenizer and card.
+        Returns the commit URL.
+        """
+        from huggingface_hub import HfApi
+
+        api = HfApi(token=token)
+        api.create_repo(repo_id, private=private, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = self.save_pretrained(Path(tmp) / "model")
+            card = folder / CARD_FILE
+            card.write_text(
+                card.read_text(encoding="utf-8").replace(MODEL_NAME_SLOT, repo_id), encoding="utf-8"
+            )
+            info = api.upload_folder(
+                repo_id=repo_id,
+                folder_path=str(folder),
+                revision=revision,
+                commit_message=f"Upload efficientrag {self.kind}",
+            )
+        return str(info)
 
     # -- device ------------------------------------------------------------------------------
 
@@ -161,7 +205,7 @@ class WordClassifier:
     def collator(self, *, pad_to: int | None = None, compat_labels: bool = False) -> Collator:
         pad = self.tokenizer.pad_token_id
         if pad is None:
-            raise ValueError(f"tokenizer of {self.spec.backbone_name!r} has no pad token")
+            raise ValueError(f"tokenizer of {self.config.encoder_name!r} has no pad token")
         return Collator(pad, pad_to=pad_to, compat_labels=compat_labels)
 
     def _run(
@@ -176,7 +220,7 @@ class WordClassifier:
 
         Inputs are batched longest first so each batch carries little padding.
         """
-        how = word_aggregation or self.spec.word_aggregation
+        how = word_aggregation or self.config.word_aggregation
         order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
         collate = self.collator()
         results: dict[int, tuple[list[float], float | None]] = {}
@@ -206,12 +250,12 @@ class WordClassifier:
             yield i, results[i][0], results[i][1]
 
     def _max_length(self, max_length: int | None) -> int:
-        return int(max_length or self.spec.max_length)
+        return int(max_length or self.max_length)
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(backbone={self.spec.backbone_name!r}, pooling={self.spec.pooling!r}, "
-            f"max_length={self.spec.max_length}, device={self.device})"
+            f"{type(self).__name__}(backbone={self.config.encoder_name!r}, pooling={self.config.pooling!r}, "
+            f"max_length={self.max_length}, device={self.device})"
         )
 
 
@@ -223,15 +267,110 @@ def _check_max_length(config: Any, max_length: int) -> None:
         raise ValueError(f"max_length {max_length} exceeds the backbone's max_position_embeddings ({limit})")
 
 
-def _save_state_dict(state_dict: dict[str, torch.Tensor], path: Path) -> None:
-    from safetensors.torch import save_file
+def locate_model_folder(name_or_path: str | Path, *, revision: str | None = None) -> Path:
+    """A local folder as is; otherwise a Hub name, fetched into (or read from) the Hub cache."""
+    path = Path(name_or_path).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise NotADirectoryError(f"{path} is a file; a saved model is a folder")
+        return path
+    name = str(name_or_path)
+    if not looks_like_repo_id(name):
+        raise FileNotFoundError(
+            f"{path} not found: no folder with {CONFIG_FILE} (or {SPEC_FILE}) there, and it is not a Hub name"
+        )
+    return download_model_folder(name, revision=revision)
 
-    seen: dict[int, str] = {}
-    tensors: dict[str, torch.Tensor] = {}
-    for key, value in state_dict.items():
-        ptr = value.data_ptr()
-        if ptr in seen and value.numel():
-            continue  # tied weights are stored once, as save_model does
-        seen[ptr] = key
-        tensors[key] = value.detach().to("cpu").contiguous()
-    save_file(tensors, str(path), metadata={"format": "pt"})
+
+def load_network(folder: Path, kind: str) -> TokenClassifierNetwork:
+    """The ``kind`` network saved in ``folder`` (current or first format), in eval mode."""
+    from efficientrag.models.legacy import is_legacy_folder, load_legacy_network
+
+    if is_legacy_folder(folder):
+        network = load_legacy_network(folder)
+    else:
+        config_path = folder / CONFIG_FILE
+        if not config_path.is_file():
+            raise FileNotFoundError(
+                f"{config_path} not found (nor {SPEC_FILE}): {folder} is not a saved efficientrag "
+                f"{kind} (save one with .save_pretrained(folder))"
+            )
+        saved_kind = _saved_kind(config_path, kind)
+        if saved_kind != kind:
+            raise ValueError(f"{folder} holds a {saved_kind!r} model, not a {kind!r} model")
+        if not any((folder / f).is_file() for f in WEIGHTS_FILES):
+            raise FileNotFoundError(
+                f"{folder / WEIGHTS_FILES[0]} not found (weights are read from safetensors only)"
+            )
+        try:
+            config = CONFIG_CLASSES[kind].from_pretrained(str(folder), local_files_only=True)
+        except ValueError as err:
+            raise ValueError(f"{config_path}: {err}") from err
+        mismatch = f"{folder / WEIGHTS_FILES[0]} does not match the network described by {config_path}"
+        try:
+            network, info = MODEL_CLASSES[kind].from_pretrained(
+                str(folder),
+                config=config,
+                local_files_only=True,
+                use_safetensors=True,
+                output_loading_info=True,
+            )
+        except RuntimeError as err:
+            if "mismatched" not in str(err):
+                raise
+            raise ValueError(f"{mismatch}: tensor shapes differ") from err
+        # transformers only warns about these and leaves the weights random; a shared model must not.
+        wrong = {k: sorted(v)[:5] for k, v in info.items() if k != "error_msgs" and v}
+        if wrong or info.get("error_msgs"):
+            raise ValueError(f"{mismatch}: {wrong or info['error_msgs']}")
+    if network.config.kind != kind:
+        raise ValueError(f"{folder} holds a {network.config.kind!r} model, not a {kind!r} model")
+    return network.eval()
+
+
+def write_model_folder(
+    folder: str | Path,
+    network: TokenClassifierNetwork,
+    tokenizer: PreTrainedTokenizerBase,
+    *,
+    state_dict: dict[str, torch.Tensor] | None = None,
+    training: TrainingRecord | None = None,
+    carry_from: Path | None = None,
+) -> Path:
+    """Write the folder into ``<folder>.tmp``, then swap it in, so a crash never leaves it half written.
+
+    ``carry_from``: a folder whose run files (card, train_config.yaml, metrics.json) are copied over.
+    """
+    folder = Path(folder)
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    if state_dict is not None:
+        state_dict = {k: v.detach().to("cpu").contiguous() for k, v in state_dict.items()}
+    network.save_pretrained(str(tmp), state_dict=state_dict)
+    tokenizer.save_pretrained(str(tmp))
+    write_model_card(tmp, network.config, training)
+    for name in RUN_FILES if carry_from is not None else ():
+        if (carry_from / name).is_file():
+            shutil.copyfile(carry_from / name, tmp / name)
+    old = folder.with_name(folder.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if folder.exists():
+        folder.rename(old)
+    tmp.rename(folder)
+    shutil.rmtree(old, ignore_errors=True)
+    return folder
+
+
+def _saved_kind(config_path: Path, kind: str) -> str:
+    try:
+        model_type = json.loads(config_path.read_text(encoding="utf-8")).get("model_type")
+    except (json.JSONDecodeError, AttributeError) as err:
+        raise ValueError(f"{config_path}: not a JSON object ({err})") from err
+    if model_type not in MODEL_TYPES:
+        expected = CONFIG_CLASSES[kind].model_type
+        raise ValueError(
+            f"{config_path}: model_type {model_type!r} is not an efficientrag model (expected {expected!r}); "
+            f"to train a {kind} on this encoder use {kind.capitalize()}.from_backbone"
+        )
+    return MODEL_TYPES[model_type]

@@ -1,8 +1,10 @@
-"""What a saved Labeler/Filter folder must record to be rebuilt offline, with no hub access.
+"""The model choices (kinds, poolings, word aggregations, label names) and the first save format.
 
-The folder holds ``model.safetensors`` (backbone + heads), ``efficientrag_model.json`` (this spec,
-including the backbone's full config, so the backbone is rebuilt with ``from_config``, never
-downloaded) and the tokenizer files.
+Until format 2, a saved folder held ``efficientrag_model.json`` (this :class:`ModelSpec`: the
+backbone's full config and our settings), ``model.safetensors`` and the tokenizer files. Folders are
+now written with ``config.json`` (:mod:`efficientrag.models.configuration`); this reader stays so
+old folders keep loading and can be converted (:mod:`efficientrag.models.legacy`). The module
+imports no torch: the choices are read by config validation on the synthesis side too.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ class ModelSpec:
 
     @classmethod
     def load(cls, folder: str | Path) -> ModelSpec:
+        """Read an old-format folder's spec (new folders are written by ``save_pretrained``)."""
         path = Path(folder) / SPEC_FILE
         if not path.is_file():
             raise FileNotFoundError(

@@ -6,7 +6,9 @@ prepare the objects. Run folder layout (``cfg.output_dir``)::
 
     train_config.yaml        the resolved config
     checkpoints/last/        accelerator.save_state + trainer_state.json (resume point)
-    best/                    save_pretrained of the best evaluation so far (loadable model)
+    best/                    save_pretrained of the best evaluation so far: a transformers folder
+                             (config.json, model.safetensors, tokenizer, README.md model card with
+                             the data, settings and metrics) + train_config.yaml and metrics.json
     train_log.jsonl          one line per optimizer step (loss, lr, hash of the step's rows)
     eval_log.jsonl           one line per evaluation
     skipped_rows.jsonl       malformed input rows with file, line and reason
@@ -36,6 +38,7 @@ from efficientrag.config import ConfigError, load_config, save_config, to_dict
 from efficientrag.jsonl import JsonlAppender, read_jsonl, write_jsonl
 from efficientrag.models.base import WordClassifier
 from efficientrag.models.batching import IGNORE_INDEX
+from efficientrag.models.card import TRAIN_CONFIG_FILE, TrainingRecord, write_model_card
 from efficientrag.models.filter import Filter
 from efficientrag.models.inputs import TAG_CONTINUE, TAGS
 from efficientrag.models.labeler import Labeler
@@ -181,6 +184,17 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
     )
     run_info = {"total_steps": total_steps, "steps_per_epoch": steps_per_epoch, "num_epochs": num_epochs}
 
+    def training_record(metrics: dict[str, Any], step: int, completed: bool = False) -> TrainingRecord:
+        return TrainingRecord(
+            train_config=to_dict(cfg),
+            metrics=metrics,
+            step=step,
+            total_steps=total_steps,
+            data={k: data_info[k] for k in ("train_rows", "validation_rows", "skipped_rows")},
+            selection_metric=SELECTION_METRIC[cfg.model],
+            completed=completed,
+        )
+
     def evaluate_and_keep_best() -> dict[str, float]:
         metrics = evaluate(accelerator, network, eval_loader, cfg, class_weights)
         state.last_eval_step = state.global_step
@@ -193,8 +207,11 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
             state.best_score, state.best_step, state.best_metrics = score, state.global_step, metrics
             weights = accelerator.get_state_dict(network)
             if main:
-                model.save_pretrained(out / "best", state_dict=weights)
-                (out / "best" / "metrics.json").write_text(
+                best = model.save_pretrained(
+                    out / "best", state_dict=weights, training=training_record(metrics, state.global_step)
+                )
+                save_config(cfg, best / TRAIN_CONFIG_FILE)
+                (best / "metrics.json").write_text(
                     json.dumps({"step": state.global_step, **metrics}, indent=2), encoding="utf-8"
                 )
         return metrics
@@ -310,6 +327,13 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
     }
     if main:
         (out / "final_metrics.json").write_text(json.dumps(final, indent=2), encoding="utf-8")
+        if state.best_step is not None and (out / "best").is_dir():
+            # The card now says the run completed, and how far it went.
+            write_model_card(
+                out / "best",
+                model.config,
+                training_record(state.best_metrics, state.best_step, completed=True),
+            )
     accelerator.end_training()
     return final
 

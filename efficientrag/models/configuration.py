@@ -1,0 +1,129 @@
+"""The ``transformers`` configs of the Labeler and the Filter: what ``config.json`` of a saved model holds.
+
+One config class per model, each with its own ``model_type``, so ``AutoConfig``/``AutoModel`` resolve a
+saved folder to the right class with ``trust_remote_code`` off (the classes are registered when
+``efficientrag`` is imported; see :mod:`efficientrag.autoregister`). The backbone's full config is
+nested as ``encoder_config``: loading rebuilds the encoder with ``from_config`` and never downloads it.
+(The name avoids ``backbone_config``, which ``transformers`` reserves for vision backbones.)
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from transformers import AutoConfig, PreTrainedConfig
+from transformers.configuration_utils import SubConfigSpec
+
+from efficientrag.models.inputs import TAGS
+from efficientrag.models.spec import KINDS, POOLINGS, TOKEN_LABELS, WORD_AGGREGATIONS
+
+FORMAT_VERSION = 2  # 1 was efficientrag_model.json (efficientrag.models.spec)
+LABELER_MODEL_TYPE = "efficientrag_labeler"
+FILTER_MODEL_TYPE = "efficientrag_filter"
+
+# Our own fields: always written to config.json, even at their defaults, so a folder means the same
+# thing under a later efficientrag whose defaults differ.
+OWN_FIELDS = (
+    "encoder_name",
+    "pooling",
+    "max_length",
+    "word_aggregation",
+    "dropout",
+    "token_labels",
+    "tag_labels",
+    "format_version",
+)
+
+
+class WordClassifierConfig(PreTrainedConfig):
+    """Shared fields; use :class:`LabelerConfig` or :class:`FilterConfig`."""
+
+    kind: ClassVar[str] = ""
+    # ``backbone_name`` was the field's name in efficientrag_model.json; keep it readable.
+    attribute_map: ClassVar[dict[str, str]] = {"backbone_name": "encoder_name"}
+    sub_configs_defaults: ClassVar[dict[str, Any]] = {
+        "encoder_config": SubConfigSpec(config_class=AutoConfig, model_type="bert", optional=True)
+    }
+
+    encoder_config: dict | PreTrainedConfig | None = None
+    encoder_name: str = ""
+    pooling: str = "mean"
+    max_length: int = 384
+    word_aggregation: str = "first"
+    dropout: float = 0.1
+    token_labels: list[str] | None = None
+    tag_labels: list[str] | None = None
+    format_version: int = FORMAT_VERSION
+
+    def __post_init__(self, **kwargs: Any) -> None:
+        if self.kind not in KINDS:
+            raise TypeError(f"{type(self).__name__} is abstract: use LabelerConfig or FilterConfig")
+        if isinstance(self.encoder_config, dict) and "model_type" not in self.encoder_config:
+            raise ValueError(f"{self.model_type} config: 'encoder_config' has no 'model_type'")
+        if self.token_labels is None:
+            self.token_labels = list(TOKEN_LABELS[self.kind])
+        if self.tag_labels is None:
+            self.tag_labels = list(TAGS) if self.kind == "labeler" else []
+        # Token classes double as the standard label maps, so pipelines and model cards can name them.
+        kwargs.setdefault("id2label", dict(enumerate(self.token_labels)))
+        kwargs.setdefault("label2id", {name: i for i, name in enumerate(self.token_labels)})
+        super().__post_init__(**kwargs)
+        self._check()
+
+    def _check(self) -> None:
+        where = f"{self.model_type} config"
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"{where}: 'pooling' must be one of {POOLINGS}, got {self.pooling!r}")
+        if self.word_aggregation not in WORD_AGGREGATIONS:
+            raise ValueError(
+                f"{where}: 'word_aggregation' must be one of {WORD_AGGREGATIONS}, got {self.word_aggregation!r}"
+            )
+        if not isinstance(self.max_length, int) or self.max_length < 8:
+            raise ValueError(f"{where}: 'max_length' must be an integer >= 8, got {self.max_length!r}")
+        if not 0.0 <= float(self.dropout) < 1.0:
+            raise ValueError(f"{where}: 'dropout' must be in [0, 1), got {self.dropout!r}")
+        if len(self.token_labels or []) != 2:
+            raise ValueError(f"{where}: 'token_labels' needs 2 names, got {self.token_labels!r}")
+        if self.has_tag_head and len(self.tag_labels or []) != 2:
+            raise ValueError(f"{where}: 'tag_labels' needs 2 names, got {self.tag_labels!r}")
+        if self.format_version > FORMAT_VERSION:
+            raise ValueError(
+                f"{where}: format_version {self.format_version} is newer than this efficientrag "
+                f"understands ({FORMAT_VERSION}); upgrade efficientrag"
+            )
+
+    @property
+    def has_tag_head(self) -> bool:
+        return self.kind == "labeler"
+
+    def to_diff_dict(self) -> dict[str, Any]:
+        """``save_pretrained`` writes only values that differ from the defaults; ours and the encoder's
+        are written in full (see ``OWN_FIELDS``)."""
+        out = super().to_diff_dict()
+        full = self.to_dict()
+        for name in (*OWN_FIELDS, "encoder_config"):
+            out[name] = full[name]
+        return out
+
+
+class LabelerConfig(WordClassifierConfig):
+    model_type = LABELER_MODEL_TYPE
+    kind: ClassVar[str] = "labeler"
+
+
+class FilterConfig(WordClassifierConfig):
+    model_type = FILTER_MODEL_TYPE
+    kind: ClassVar[str] = "filter"
+
+
+CONFIG_CLASSES: dict[str, type[WordClassifierConfig]] = {"labeler": LabelerConfig, "filter": FilterConfig}
+MODEL_TYPES: dict[str, str] = {LABELER_MODEL_TYPE: "labeler", FILTER_MODEL_TYPE: "filter"}
+
+
+def register_configs() -> None:
+    """Make ``AutoConfig`` read our ``config.json`` files (idempotent)."""
+    for cls in CONFIG_CLASSES.values():
+        AutoConfig.register(cls.model_type, cls, exist_ok=True)
+
+
+register_configs()
