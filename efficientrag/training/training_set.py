@@ -15,16 +15,11 @@ from datasets import Dataset, DatasetDict, load_dataset, load_from_disk
 from datasets.exceptions import DatasetGenerationError
 
 from efficientrag.data.errors import DataFormatError
+from efficientrag.data.readers.hub import is_saved_dataset
 from efficientrag.training.data import SPLIT_FILES, numbered_records
 
-SAVED_MARKERS = ("dataset_dict.json", "state.json")
 # What a JSON load of a broken file raises, depending on where pyarrow and ``datasets`` give up.
 JSON_LOAD_ERRORS = (DatasetGenerationError, ValueError, TypeError)
-
-
-def is_saved_dataset(folder: str | Path) -> bool:
-    """True for a folder written by ``Dataset.save_to_disk`` or ``DatasetDict.save_to_disk``."""
-    return any((Path(folder) / marker).is_file() for marker in SAVED_MARKERS)
 
 
 def load_training_set(
