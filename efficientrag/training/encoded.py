@@ -25,7 +25,6 @@ from typing import Any
 
 import datasets
 import numpy as np
-import pyarrow.compute as pc
 from datasets import Dataset, Features, List, Value
 from torch.utils.data import Dataset as TorchDataset
 
@@ -127,7 +126,7 @@ class EncodedDataset(TorchDataset):
         """``[negatives, positives]`` over every target word."""
         counts = np.zeros(2, dtype=np.float64)
         for part in self.table.with_format("arrow").iter(batch_size=8192):
-            flat = pc.list_flatten(part["word_labels"]).to_numpy()
+            flat = part["word_labels"].combine_chunks().flatten().to_numpy()
             counts += np.bincount(flat.astype(np.int64), minlength=2)[:2]
         return counts
 
