@@ -14,9 +14,9 @@ from efficientrag.data.errors import DataFormatError
 from efficientrag.models import Filter, Labeler
 from efficientrag.testing.tiny_backbones import tiny_deberta
 from efficientrag.testing.token_tasks import filter_rows, labeler_rows, sentences, write_rows
+from efficientrag.training import load_training_set
 from efficientrag.training.data import read_rows
 from efficientrag.training.encoded import positive_class_weights, prepare_split
-from efficientrag.training.training_set import load_training_set
 
 MAX_LENGTH = 48  # short enough that some rows are cut, so truncation counts are compared too
 
