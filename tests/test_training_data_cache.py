@@ -12,11 +12,13 @@ import pytest
 
 from efficientrag.data.errors import DataFormatError
 from efficientrag.models import Filter, Labeler
+from efficientrag.models.tokenizer_setup import load_tokenizer
 from efficientrag.testing.tiny_backbones import tiny_deberta
 from efficientrag.testing.token_tasks import filter_rows, labeler_rows, sentences, write_rows
 from efficientrag.training import load_training_set
 from efficientrag.training.data import read_rows
 from efficientrag.training.encoded import positive_class_weights, prepare_split
+from efficientrag.training.fingerprint import tokenizer_digest
 
 MAX_LENGTH = 48  # short enough that some rows are cut, so truncation counts are compared too
 
@@ -265,3 +267,13 @@ def test_unparseable_lines_fall_back_to_the_line_reader(labeler, tmp_path):
             cache_dir=tmp_path / "c",
         )
     assert spy.rows == 0 and again.from_cache
+
+
+def test_tokenizer_digest_ignores_the_call_time_truncation_and_padding_state(backbone):
+    tokenizer = load_tokenizer(backbone, local_files_only=True)
+    tokenizer.backend_tokenizer.enable_truncation(max_length=8)
+    before = tokenizer_digest(tokenizer)
+    tokenizer([["Alaric", "was", "born"]], is_split_into_words=True, truncation=False)  # resets it
+    assert tokenizer_digest(tokenizer) == before
+    tokenizer.add_tokens(["Vantmoorian"])
+    assert tokenizer_digest(tokenizer) != before

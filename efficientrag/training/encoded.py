@@ -96,9 +96,8 @@ class EncodedDataset(TorchDataset):
 
     def __init__(self, table: Dataset) -> None:
         self.table = table
-        numeric = table.with_format("numpy")
-        self.lengths = np.asarray(numeric["length"], dtype=np.int64)
-        self.ids: list[str] = list(table["id"])
+        self.lengths = self.column("length")
+        self.ids: list[str] = table.with_format("arrow")["id"].to_pylist()
 
     def __len__(self) -> int:
         return len(self.table)
@@ -110,11 +109,14 @@ class EncodedDataset(TorchDataset):
         batch = self.table[list(indices)]
         return [(int(i), _to_input(batch, j)) for j, i in enumerate(indices)]
 
+    def column(self, name: str) -> np.ndarray:
+        """A scalar column as int64, read column-wise from Arrow (row-wise access is slow)."""
+        return self.table.with_format("arrow")[name].to_numpy().astype(np.int64)
+
     def truncation_stats(self) -> dict[str, float]:
-        numeric = self.table.with_format("numpy")
-        cut = np.asarray(numeric["truncated_words"], dtype=np.int64)
-        cut_query = np.asarray(numeric["query_truncated_words"], dtype=np.int64)
-        words = np.asarray(numeric["n_words"], dtype=np.int64)
+        cut = self.column("truncated_words")
+        cut_query = self.column("query_truncated_words")
+        words = self.column("n_words")
         return {
             "rows": len(self),
             "truncated_rows": int(((cut > 0) | (cut_query > 0)).sum()),

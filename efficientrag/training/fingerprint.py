@@ -44,7 +44,12 @@ def tokenizer_digest(tokenizer: Any) -> str:
     h = hashlib.sha256(type(tokenizer).__name__.encode())
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
-        h.update(backend.to_str().encode())
+        definition = json.loads(backend.to_str())
+        # transformers rewrites these on every call (our calls pass truncation=False, no padding),
+        # so they differ before and after the first use of the same tokenizer.
+        definition.pop("truncation", None)
+        definition.pop("padding", None)
+        h.update(json.dumps(definition, sort_keys=True).encode())
     else:
         h.update(json.dumps(sorted(tokenizer.get_vocab().items())).encode())
     h.update(json.dumps(tokenizer.special_tokens_map, sort_keys=True, default=str).encode())
