@@ -1,4 +1,7 @@
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -9,6 +12,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Arrow caches written by `datasets` (JSON conversions, tokenized training rows) go to a throwaway
+# folder, never into the user's ~/.cache/huggingface/datasets.
+_DATASETS_CACHE = tempfile.mkdtemp(prefix="efficientrag-tests-datasets-")
+os.environ["HF_DATASETS_CACHE"] = _DATASETS_CACHE
+atexit.register(shutil.rmtree, _DATASETS_CACHE, ignore_errors=True)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("EFFICIENTRAG_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))

@@ -1,8 +1,7 @@
-from datasets import load_dataset
-
 from efficientrag.models.inputs import FilterRow, LabelerRow
 from efficientrag.synth.build import build_rows, write_sets
 from efficientrag.synth.split import TRAIN, VALIDATION, split_of
+from efficientrag.training import load_training_set
 
 
 def test_split_is_deterministic_seeded_and_near_the_ratio():
@@ -73,14 +72,11 @@ def test_build_rows_split_by_question_and_load_with_datasets(tmp_path):
     FilterRow.from_dict(fil[0])
 
     files = write_sets(built, tmp_path)
-    ds = load_dataset(
-        "json", data_files={"train": files["labeler/train"], "validation": files["labeler/validation"]}
-    )
+    ds = load_training_set(tmp_path / "labeler")
+    assert files["labeler/train"] == str(tmp_path / "labeler" / "train.jsonl")
     assert ds["train"].num_rows + ds["validation"].num_rows == len(lab)
     assert set(ds["train"].column_names) >= {"query_words", "chunk_words", "labels", "tag"}
-    fds = load_dataset(
-        "json", data_files={"train": files["filter/train"], "validation": files["filter/validation"]}
-    )
+    fds = load_training_set(tmp_path / "filter")
     assert fds["train"].num_rows + fds["validation"].num_rows == 40
     assert fds["train"][0]["labels"] == [0, 0, 1, 0, 0, 1]
 

@@ -106,6 +106,8 @@ def test_stop_and_resume_continues_with_the_same_batches_and_weights(deberta, la
     assert state["global_step"] == 4 and state["batches_in_epoch"] > 0
     resumed = train(_cfg(deberta, labeler_data, out, **kw), resume=True)
     assert resumed["global_step"] == 10
+    # The resumed session read the tokenized rows from the datasets cache; same batches, same losses.
+    assert resumed["tokenized_cache"]["train"]["hit"] is True
     a, b = _log(ref), _log(out)
     assert [r["step"] for r in b] == list(range(1, 11))
     assert [r["batch_hash"] for r in a] == [r["batch_hash"] for r in b]

@@ -23,6 +23,8 @@ _EXPORTS = {
     "read_corpus_file": "efficientrag.data.readers.corpus_file",
     "read_toy_world": "efficientrag.data.readers.toy",
     "read_dataset": "efficientrag.data.readers.registry",
+    "read_datasets_source": "efficientrag.data.readers.hub",
+    "HubUnavailableError": "efficientrag.data.readers.hub",
     "canonical_dataset_name": "efficientrag.data.readers.registry",
     "PooledDataset": "efficientrag.data.pooling",
     "pool": "efficientrag.data.pooling",

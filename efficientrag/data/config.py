@@ -27,13 +27,16 @@ class SourceConfig:
     format: Literal["auto", "distractor", "ircot"] = "auto"
     corpus_path: str | None = None
     limit: int | None = None
+    split: str = "validation"
 
 
 @dataclass
 class DataConfig:
     """``dataset``: hotpotqa | 2wikimultihopqa (2wiki, 2wikimqa) | musique | jsonl | toy.
 
-    ``path`` is the dataset file (for ``toy``: where to write the generated world, optional).
+    ``path`` is the dataset file (for ``toy``: where to write the generated world, optional). For
+    hotpotqa, 2wikimultihopqa and musique it may also be ``hub`` (the default Hub copy),
+    ``hub:owner/name[:config]`` or a ``save_to_disk`` folder; ``split`` picks the split there.
     ``corpus_path`` is the corpus JSONL for ``jsonl``; for the other datasets an optional extra
     corpus (chunk JSONL or ``{title: text}`` JSON) pooled with the questions' paragraphs.
     ``format`` only matters for HotpotQA (auto | distractor | ircot). ``strict=False`` skips bad
@@ -45,10 +48,11 @@ class DataConfig:
     corpus_path: str | None = None
     format: Literal["auto", "distractor", "ircot"] = "auto"
     limit: int | None = None
+    split: str = "validation"  # Hub or save_to_disk sources only
     strict: bool = True
     toy: ToyWorldConfig = field(default_factory=ToyWorldConfig)
     extra: list[SourceConfig] = field(default_factory=list)
 
     def sources(self) -> list[SourceConfig]:
-        main = SourceConfig(self.dataset, self.path, self.format, self.corpus_path, self.limit)
+        main = SourceConfig(self.dataset, self.path, self.format, self.corpus_path, self.limit, self.split)
         return [main, *self.extra]

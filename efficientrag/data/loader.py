@@ -20,6 +20,7 @@ from efficientrag.data.errors import DataFormatError, SkippedRecord
 from efficientrag.data.pooling import PooledDataset, pool
 from efficientrag.data.readers.corpus_file import read_corpus_file
 from efficientrag.data.readers.hotpotqa import read_hotpotqa
+from efficientrag.data.readers.hub import HUB_DEFAULTS, is_datasets_source, read_datasets_source
 from efficientrag.data.readers.jsonl_dataset import read_jsonl_dataset
 from efficientrag.data.readers.registry import READERS, canonical_dataset_name
 from efficientrag.data.readers.result import ReadResult
@@ -62,8 +63,20 @@ def read_source(
         toy = toy or ToyWorldConfig()
         return [read_toy_world(src.path, strict=strict, limit=src.limit, **dataclasses.asdict(toy))]
     if src.path is None:
+        hub = f" or {key}path=hub to load it from the Hugging Face Hub" if name in HUB_DEFAULTS else ""
         raise ConfigError(
-            f"dataset {name!r} needs its data file: set '{key}path' (e.g. {key}path=/data/{_EXAMPLE_FILES[name]})"
+            f"dataset {name!r} needs its data file: set '{key}path' (e.g. {key}path=/data/{_EXAMPLE_FILES[name]}){hub}"
+        )
+    if is_datasets_source(src.path):
+        if name not in HUB_DEFAULTS:
+            raise ConfigError(f"'{key}path': {src.path!r} is a datasets source, which {name!r} cannot read")
+        if src.format == "ircot":
+            raise ConfigError(
+                f"'{key}format': Hub and save_to_disk HotpotQA is read as distractor, not ircot"
+            )
+        result = read_datasets_source(name, src.path, split=src.split, strict=strict, limit=src.limit)
+        return (
+            [result] if src.corpus_path is None else [result, read_corpus_file(src.corpus_path, dataset=name)]
         )
     if name == "jsonl":
         if src.corpus_path is None:

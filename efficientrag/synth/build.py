@@ -10,7 +10,8 @@ Per sub-question that came through every stage, as in the official ``training_da
   the next-hop query in them.
 Files: ``labeler/{train,validation}.jsonl``, ``filter/{train,validation}.jsonl`` (rows as
 :class:`efficientrag.models.inputs.LabelerRow` / ``FilterRow`` dicts), loadable with
-``datasets.load_dataset("json", data_files={"train": ..., "validation": ...})``.
+``datasets.load_dataset("json", data_files={"train": ..., "validation": ...})`` or, as one
+``DatasetDict``, with :func:`efficientrag.training.load_training_set`.
 """
 
 from __future__ import annotations

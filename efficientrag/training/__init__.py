@@ -1,6 +1,7 @@
 """One Accelerate training loop for the Labeler and the Filter (see docs/training.md).
 
-``train`` is imported lazily so that reading a config does not import torch.
+``train`` and ``load_training_set`` are imported lazily so that reading a config does not import
+torch or datasets.
 """
 
 from __future__ import annotations
@@ -11,13 +12,16 @@ from efficientrag.training.config import TrainConfig, load_train_config
 
 if TYPE_CHECKING:
     from efficientrag.training.loop import train
+    from efficientrag.training.training_set import load_training_set
 
-__all__ = ["TrainConfig", "load_train_config", "train"]
+__all__ = ["TrainConfig", "load_train_config", "load_training_set", "train"]
+
+_LAZY = {"train": "efficientrag.training.loop", "load_training_set": "efficientrag.training.training_set"}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "train":
-        from efficientrag.training.loop import train
+    if name in _LAZY:
+        from importlib import import_module
 
-        return train
+        return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'efficientrag.training' has no attribute {name!r}")

@@ -38,12 +38,14 @@ class TrainConfig:
     pooling: Literal["mean", "first", "pair"] = "mean"
     word_aggregation: Literal["first", "mean", "max"] = "first"  # sub-word -> word probability
     dropout: float = 0.1
-    # Data: a folder with train.jsonl and validation.jsonl (LabelerRow / FilterRow lines).
+    # Data: a folder with train.jsonl and validation.jsonl (LabelerRow / FilterRow lines), or a
+    # DatasetDict.save_to_disk folder with train and validation splits of the same rows.
     data_dir: str = ""
     output_dir: str = "runs/train"
     max_train_rows: int = 0  # 0 = all
     max_eval_rows: int = 0  # 0 = all
     max_bad_row_fraction: float = 0.01  # more skipped (malformed) rows than this fails the run
+    cache_dir: str = ""  # checked/tokenized rows (datasets Arrow cache); "" = HF_DATASETS_CACHE/efficientrag
     # Optimisation.
     learning_rate: float = 5e-6
     epochs: int = 2

@@ -47,7 +47,7 @@ from efficientrag.models.network import MODEL_INPUTS
 from efficientrag.models.word_scores import word_scores
 from efficientrag.training.checkpoint import TrainerState, last_checkpoint, save_last
 from efficientrag.training.config import DATA_ORDER_KEYS, MODEL_KINDS, TrainConfig
-from efficientrag.training.data import EncodedDataset, encode_dataset, positive_class_weights, read_rows
+from efficientrag.training.encoded import EncodedDataset, positive_class_weights, prepare_split
 from efficientrag.training.metrics import SELECTION_METRIC, BinaryCounts, selection_score
 from efficientrag.training.sampler import LengthGroupedBatchSampler
 from efficientrag.training.trackers import available_trackers, start_trackers
@@ -116,7 +116,8 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
         dropout=cfg.dropout,
         device="cpu",
     )
-    train_ds, val_ds, data_info = _load_data(cfg, model, out, main)
+    with accelerator.main_process_first():  # one process tokenizes, the others read its cache
+        train_ds, val_ds, data_info = _load_data(cfg, model, out, main)
     class_weights = _class_weights(cfg, train_ds)
 
     collate = model.collator(
@@ -415,32 +416,33 @@ class _Running:
 def _load_data(
     cfg: TrainConfig, model: WordClassifier, out: Path, main: bool
 ) -> tuple[EncodedDataset, EncodedDataset, dict[str, Any]]:
-    data_dir = Path(cfg.data_dir)
-    train_rows = read_rows(
-        data_dir / "train.jsonl",
-        cfg.model,
-        limit=cfg.max_train_rows,
-        max_bad_fraction=cfg.max_bad_row_fraction,
-    )
-    val_rows = read_rows(
-        data_dir / "validation.jsonl",
-        cfg.model,
-        limit=cfg.max_eval_rows,
-        max_bad_fraction=cfg.max_bad_row_fraction,
-    )
-    skipped = [{"file": str(r.path), **s.to_dict()} for r in (train_rows, val_rows) for s in r.skipped]
+    """Checked, tokenized splits from ``datasets``; a second run of the same config reads the cache."""
+    prepared = {
+        split: prepare_split(
+            cfg.data_dir,
+            split,
+            cfg.model,
+            model,
+            max_length=cfg.max_length,
+            limit=limit,
+            max_bad_fraction=cfg.max_bad_row_fraction,
+            cache_dir=cfg.cache_dir or None,
+        )
+        for split, limit in (("train", cfg.max_train_rows), ("validation", cfg.max_eval_rows))
+    }
+    skipped = [{"file": str(p.path), **s.to_dict()} for p in prepared.values() for s in p.skipped]
     if main:
         write_jsonl(out / "skipped_rows.jsonl", skipped)
         if skipped:
             logger.warning("skipped %d malformed rows (see %s)", len(skipped), out / "skipped_rows.jsonl")
-    train_ds = encode_dataset(model, train_rows.rows, desc="encode train", show_progress=main)
-    val_ds = encode_dataset(model, val_rows.rows, desc="encode validation", show_progress=main)
+    train_ds, val_ds = prepared["train"].dataset, prepared["validation"].dataset
     info = {
         "train_rows": len(train_ds),
         "validation_rows": len(val_ds),
         "skipped_rows": len(skipped),
         "train_truncation": train_ds.truncation_stats(),
         "validation_truncation": val_ds.truncation_stats(),
+        "tokenized_cache": {s: {"file": p.cache_file, "hit": p.from_cache} for s, p in prepared.items()},
     }
     return train_ds, val_ds, info
 

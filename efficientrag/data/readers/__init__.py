@@ -2,6 +2,7 @@
 
 from efficientrag.data.readers.corpus_file import read_corpus_file
 from efficientrag.data.readers.hotpotqa import read_hotpotqa
+from efficientrag.data.readers.hub import HUB_DEFAULTS, HubUnavailableError, read_datasets_source
 from efficientrag.data.readers.jsonl_dataset import read_jsonl_dataset
 from efficientrag.data.readers.musique import read_musique
 from efficientrag.data.readers.registry import ALIASES, READERS, canonical_dataset_name, read_dataset
@@ -12,12 +13,15 @@ from efficientrag.data.readers.twowiki import read_2wiki
 
 __all__ = [
     "ALIASES",
+    "HUB_DEFAULTS",
+    "HubUnavailableError",
     "READERS",
     "ReadResult",
     "canonical_dataset_name",
     "read_2wiki",
     "read_corpus_file",
     "read_dataset",
+    "read_datasets_source",
     "read_hotpotqa",
     "read_jsonl_dataset",
     "read_musique",

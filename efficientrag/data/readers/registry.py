@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.data.readers.hotpotqa import read_hotpotqa
+from efficientrag.data.readers.hub import PARSERS, is_datasets_source, read_datasets_source
 from efficientrag.data.readers.jsonl_dataset import read_jsonl_dataset
 from efficientrag.data.readers.musique import read_musique
 from efficientrag.data.readers.result import ReadResult
@@ -34,8 +35,15 @@ def canonical_dataset_name(name: str) -> str:
 
 def read_dataset(name: str, path: str | Path | None = None, **kwargs: Any) -> ReadResult:
     """``read_dataset("2wiki", "dev.json", strict=False)``; ``jsonl`` also needs ``corpus_path=``,
-    ``toy`` takes the generator's arguments (``seed=``, ``num_questions=``) and an optional path."""
+    ``toy`` takes the generator's arguments (``seed=``, ``num_questions=``) and an optional path.
+
+    HotpotQA, 2Wiki and MuSiQue also read ``"hub"``, ``"hub:owner/name[:config]"`` or a
+    ``save_to_disk`` folder (``split=`` picks the split, default ``"validation"``).
+    """
     key = canonical_dataset_name(name)
+    if key in PARSERS and is_datasets_source(path):
+        assert path is not None
+        return read_datasets_source(key, path, **kwargs)
     if key == "toy":
         return read_toy_world(path, **kwargs)
     if path is None:
