@@ -200,6 +200,10 @@ def _steps(rec: dict[str, Any]) -> list[Any]:
     return []
 
 
+def counter(rec: dict[str, Any], key: str) -> float:
+    return float((rec.get("counters") or {}).get(key, 0) or 0)
+
+
 def print_qa_table(out: Path, methods: list[str]) -> None:
     print(
         "\n| method | n | EM | F1 | contained | format ok | LLM calls/q | gen tokens/q | retrievals/q "
@@ -215,7 +219,6 @@ def print_qa_table(out: Path, methods: list[str]) -> None:
         def mean(get: Any, recs: list[dict[str, Any]] = recs, n: int = n) -> float:
             return sum(get(r) for r in recs) / n
 
-        c = lambda r, k: float((r.get("counters") or {}).get(k, 0) or 0)  # noqa: E731
         secs = mean(lambda r: sum(v for k, v in (r.get("counters") or {}).items() if k.startswith("time_")))
         fmt = mean(lambda r: 0.0 if (r.get("counters") or {}).get("format_failures") else 1.0)
         steps, questions = trigger_stats(recs)
@@ -223,8 +226,8 @@ def print_qa_table(out: Path, methods: list[str]) -> None:
         print(
             f"| {name} | {n} | {100 * mean(lambda r: r['qa']['em']):.1f} | {100 * mean(lambda r: r['qa']['f1']):.1f} "
             f"| {100 * mean(lambda r: r['qa']['contained']):.1f} | {100 * fmt:.0f}% "
-            f"| {mean(lambda r: c(r, 'llm_calls')):.2f} | {mean(lambda r: c(r, 'completion_tokens')):.1f} "
-            f"| {mean(lambda r: c(r, 'retrieval_calls')):.2f} | {secs:.1f} | {trig} |"
+            f"| {mean(lambda r: counter(r, 'llm_calls')):.2f} | {mean(lambda r: counter(r, 'completion_tokens')):.1f} "
+            f"| {mean(lambda r: counter(r, 'retrieval_calls')):.2f} | {secs:.1f} | {trig} |"
         )
 
 
