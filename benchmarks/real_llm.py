@@ -231,6 +231,262 @@ def print_qa_table(out: Path, methods: list[str]) -> None:
         )
 
 
+# -- llama.cpp server ---------------------------------------------------------------------------------
+
+
+def llama_server(args: argparse.Namespace) -> Any:
+    from efficientrag.llm.local_server import LlamaCppServer, LlamaServerConfig
+
+    log = Path(args.out) / "llama_server.log"
+    return LlamaCppServer(LlamaServerConfig(n_ctx=args.n_ctx, n_threads=args.threads, log_path=str(log)))
+
+
+def server_llm(server: Any, args: argparse.Namespace, *, max_tokens: int) -> Any:
+    from efficientrag.llm.config import LLMConfig
+
+    return LLMConfig(
+        base_url=server.base_url,
+        model=server.model_name,
+        api_key="local",
+        temperature=0.0,
+        max_tokens=max_tokens,
+        timeout=600,
+        concurrency=1,
+        cache_dir=str(Path(args.out) / "llm_cache"),
+    )
+
+
+# -- synth ------------------------------------------------------------------------------------------
+
+
+def cmd_synth(args: argparse.Namespace, argv: list[str]) -> int:
+    from efficientrag.data.config import DataConfig
+    from efficientrag.retrieval.config import RetrieverConfig
+    from efficientrag.synth.config import SynthConfig
+    from efficientrag.synth.pipeline import run_synthesis
+
+    out = Path(args.out) / "synth"
+    rows = []
+    with llama_server(args) as server:
+        for dataset in args.datasets:
+            for teacher in ("annotations", "llm"):
+                cfg = SynthConfig(
+                    data=DataConfig(dataset=dataset, path=str(TRAIN[dataset])),
+                    retriever=RetrieverConfig(kind="bm25"),
+                    teacher=teacher,
+                    llm=server_llm(server, args, max_tokens=args.max_tokens),
+                    out_dir=str(out / dataset / teacher),
+                    limit=args.limit,
+                    concurrency=1,
+                )
+                t0 = time.perf_counter()
+                run_synthesis(cfg)
+                wall = time.perf_counter() - t0
+                rows.append(synth_row(Path(cfg.out_dir), dataset, teacher, wall))
+                print(f"{dataset}/{teacher}: {wall:.0f}s this run", flush=True)
+    print_synth_tables(out, rows, args.datasets)
+    print(f"\nrerun / resume: {rerun(argv)}")
+    return 0
+
+
+SYNTH_STAGES = ("decompose", "label", "align", "next_hop", "negatives")
+SYNTH_OUTPUTS = {
+    "decompose": "decomposed",
+    "label": "labeled",
+    "align": "aligned",
+    "next_hop": "next_hop",
+    "negatives": "negatives",
+}
+
+
+def jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def synth_row(out: Path, dataset: str, teacher: str, wall: float) -> dict[str, Any]:
+    from collections import Counter
+
+    row: dict[str, Any] = {"dataset": dataset, "teacher": teacher, "wall_s": wall, "stages": {}}
+    for stage in SYNTH_STAGES:
+        rejects = jsonl(out / f"{stage}.rejects.jsonl")
+        row["stages"][stage] = {
+            "kept": len(jsonl(out / f"{SYNTH_OUTPUTS[stage]}.jsonl")),
+            "rejected": len(rejects),
+            "reasons": dict(Counter(r.get("reason", "?") for r in rejects)),
+        }
+    usage_path = out / "llm_usage.json"
+    row["usage"] = json.loads(usage_path.read_text(encoding="utf-8")) if usage_path.is_file() else {}
+    return row
+
+
+def label_agreement(llm_dir: Path, ann_dir: Path) -> dict[str, float]:
+    """How the LLM teacher's kept word labels agree with the annotation teacher's on the same
+    (question, chunk) pairs: micro precision / recall / F1 of positive words, exact-match share."""
+    ann = {(r["question_id"], r["chunk_id"]): r for r in jsonl(ann_dir / "aligned.jsonl")}
+    tp = fp = fn = same = pairs = 0
+    for rec in jsonl(llm_dir / "aligned.jsonl"):
+        ref = ann.get((rec["question_id"], rec["chunk_id"]))
+        if ref is None or len(ref["labels"]) != len(rec["labels"]):
+            continue
+        pairs += 1
+        a, b = rec["labels"], ref["labels"]
+        tp += sum(1 for x, y in zip(a, b, strict=True) if x and y)
+        fp += sum(1 for x, y in zip(a, b, strict=True) if x and not y)
+        fn += sum(1 for x, y in zip(a, b, strict=True) if y and not x)
+        same += a == b
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * p * r / (p + r) if p + r else 0.0
+    return {"pairs": pairs, "precision": p, "recall": r, "f1": f1, "exact": same / pairs if pairs else 0.0}
+
+
+def print_synth_tables(out: Path, rows: list[dict[str, Any]], datasets: list[str]) -> None:
+    print(
+        "\n| dataset | teacher | "
+        + " | ".join(f"{s} kept / rejected" for s in SYNTH_STAGES)
+        + " | LLM calls | prompt / completion tokens | wall s |"
+    )
+    print("|---|---|" + "---|" * (len(SYNTH_STAGES) + 3))
+    for row in rows:
+        usage = row["usage"].get("total", row["usage"])
+        calls = usage.get("calls", usage.get("requests", ""))
+        toks = f"{usage.get('prompt_tokens', '')} / {usage.get('completion_tokens', '')}"
+        cells = " | ".join(
+            f"{row['stages'][s]['kept']} / {row['stages'][s]['rejected']}" for s in SYNTH_STAGES
+        )
+        print(f"| {row['dataset']} | {row['teacher']} | {cells} | {calls} | {toks} | {row['wall_s']:.0f} |")
+    print("\nreject reasons (LLM teacher):")
+    for row in rows:
+        if row["teacher"] != "llm":
+            continue
+        for stage in SYNTH_STAGES:
+            for reason, n in sorted(row["stages"][stage]["reasons"].items(), key=lambda kv: -kv[1]):
+                print(f"  {row['dataset']} {stage}: {reason}: {n}")
+    print(
+        "\n| dataset | (question, chunk) pairs kept by both | word P | word R | word F1 | identical labels |"
+    )
+    print("|---|---|---|---|---|---|")
+    for dataset in datasets:
+        agree = label_agreement(out / dataset / "llm", out / dataset / "annotations")
+        print(
+            f"| {dataset} | {agree['pairs']} | {agree['precision']:.2f} | {agree['recall']:.2f} "
+            f"| {agree['f1']:.2f} | {agree['exact']:.2f} |"
+        )
+
+
+# -- judge ------------------------------------------------------------------------------------------
+
+
+def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
+    """Judge the qa runs' predictions with the real model; agreement with EM."""
+    from efficientrag.baselines.config import JudgeConfig
+    from efficientrag.eval.judge import JudgeItem, LLMJudge
+
+    out = Path(args.out)
+    items: list[tuple[str, dict[str, Any]]] = []
+    for name in args.methods:
+        for rec in read_records(out / "eval" / name):
+            if rec.get("qa") and rec.get("answer") is not None:
+                items.append((name, rec))
+    if not items:
+        raise SystemExit(f"no qa predictions under {out / 'eval'}: run the qa part first")
+    with llama_server(args) as server:
+        judge = LLMJudge(JudgeConfig(enabled=True, llm=server_llm(server, args, max_tokens=32)))
+        t0 = time.perf_counter()
+        verdicts = judge.judge(
+            [
+                JudgeItem(
+                    rec["question"],
+                    str(rec.get("answer") or ""),
+                    tuple(rec["answers"]),
+                )
+                for _, rec in items
+            ]
+        )
+        wall = time.perf_counter() - t0
+    rows = [
+        {
+            "method": name,
+            "id": rec["id"],
+            "em": rec["qa"]["em"],
+            "contained": rec["qa"]["contained"],
+            "judge": v.correct,
+            "reply": v.reply,
+            "error": v.error,
+        }
+        for (name, rec), v in zip(items, verdicts, strict=True)
+    ]
+    (out / "judge.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    asked = [r for r in rows if r["judge"] is not None]
+    agree_em = sum((r["judge"] is True) == bool(r["em"]) for r in asked)
+    print(
+        "\n| predictions | judged (parsed) | judge failures | judge yes | EM yes | agreement with EM | with contained | wall s |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    print(
+        f"| {len(rows)} | {len(asked)} | {len(rows) - len(asked)} | {sum(r['judge'] is True for r in asked)} "
+        f"| {sum(bool(r['em']) for r in rows)} | {agree_em / max(len(asked), 1):.2f} "
+        f"| {sum((r['judge'] is True) == bool(r['contained']) for r in asked) / max(len(asked), 1):.2f} | {wall:.0f} |"
+    )
+    print(f"\nper prediction: {out / 'judge.jsonl'}\nrerun: {rerun(argv)}")
+    return 0
+
+
+# -- calibrate ----------------------------------------------------------------------------------------
+
+
+def cmd_calibrate(args: argparse.Namespace, argv: list[str]) -> int:
+    """DRAGIN's theta for SmolLM2 from training questions (never the evaluated dev questions)."""
+    from efficientrag.baselines.active.calibrate import calibrate_theta
+    from efficientrag.baselines.dragin import Dragin
+    from efficientrag.data.config import DataConfig
+    from efficientrag.data.loader import load_data
+    from efficientrag.retrieval.factory import build_retriever
+
+    cfg = experiment(args)
+    cfg.data = DataConfig(dataset="hotpotqa", path=str(TRAIN["hotpotqa"]))
+    pooled = load_data(cfg.data)
+    examples = pooled.examples[: args.limit]
+    retriever = build_retriever(
+        cfg.retriever, pooled.corpus, Path(args.out) / "index" / "bm25_train", show_progress=False
+    )
+    method = Dragin(retriever, load_generator(cfg), cfg.active.dragin, dataset="hotpotqa")
+    t0 = time.perf_counter()
+    cal = calibrate_theta(method, examples, quantile=args.quantile, batch_size=args.batch_size)
+    path = cal.save(Path(args.out) / f"dragin_theta_{cal.variant}.json")
+    scores = sorted(s for s in cal.scores if s is not None)
+    print(
+        f"\n{len(examples)} HotpotQA training questions, variant {cal.variant}, {time.perf_counter() - t0:.0f}s"
+    )
+    print(
+        f"first-round max scores: min {scores[0]:.3f}, median {scores[len(scores) // 2]:.3f}, max {scores[-1]:.3f}"
+    )
+    print(
+        f"theta = quantile {cal.quantile} = {cal.theta:.4f} (paper's preset theta: {cfg.active.dragin.theta}); "
+        f"first-round trigger share on these questions: {cal.target_trigger_rate:.2f}"
+    )
+    print(f"written: {path}\nuse: active.dragin.theta_calibration={path}\nrerun: {rerun(argv)}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace, argv: list[str]) -> int:
+    from efficientrag.eval.report import write_report
+
+    out = Path(args.out)
+    run_dirs = [out / "eval" / m for m in args.methods if (out / "eval" / m / "predictions.jsonl").is_file()]
+    print_qa_table(out, args.methods)
+    report = write_report(
+        run_dirs,
+        out / "report",
+        title="Every method with SmolLM2-135M-Instruct on CPU (HotpotQA dev sample)",
+        qa_source_note=f"Answers from {QA_SOURCE}; small-model prompt budgets (benchmarks/real_llm.py).",
+    )
+    print(f"\nreport: {report}\nrerun: {rerun(argv)}")
+    return 0
+
+
 # -- cli ----------------------------------------------------------------------------------------------
 
 
@@ -250,24 +506,59 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--doc-words", type=int, default=80, help="words kept per document (active methods)")
         p.add_argument("--dragin-theta", type=float, default=None, help="active.dragin.theta")
         p.add_argument("--set", nargs="*", default=[], metavar="key=value", help="more config overrides")
+        p.add_argument(
+            "--threads",
+            type=int,
+            default=1,
+            help="torch threads (1: on a CPU shared with other jobs, more threads wait on each other)",
+        )
 
     p = sub.add_parser("qa", help="every method on held-out HotpotQA questions")
     common(p)
     p.add_argument("--methods", nargs="+", default=list(METHODS))
     p.add_argument("--labeler", help="trained Labeler folder: adds efficientrag")
     p.add_argument("--filter", help="trained Filter folder")
+
+    p = sub.add_parser(
+        "calibrate", help="DRAGIN theta = a quantile of first-round scores (training questions)"
+    )
+    common(p)
+    p.add_argument("--quantile", type=float, default=0.5)
+
+    for name, text in (
+        ("judge", "the LLM judge (llama.cpp server) over the qa predictions"),
+        ("report", "qa table and `efficientrag report` over the runs"),
+    ):
+        p = sub.add_parser(name, help=text)
+        common(p)
+        p.add_argument("--methods", nargs="+", default=list(METHODS))
+        p.add_argument("--n-ctx", type=int, default=4096)
+
+    p = sub.add_parser(
+        "synth", help="LLM teacher (llama.cpp server) vs annotation teacher, training questions"
+    )
+    common(p)
+    p.add_argument("--datasets", nargs="+", default=["hotpotqa", "musique"], choices=sorted(TRAIN))
+    p.add_argument("--max-tokens", type=int, default=384, help="completion limit of each teacher call")
+    p.add_argument("--n-ctx", type=int, default=4096)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
     if args.command == "qa":
         if bool(args.labeler) != bool(args.filter):
             raise SystemExit("--labeler and --filter go together")
         if args.labeler:
             args.methods = [*args.methods, "efficientrag"]
         return cmd_qa(args, argv)
+    commands = {"synth": cmd_synth, "judge": cmd_judge, "calibrate": cmd_calibrate, "report": cmd_report}
+    if args.command in commands:
+        return commands[args.command](args, argv)
     raise SystemExit(f"unknown command {args.command}")
 
 
