@@ -88,6 +88,18 @@ def small_model_settings(args: argparse.Namespace) -> list[str]:
     papers (3 exemplars / 10 documents would make 3-4k-token prompts), the same for every method."""
     out = [
         f"baselines.prompts.exemplars={args.exemplars}",
+        "baselines.prompts.prefill=true",
+        "baselines.direct.max_new_tokens=32",
+        "baselines.direct_r.max_new_tokens=32",
+        "baselines.decompose_r.max_new_tokens=32",
+        "baselines.decompose_r.decompose_max_new_tokens=96",
+        "baselines.efficientrag.max_new_tokens=32",
+        "baselines.cot.max_new_tokens=128",
+        "baselines.iter_retgen.max_new_tokens=128",
+        "baselines.self_ask.max_follow_ups=3",
+        "baselines.self_ask.step_max_new_tokens=48",
+        "baselines.self_ask.answer_max_new_tokens=32",
+        "baselines.self_ask.final_max_new_tokens=16",
         f"baselines.direct_r.top_k={args.top_k}",
         f"baselines.decompose_r.top_k={args.top_k}",
         f"baselines.iter_retgen.top_k={args.top_k}",
@@ -140,6 +152,8 @@ def cmd_qa(args: argparse.Namespace, argv: list[str]) -> int:
             generator = load_generator(cfg)
         return generator
 
+    if args.calibrate and "dragin" in args.methods:
+        calibrate_in_process(args, cfg, retriever, lazy())
     if args.labeler:
         cfg.efficientrag.labeler = str(Path(args.labeler).resolve())
         cfg.efficientrag.filter = str(Path(args.filter).resolve())
@@ -166,6 +180,35 @@ def cmd_qa(args: argparse.Namespace, argv: list[str]) -> int:
     print_qa_table(out, args.methods)
     print(f"\nrerun / resume: {rerun(argv)}")
     return 0
+
+
+def calibrate_in_process(args: argparse.Namespace, cfg: Any, retriever: Any, generator: Any) -> None:
+    """DRAGIN's theta from ``args.calibrate`` HotpotQA *training* questions (first rounds have no
+    documents, so the dev retriever is never called), written once and reused on resume."""
+    from efficientrag.baselines.active.calibrate import calibrate_theta
+    from efficientrag.baselines.dragin import Dragin
+    from efficientrag.data.config import DataConfig
+    from efficientrag.data.loader import load_data
+
+    path = (
+        Path(args.out) / f"dragin_theta_{cfg.active.dragin.variant}_q{args.quantile}_n{args.calibrate}.json"
+    )
+    if not path.is_file():
+        train = load_data(DataConfig(dataset="hotpotqa", path=str(TRAIN["hotpotqa"]))).examples[
+            : args.calibrate
+        ]
+        method = Dragin(retriever, generator, cfg.active.dragin, dataset="hotpotqa")
+        t0 = time.perf_counter()
+        cal = calibrate_theta(method, train, quantile=args.quantile, batch_size=args.batch_size)
+        cal.save(path)
+        scores = sorted(s for s in cal.scores if s is not None)
+        print(
+            f"DRAGIN calibration ({cal.variant}) on {len(train)} training questions in {time.perf_counter() - t0:.0f}s: "
+            f"first-round max scores min {scores[0]:.3f} / median {scores[len(scores) // 2]:.3f} / max {scores[-1]:.3f}; "
+            f"theta = q{cal.quantile} = {cal.theta:.4f} (preset {cfg.active.dragin.theta})",
+            flush=True,
+        )
+    cfg.active.dragin.theta_calibration = str(path)
 
 
 def read_records(run_dir: Path) -> list[dict[str, Any]]:
@@ -518,6 +561,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", nargs="+", default=list(METHODS))
     p.add_argument("--labeler", help="trained Labeler folder: adds efficientrag")
     p.add_argument("--filter", help="trained Filter folder")
+    p.add_argument(
+        "--calibrate", type=int, default=0, help="calibrate DRAGIN's theta on N training questions first"
+    )
+    p.add_argument("--quantile", type=float, default=0.5, help="quantile for --calibrate")
 
     p = sub.add_parser(
         "calibrate", help="DRAGIN theta = a quantile of first-round scores (training questions)"

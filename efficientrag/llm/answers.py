@@ -44,7 +44,10 @@ ABBREVIATIONS = frozenset(
 
 _FINAL = re.compile(r"so\s+the\s+final\s+answer\s+is\s*:?", re.IGNORECASE)
 _SO_ANSWER = re.compile(r"so\s+the\s+(?:final\s+)?answer\s+is\s*:?", re.IGNORECASE)
-_ANY_ANSWER_IS = re.compile(r"\bthe\s+(?:final\s+)?answer\s+is\s*:?", re.IGNORECASE)
+# "The answer is X", also "The answer to this question is: X" (SmolLM2's opening).
+_ANY_ANSWER_IS = re.compile(
+    r"\bthe\s+(?:final\s+)?answer\s+(?:to\s+(?:this|the|your)\s+question\s+)?is\s*:?", re.IGNORECASE
+)
 _ANSWER_LINE = re.compile(r"^\s*(?:final\s+)?answer\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 _INITIALISM = re.compile(r"(?:\b[A-Za-z]\.){2,}$|\b[A-Z]\.$")
 _PARTIAL_JSON_ANSWER = re.compile(r'"(?:final[ _])?answer"\s*:\s*"((?:[^"\\\n]|\\.)*)', re.IGNORECASE)
@@ -87,13 +90,15 @@ def extract_answer_detailed(text: str | None, style: AnswerStyle = "auto") -> Ex
             ("json_partial", _from_partial_json),
             ("so_the_answer_is", _after(_SO_ANSWER)),
             ("answer_line", _answer_line),
-            ("answer_is", _after(_ANY_ANSWER_IS)),
+            ("answer_is", _after(_ANY_ANSWER_IS, first=True)),
         ],
     }[style]
     for source, rule in attempts:
         found = rule(text)
         if found is not None:
             return ExtractedAnswer(found, source)
+    if _ends_announcing(text):
+        return ExtractedAnswer("", "empty")  # "The answer to this question is:" and nothing more
     return ExtractedAnswer(_last_line(text), "last_line")
 
 
@@ -170,17 +175,27 @@ def _json_value(value: Any) -> str:
     return clean_answer(str(value))
 
 
-def _after(pattern: re.Pattern[str]):
+def _after(pattern: re.Pattern[str], *, first: bool = False):
+    """The answer after the last match of ``pattern`` (exemplars echoed in the reply, or a retracted
+    first answer, come earlier), or after the first with ``first``: the loose "the answer is"
+    phrase, where a chatty model states its answer, then explains ("The answer is a collection of
+    books ...")."""
+
     def rule(text: str) -> str | None:
         matches = list(pattern.finditer(text))
-        # The last occurrence: exemplars echoed in the reply, or a retracted first answer, come earlier.
-        for match in reversed(matches):
+        for match in matches if first else reversed(matches):
             answer = _first_sentence(text[match.end() :])
             if answer:
                 return answer
         return None
 
     return rule
+
+
+def _ends_announcing(text: str) -> bool:
+    """The reply announces an answer at its very end and stops there."""
+    tail = text.rstrip()
+    return any(m.end() >= len(tail) for p in (_SO_ANSWER, _ANY_ANSWER_IS) for m in p.finditer(tail))
 
 
 def _answer_line(text: str) -> str | None:
