@@ -87,7 +87,7 @@ def test_prefill_for_thought_and_decomposition_replies():
     assert gen.prompts[0][-1]["content"] == '{"thought": "'
     assert pred.answer == "Paris" and pred.trace["thought"] == "Bob Stone directed Alpha."
 
-    gen = ReplayGenerator(['Who directed Alpha film?", "Where was Bob Stone born?"]}', '"Paris"}'])
+    gen = ReplayGenerator(['Who directed Alpha film?", "Where was Bob Stone born?"]}', 'Paris"}'])
     method = DecomposeR(
         WordOverlapRetriever(bridge_corpus()), lambda: gen, PromptLibrary(PromptConfig(prefill=True))
     )
