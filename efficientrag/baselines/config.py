@@ -32,6 +32,13 @@ class PromptConfig:
     # Send prompts as one chat user message (chat models); false sends plain text to be continued
     # (base models without a chat template). Self-Ask always continues plain text.
     chat: bool = True
+    # Start the model's reply with the JSON key its prompt asks for ({"answer": ", {"thought": ",
+    # {"decomposed_questions": [") as an assistant message it continues, so a small chat model writes
+    # the value instead of a sentence about it (SmolLM2-135M answered "The answer to this question
+    # is: ..." to 3 of 3 Direct prompts). Needs a generator that continues a final assistant message:
+    # the local HF generator does; OpenAI-compatible chat APIs answer it with a new turn instead.
+    # Chat prompts only (chat: true).
+    prefill: bool = False
 
     def __post_init__(self) -> None:
         key = self.dataset.strip().lower()

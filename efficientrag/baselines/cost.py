@@ -10,6 +10,7 @@ shared among the questions of a batched call in proportion to their prompts (que
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
@@ -50,6 +51,7 @@ class CostLedger:
             raise RuntimeError(
                 f"generator {generator.name} returned {len(gens)} generations for {len(prompts)} prompts"
             )
+        gens = [_with_prefill(p, g) for p, g in zip(prompts, gens, strict=True)]
         for owner, gen in zip(owners, gens, strict=True):
             c = self.counters[owner]
             c.add("llm_calls")
@@ -85,3 +87,13 @@ class CostLedger:
 def latency_s(counters: dict[str, float]) -> float:
     """Seconds a question cost: the sum of its ``time_<stage>_s`` counters."""
     return sum(float(v) for k, v in counters.items() if k.startswith("time_") and k.endswith("_s"))
+
+
+def _with_prefill(prompt: Prompt, gen: Generation) -> Generation:
+    """The reply as the model wrote it: a chat prompt ending with an assistant message is continued
+    (prompts.prefill), so that message's content is the start of the reply."""
+    if isinstance(prompt, list) and prompt and prompt[-1].get("role") == "assistant":
+        prefix = str(prompt[-1].get("content") or "")
+        if prefix:
+            return dataclasses.replace(gen, text=prefix + gen.text)
+    return gen

@@ -15,7 +15,7 @@ from efficientrag.baselines.answering import answer_from_chunks, context_chunks
 from efficientrag.baselines.base import Prediction
 from efficientrag.baselines.cost import CostLedger
 from efficientrag.baselines.prompts import PromptLibrary
-from efficientrag.baselines.qa_base import GeneratorSource, LLMMethod, answer_trace
+from efficientrag.baselines.qa_base import DECOMPOSE_PREFIX, GeneratorSource, LLMMethod, answer_trace
 from efficientrag.data.schema import Example
 from efficientrag.llm.errors import LLMOutputError
 from efficientrag.llm.json_output import parse_json_output
@@ -105,7 +105,10 @@ class DecomposeR(LLMMethod):
         gens = ledger.generate(
             self.generator,
             range(n),
-            [self.as_prompt(ps.decompose(ex.question)) for ps, ex in zip(sets, examples, strict=True)],
+            [
+                self.as_prompt(ps.decompose(ex.question), DECOMPOSE_PREFIX)
+                for ps, ex in zip(sets, examples, strict=True)
+            ],
             stage="decompose",
             max_new_tokens=self.decompose_max_new_tokens,
             temperature=self.temperature,

@@ -25,6 +25,7 @@ greedy.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -65,6 +66,8 @@ class Dragin(ActiveMethod):
     def __init__(
         self, retriever: Retriever, generator: Generator, cfg: DraginConfig, *, dataset: str = ""
     ) -> None:
+        if cfg.theta_calibration:
+            cfg = calibrated(cfg)
         super().__init__(retriever, generator, cfg, dataset=dataset)
         if cfg.variant == "official" and not callable(getattr(generator, "attend", None)):
             raise GeneratorCapabilityError(
@@ -233,6 +236,20 @@ class Dragin(ActiveMethod):
         content = content_flags_pos(context, ctx_words)
         picked = qfs_official(word_attn, ctx_hits, content, self.cfg.top_n)
         return self.trim_query(" ".join(context[slice(*ctx_words[i])] for i in picked)) or s.question
+
+
+def calibrated(cfg: DraginConfig) -> DraginConfig:
+    """``cfg`` with theta from its calibration file (which must be for the same variant)."""
+    from efficientrag.baselines.active.calibrate import ThetaCalibration
+
+    assert cfg.theta_calibration
+    cal = ThetaCalibration.load(cfg.theta_calibration)
+    if cal.variant != cfg.variant:
+        raise ValueError(
+            f"{cfg.theta_calibration}: calibrated for DRAGIN variant {cal.variant!r}, but this run uses "
+            f"{cfg.variant!r}; the two score on different scales, calibrate again"
+        )
+    return dataclasses.replace(cfg, theta=cal.theta)
 
 
 def token_content(pieces: Sequence[str]) -> list[bool]:

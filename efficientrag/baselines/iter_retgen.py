@@ -21,6 +21,7 @@ from efficientrag.baselines.base import Prediction
 from efficientrag.baselines.cost import CostLedger
 from efficientrag.baselines.prompts import PromptLibrary
 from efficientrag.baselines.qa_base import (
+    THOUGHT_PREFIX,
     GeneratorSource,
     LLMMethod,
     answer_trace,
@@ -79,7 +80,7 @@ class IterRetGen(LLMMethod):
         for _ in range(self.iterations):
             hits = ledger.search(self.retriever, range(n), queries, self.top_k)
             prompts = [
-                self.as_prompt(ps.iter_retgen(ex.question, [h.chunk.contents for h in hs]))
+                self.as_prompt(ps.iter_retgen(ex.question, [h.chunk.contents for h in hs]), THOUGHT_PREFIX)
                 for ps, ex, hs in zip(sets, examples, hits, strict=True)
             ]
             gens = ledger.generate(

@@ -16,6 +16,11 @@ from efficientrag.llm.json_output import parse_json_output
 
 GeneratorSource = Callable[[], Generator]
 
+# Openings of the replies the prompts ask for (used with prompts.prefill).
+ANSWER_PREFIX = '{"answer": "'
+THOUGHT_PREFIX = '{"thought": "'
+DECOMPOSE_PREFIX = '{"decomposed_questions": ["'
+
 
 class LLMMethod:
     """Base of the methods that call the generator. The generator is built on first use, so
@@ -40,8 +45,16 @@ class LLMMethod:
     def generator(self) -> Generator:
         return self._generator_source()
 
-    def as_prompt(self, text: str) -> Prompt:
-        return [{"role": "user", "content": text}] if self.chat else text
+    def as_prompt(self, text: str, prefix: str = "") -> Prompt:
+        """The prompt as sent. With ``prompts.prefill`` on, a chat prompt gets ``prefix`` (the start
+        of the requested JSON) as an assistant message to continue, and
+        :meth:`~efficientrag.baselines.cost.CostLedger.generate` puts it back in front of the reply."""
+        if not self.chat:
+            return text
+        messages = [{"role": "user", "content": text}]
+        if prefix and self.prompts.cfg.prefill:
+            messages.append({"role": "assistant", "content": prefix})
+        return messages
 
 
 def read_answer(text: str, expected: str = "json") -> ExtractedAnswer:
@@ -77,7 +90,10 @@ def closed_book(
     """One answer call per question with no retrieval (Direct, CoT), batched over questions."""
     ledger = CostLedger(len(examples))
     sets = [method.prompts.for_example(ex) for ex in examples]
-    prompts = [method.as_prompt(render(ps, ex.question)) for ps, ex in zip(sets, examples, strict=True)]
+    prefix = THOUGHT_PREFIX if with_thought else ANSWER_PREFIX
+    prompts = [
+        method.as_prompt(render(ps, ex.question), prefix) for ps, ex in zip(sets, examples, strict=True)
+    ]
     gens = ledger.generate(
         method.generator,
         range(len(examples)),

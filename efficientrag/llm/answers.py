@@ -7,6 +7,13 @@ the answer, quotes, a sentence-final period), so extraction is lenient, and it n
 reply that ignores the format still yields a best guess (its last line), and
 :func:`extract_answer_detailed` says which rule produced it, so a run can count format failures.
 
+Small models (SmolLM2-135M-Instruct, docs/real_llm.md) break the format in their own ways, each
+handled here with a test built on the real output: a JSON reply cut off by the token limit
+(``{"answer": "Georgia Tech Georgia Tech ...``: the value is read up to where it stops, source
+``json_partial``), and a phrase repeated in a loop until the limit (kept once: a phrase written
+three or more times in a row is a decoding loop, not an answer; two times is kept, for "Walla
+Walla").
+
 Periods are the hard part: "So the answer is St. Louis." must give "St. Louis" and "... is the
 U.S." must keep "U.S.", while "... is Paris. The city ..." must stop at "Paris". A period ends
 the answer only when whitespace and more text (or the end) follow it and the word before it is
@@ -15,6 +22,7 @@ not an abbreviation or initial.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -36,16 +44,23 @@ ABBREVIATIONS = frozenset(
 
 _FINAL = re.compile(r"so\s+the\s+final\s+answer\s+is\s*:?", re.IGNORECASE)
 _SO_ANSWER = re.compile(r"so\s+the\s+(?:final\s+)?answer\s+is\s*:?", re.IGNORECASE)
-_ANY_ANSWER_IS = re.compile(r"\bthe\s+(?:final\s+)?answer\s+is\s*:?", re.IGNORECASE)
+# "The answer is X", also "The answer to this question is: X" (SmolLM2's opening).
+_ANY_ANSWER_IS = re.compile(
+    r"\bthe\s+(?:final\s+)?answer\s+(?:to\s+(?:this|the|your)\s+question\s+)?is\s*:?", re.IGNORECASE
+)
 _ANSWER_LINE = re.compile(r"^\s*(?:final\s+)?answer\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 _INITIALISM = re.compile(r"(?:\b[A-Za-z]\.){2,}$|\b[A-Z]\.$")
+_PARTIAL_JSON_ANSWER = re.compile(r'"(?:final[ _])?answer"\s*:\s*"((?:[^"\\\n]|\\.)*)', re.IGNORECASE)
+# A loop repeats a phrase this many times at least (counting a cut-off last copy as one).
+LOOP_REPEATS = 3
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "`": "`", "**": "**", "*": "*"}
 
 
 @dataclass(frozen=True)
 class ExtractedAnswer:
     answer: str
-    # Which rule found it: json, self_ask, so_the_answer_is, answer_is, answer_line, last_line, raw, empty.
+    # Which rule found it: json, json_partial, self_ask, so_the_answer_is, answer_is, answer_line,
+    # last_line, raw, empty.
     source: str
 
     @property
@@ -67,27 +82,30 @@ def extract_answer_detailed(text: str | None, style: AnswerStyle = "auto") -> Ex
     if style == "raw":
         return ExtractedAnswer(clean_answer(text), "raw")
     attempts: list[tuple[str, Any]] = {
-        "json": [("json", _from_json)],
+        "json": [("json", _from_json), ("json_partial", _from_partial_json)],
         "so_the_answer_is": [("so_the_answer_is", _after(_SO_ANSWER)), ("answer_is", _after(_ANY_ANSWER_IS))],
         "self_ask": [("self_ask", _after(_FINAL)), ("so_the_answer_is", _after(_SO_ANSWER))],
         "auto": [
             ("json", _from_json),
+            ("json_partial", _from_partial_json),
             ("so_the_answer_is", _after(_SO_ANSWER)),
             ("answer_line", _answer_line),
-            ("answer_is", _after(_ANY_ANSWER_IS)),
+            ("answer_is", _after(_ANY_ANSWER_IS, first=True)),
         ],
     }[style]
     for source, rule in attempts:
         found = rule(text)
         if found is not None:
             return ExtractedAnswer(found, source)
+    if _ends_announcing(text):
+        return ExtractedAnswer("", "empty")  # "The answer to this question is:" and nothing more
     return ExtractedAnswer(_last_line(text), "last_line")
 
 
 def clean_answer(span: str) -> str:
     """Trim an answer span: outer whitespace, one pair of enclosing quotes or bold markers, and a
     sentence-final period (kept after an initialism like "U.S." or an abbreviation like "Jr.")."""
-    ans = span.strip()
+    ans = collapse_loop(span.strip())
     for _ in range(3):
         before = ans
         ans = ans.strip().rstrip(",;:")
@@ -98,7 +116,38 @@ def clean_answer(span: str) -> str:
     return ans.strip()
 
 
+def collapse_loop(text: str) -> str:
+    """One copy of a word sequence that ``text`` repeats :data:`LOOP_REPEATS` or more times from its
+    start (the last copy may be cut off by the token limit); other text unchanged."""
+    words = text.split()
+    n = len(words)
+    for period in range(1, n // LOOP_REPEATS + 1):
+        unit = words[:period]
+        if all(words[i] == unit[i % period] for i in range(n)) and n >= LOOP_REPEATS * period:
+            return " ".join(unit)
+        # The cut-off copy may end inside a word ("... Georgia Te").
+        if n > LOOP_REPEATS * period and all(words[i] == unit[i % period] for i in range(n - 1)):
+            last = words[-1]
+            if unit[(n - 1) % period].startswith(last):
+                return " ".join(unit)
+    return text
+
+
 # -- rules ------------------------------------------------------------------------------------------
+
+
+def _from_partial_json(text: str) -> str | None:
+    """The "answer" value of a JSON object that never closes (the reply hit the token limit)."""
+    matches = list(_PARTIAL_JSON_ANSWER.finditer(text))
+    if not matches:
+        return None
+    raw = matches[-1].group(1)
+    try:
+        value = json.loads(f'"{raw}"')
+    except ValueError:
+        value = raw
+    answer = clean_answer(value)
+    return answer or None
 
 
 def _from_json(text: str) -> str | None:
@@ -126,17 +175,27 @@ def _json_value(value: Any) -> str:
     return clean_answer(str(value))
 
 
-def _after(pattern: re.Pattern[str]):
+def _after(pattern: re.Pattern[str], *, first: bool = False):
+    """The answer after the last match of ``pattern`` (exemplars echoed in the reply, or a retracted
+    first answer, come earlier), or after the first with ``first``: the loose "the answer is"
+    phrase, where a chatty model states its answer, then explains ("The answer is a collection of
+    books ...")."""
+
     def rule(text: str) -> str | None:
         matches = list(pattern.finditer(text))
-        # The last occurrence: exemplars echoed in the reply, or a retracted first answer, come earlier.
-        for match in reversed(matches):
+        for match in matches if first else reversed(matches):
             answer = _first_sentence(text[match.end() :])
             if answer:
                 return answer
         return None
 
     return rule
+
+
+def _ends_announcing(text: str) -> bool:
+    """The reply announces an answer at its very end and stops there."""
+    tail = text.rstrip()
+    return any(m.end() >= len(tail) for p in (_SO_ANSWER, _ANY_ANSWER_IS) for m in p.finditer(tail))
 
 
 def _answer_line(text: str) -> str | None:

@@ -23,6 +23,11 @@ DTYPES = ("auto", "float32", "float16", "bfloat16")
 class HFGeneratorConfig:
     # Local folder or hub name (resolved with efficientrag.hub.resolve_model_path).
     model: str = ""
+    # A GGUF file inside ``model`` (llama.cpp's format): transformers dequantizes it into a normal
+    # torch model (needs the ``gguf`` package) and builds the tokenizer from the same file, so
+    # token probabilities, entropies and attention are those of the quantized checkpoint. The
+    # loaded model is never saved (transformers refuses save_pretrained on it).
+    gguf_file: str | None = None
     # "auto": all visible GPUs (device_map="auto"), else CPU; or an explicit "cpu", "cuda", "cuda:1", "mps".
     device: str = "auto"
     # "auto" keeps the checkpoint's dtype (bf16 for most chat models).

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from efficientrag.hub import resolve_model_path
+from efficientrag.hub import check_gguf, resolve_model_path
 from efficientrag.llm.generator import (
     AttentionView,
     Generation,
@@ -114,6 +114,8 @@ class HFGenerator:
 
         path = resolve_model_path(cfg.model)
         kwargs: dict[str, Any] = {"trust_remote_code": cfg.trust_remote_code, "revision": cfg.revision}
+        if cfg.gguf_file:
+            kwargs["gguf_file"] = check_gguf(path, cfg.gguf_file)
         tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
         if cfg.dtype != "auto":
             kwargs["dtype"] = getattr(torch, cfg.dtype)

@@ -164,6 +164,10 @@ class DraginConfig(ActiveCommon):
     theta: float = 1.2
     # QFS: tokens (paper) / words (official) of the context kept in the query.
     top_n: int = 35
+    # A JSON file from efficientrag.baselines.active.calibrate (theta = a quantile of this model's
+    # first-round scores on training questions); when set, theta is taken from it. For models whose
+    # score scale differs from the paper's 7B-13B models (docs/real_llm.md).
+    theta_calibration: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
