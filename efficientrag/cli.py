@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from efficientrag.config import ConfigError, load_config
+from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
 
 log = logging.getLogger("efficientrag")
 
@@ -55,14 +55,7 @@ def command_main(command: str, argv: Sequence[str] | None = None, *, prog: str |
 
 
 def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
-    # key=value overrides may sit anywhere among the options ("retrieve a=1 -q ... b=2"); argparse
-    # gives the positional list only one contiguous run, so the rest arrive as unknown arguments.
-    args, extra = parser.parse_known_args(argv)
-    stray = [a for a in extra if a.startswith("-") or "=" not in a or not hasattr(args, "overrides")]
-    if stray:
-        parser.error(f"unrecognized arguments: {' '.join(stray)}")
-    if extra:
-        args.overrides = [*args.overrides, *extra]
+    args = parse_args_with_overrides(parser, argv)
     _setup_logging(args.verbose)
     try:
         return int(args.handler(args) or 0)
