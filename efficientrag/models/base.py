@@ -35,6 +35,7 @@ from efficientrag.models.card import (
 from efficientrag.models.configuration import CONFIG_CLASSES, MODEL_TYPES, WordClassifierConfig
 from efficientrag.models.encoding import EncodedInput
 from efficientrag.models.network import MODEL_CLASSES, MODEL_INPUTS, TokenClassifierNetwork, align_parameters
+from efficientrag.models.quantize import is_quantized, quantize_network
 from efficientrag.models.spec import SPEC_FILE
 from efficientrag.models.tokenizer_setup import load_tokenizer
 from efficientrag.models.word_scores import word_scores
@@ -151,6 +152,11 @@ class WordClassifier:
         ``training`` is what the training loop knows about the run, for the model card. Without it,
         a model loaded from a trained folder keeps that folder's card, config and metrics.
         """
+        if is_quantized(self.network):
+            raise ValueError(
+                f"this {self.kind} was quantized for inference (int8) and cannot be saved; save the "
+                "float model and quantize it again after loading"
+            )
         carry = self.source if training is None and self.source is not None else None
         return write_model_folder(
             folder, self.network, self.tokenizer, state_dict=state_dict, training=training, carry_from=carry
@@ -197,7 +203,21 @@ class WordClassifier:
     def to(self, device: str | torch.device | None) -> WordClassifier:
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
+        if is_quantized(self.network) and torch.device(device).type != "cpu":
+            raise ValueError(f"an int8-quantized {self.kind} runs on CPU only, not on {device}")
         self.network.to(device)
+        return self
+
+    def quantize(self: M, mode: str = "int8") -> M:
+        """Quantize the network's Linear layers to int8 for faster CPU inference (in place).
+
+        ``mode="none"`` leaves the model as it is. See :mod:`efficientrag.models.quantize`.
+        """
+        if mode != "none" and self.device.type != "cpu":
+            raise ValueError(
+                f"int8 quantization runs on CPU only; this {self.kind} is on {self.device} (set device=cpu)"
+            )
+        quantize_network(self.network, mode)
         return self
 
     # -- inference ---------------------------------------------------------------------------

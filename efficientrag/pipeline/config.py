@@ -45,6 +45,8 @@ class EfficientRAGConfig:
             raise ValueError(
                 f"chunk_budget ({self.chunk_budget}) must be at least 1 and at least floor_k ({self.floor_k})"
             )
+        if self.quantize not in ("none", "int8"):
+            raise ValueError(f"quantize must be 'none' or 'int8', got {self.quantize!r}")
         if self.floor_k > self.top_k:
             raise ValueError(f"floor_k ({self.floor_k}) cannot exceed top_k ({self.top_k})")
 
@@ -53,3 +55,6 @@ class EfficientRAGConfig:
     labeler_max_length: int | None = None
     filter_max_length: int | None = None
     device: str | None = None
+    # "int8": dynamic int8 quantization of both models' Linear layers after loading (CPU only;
+    # faster Labeler/Filter inference, see benchmarks/labeler_speed.py for the measured cost).
+    quantize: Literal["none", "int8"] = "none"

@@ -101,8 +101,8 @@ class EfficientRAG:
                 "EfficientRAG needs trained models: set efficientrag.labeler and efficientrag.filter to the "
                 "folders written by `efficientrag train labeler|filter` (their best/ subfolder)"
             )
-        labeler = Labeler.from_pretrained(config.labeler, device=config.device)
-        filt = Filter.from_pretrained(config.filter, device=config.device)
+        labeler = Labeler.from_pretrained(config.labeler, device=config.device).quantize(config.quantize)
+        filt = Filter.from_pretrained(config.filter, device=config.device).quantize(config.quantize)
         return cls(retriever, labeler, filt, config)
 
     def retrieve(self, question: str) -> RetrievalResult:

@@ -1,0 +1,50 @@
+"""int8 dynamic quantization of a loaded Labeler/Filter for CPU inference.
+
+On CPU the Labeler is most of EfficientRAG's per-question time, and almost all of that is the
+encoder's Linear layers. Dynamic quantization stores their weights as int8 and quantizes each
+activation batch on the fly (PyTorch's fbgemm/x86 kernels): no calibration data, no export step,
+and the probabilities move by a few thousandths (measured by ``benchmarks/labeler_speed.py``).
+It is an inference-only transformation: a quantized model cannot be trained or saved again.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Literal
+
+import torch
+
+QuantizeMode = Literal["none", "int8"]
+QUANTIZE_MODES: tuple[str, ...] = ("none", "int8")
+
+
+def check_quantize_mode(mode: str) -> None:
+    if mode not in QUANTIZE_MODES:
+        raise ValueError(f"quantize must be one of {', '.join(QUANTIZE_MODES)}, got {mode!r}")
+
+
+def quantize_network(network: torch.nn.Module, mode: str) -> torch.nn.Module:
+    """Replace ``network``'s Linear layers in place by int8 dynamic ones (``mode="int8"``).
+
+    Only CPU kernels exist for these layers, so a network on another device is refused rather
+    than silently moved.
+    """
+    check_quantize_mode(mode)
+    if mode == "none":
+        return network
+    devices = {p.device.type for p in network.parameters()}
+    if devices - {"cpu"}:
+        raise ValueError(f"int8 quantization runs on CPU only; the model is on {sorted(devices)}")
+    network.eval()
+    with warnings.catch_warnings():
+        # torch.ao's eager quantization is deprecated in favour of torchao, which is not a
+        # dependency here; the kernels are unchanged in the torch versions this package supports.
+        warnings.simplefilter("ignore", category=DeprecationWarning)
+        warnings.simplefilter("ignore", category=UserWarning)
+        torch.ao.quantization.quantize_dynamic(network, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+    return network
+
+
+def is_quantized(network: torch.nn.Module) -> bool:
+    dynamic_linear = torch.ao.nn.quantized.dynamic.Linear
+    return any(isinstance(m, dynamic_linear) for m in network.modules())
