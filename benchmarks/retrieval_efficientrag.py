@@ -49,6 +49,12 @@ DEV_FILES = {
     "2wikimultihopqa": "2wikimultihopqa/dev.350.json",
     "musique": "musique/musique_ans_v1.0_dev.70.jsonl",
 }
+# The 2Wiki open-domain setting: the first 1,000 train questions over one 5,813-document corpus
+# (HippoRAG's format). It contains the 200 training questions, which are left out.
+OPEN_DOMAIN = (
+    "2wikimultihopqa/train_opendomain.questions1000.json",
+    "2wikimultihopqa/train_opendomain.corpus5813.json",
+)
 KS = [2, 4, 6, 7, 10, 20]
 BASE = "query_mode=branch,chunk_budget=7,budget_policy=best"
 # Stage 1: top-k per query x tag threshold x floor; stage 2: the token threshold of the winner.
@@ -71,7 +77,13 @@ class Pool:
     retriever: Any
 
 
-def open_pool(name: str, paths: list[tuple[str, str]], root: Path, args: argparse.Namespace) -> Pool:
+def open_pool(
+    name: str,
+    paths: list[tuple[str, str]],
+    root: Path,
+    args: argparse.Namespace,
+    corpus_path: str | None = None,
+) -> Pool:
     from efficientrag.data.config import DataConfig, SourceConfig
     from efficientrag.experiment import ExperimentConfig, prepare_data
     from efficientrag.retrieval.config import RetrieverConfig
@@ -81,6 +93,7 @@ def open_pool(name: str, paths: list[tuple[str, str]], root: Path, args: argpars
     data = DataConfig(
         dataset=dataset,
         path=str(Path(args.shared_data) / path),
+        corpus_path=str(Path(args.shared_data) / corpus_path) if corpus_path else None,
         extra=[SourceConfig(d, str(Path(args.shared_data) / p)) for d, p in rest],
     )
     rcfg = RetrieverConfig(kind=args.retriever)
@@ -207,12 +220,20 @@ def choose(
 
 
 def report_on(
-    pool: Pool, rag: Any, label: str, overrides: list[str], out: Path, args: argparse.Namespace, dataset: str
+    pool: Pool,
+    rag: Any,
+    label: str,
+    overrides: list[str],
+    out: Path,
+    args: argparse.Namespace,
+    dataset: str,
+    examples: list | None = None,
 ) -> dict:
     from efficientrag.quickstart import evaluate_direct
 
     cfg = quick_config(out, dataset, args)
-    examples = [ex for ex in pool.examples if _dataset_of(ex) == dataset]
+    if examples is None:
+        examples = [ex for ex in pool.examples if _dataset_of(ex) == dataset]
     direct = evaluate_direct(cfg, pool.retriever, examples, out / "direct_r")
     eff = run_setting(pool, rag, examples, label, overrides, out, cfg)
     return {"direct": direct, "efficientrag": eff, "fate": gold_fate(out / label / "predictions.jsonl")}
@@ -248,6 +269,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid", nargs="+", default=GRID, help="label:key=value,... settings to choose from")
     parser.add_argument("--no-token-stage", action="store_true", help="skip the token-threshold stage")
     parser.add_argument("--no-combined", action="store_true", help="skip the combined dev pool")
+    parser.add_argument(
+        "--open-domain",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also report N 2Wiki open-domain train questions (not among the training questions) "
+        "over their 5,813-document corpus",
+    )
     parser.add_argument("--labeler-overrides", nargs="*", default=[])
     parser.add_argument("--filter-overrides", nargs="*", default=[])
     parser.add_argument(
@@ -293,6 +322,9 @@ def run_protocol(args: argparse.Namespace, work: Path, train_on: list[str], eval
             results[name][f"combined pool ({len(pool.corpus)})"] = report_on(
                 pool, rag, label, overrides, out, args, name
             )
+    if args.open_domain:
+        name, result = open_domain_report(args, work, models, label, overrides, train_on)
+        results[name] = result
     report = render(args, train_on, counts, label, overrides, validation, results, time.perf_counter() - t0)
     tag = "+".join(eval_on)
     (models / f"results-{tag}.md").write_text(report, encoding="utf-8")
@@ -305,6 +337,22 @@ def run_protocol(args: argparse.Namespace, work: Path, train_on: list[str], eval
         encoding="utf-8",
     )
     return report
+
+
+def open_domain_report(
+    args: argparse.Namespace, work: Path, models: Path, label: str, overrides: list[str], train_on: list[str]
+) -> tuple[str, dict]:
+    """The chosen setting on 2Wiki open-domain questions that no step trained on."""
+    questions, corpus = OPEN_DOMAIN
+    pool = open_pool("opendomain-2wiki", [("2wikimultihopqa", questions)], work / "pools", args, corpus)
+    trained = set()
+    if "2wikimultihopqa" in train_on:
+        with (Path(args.shared_data) / TRAIN_FILES["2wikimultihopqa"]).open(encoding="utf-8") as fh:
+            trained = {str(rec.get("_id") or rec.get("id")) for rec in json.load(fh)}
+    examples = [ex for ex in pool.examples if ex.id not in trained][: args.open_domain]
+    out = models / "opendomain-2wiki"
+    res = report_on(pool, load_rag(pool, models), label, overrides, out, args, "2wikimultihopqa", examples)
+    return "2wikimultihopqa open-domain train (not trained on)", {f"own corpus ({len(pool.corpus)})": res}
 
 
 def render(args, train_on, counts, label, overrides, validation, results, seconds) -> str:
