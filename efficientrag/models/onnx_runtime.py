@@ -71,7 +71,7 @@ def network_key(network: TokenClassifierNetwork) -> str:
     for name, tensor in sorted(network.state_dict().items()):
         t = tensor.detach().to("cpu").contiguous()
         h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
-        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+        h.update(t.reshape(-1).view(torch.uint8).numpy())
     return h.hexdigest()[:32]
 
 
@@ -219,14 +219,18 @@ def _quantize(fp32: Path, path: Path) -> None:
     """int8 weights, activations quantized per batch at run time (no calibration data needed).
 
     Weights get one scale per output channel: on a MiniLM Filter that cuts the largest word
-    probability error from 0.051 to 0.018 against fp32, at no measurable cost in speed.
+    probability error from 0.051 to 0.018 against fp32, at a speed within measurement noise.
     """
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     size = sum(f.stat().st_size for f in fp32.parent.iterdir())
-    quant_logger = logging.getLogger()  # the quantizer warns through the root logger
-    level = quant_logger.level
-    quant_logger.setLevel(logging.ERROR)  # its "consider pre-processing" advice is for CNNs
+    # The quantizer advises pre-processing (for CNNs) through logging.warning, which would also
+    # configure the root logger of an application that has not; neither should happen here.
+    root = logging.getLogger()
+    guard = logging.NullHandler()
+    advice = _DropAdvice()
+    root.addHandler(guard)
+    root.addFilter(advice)
     try:
         quantize_dynamic(
             fp32,
@@ -236,4 +240,10 @@ def _quantize(fp32: Path, path: Path) -> None:
             use_external_data_format=size > _EXTERNAL_DATA_BYTES,
         )
     finally:
-        quant_logger.setLevel(level)
+        root.removeFilter(advice)
+        root.removeHandler(guard)
+
+
+class _DropAdvice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
