@@ -9,6 +9,7 @@ from typing import get_args
 import pytest
 import torch
 
+from efficientrag.config import load_config
 from efficientrag.models import Filter, Labeler, onnx_runtime
 from efficientrag.models.quantize import QUANTIZE_MODES, is_quantized, quantize_network
 from efficientrag.pipeline.config import EfficientRAGConfig, QuantizeMode
@@ -150,6 +151,7 @@ def test_saving_an_onnx_model_writes_its_float_weights(saved, tmp_path):
 
 def test_modes_are_checked_everywhere_and_combinations_refused(saved):
     assert get_args(QuantizeMode) == QUANTIZE_MODES
+    assert load_config(EfficientRAGConfig, None, ["quantize=onnx-int8"]).quantize == "onnx-int8"
     with pytest.raises(ValueError, match="quantize must be one of 'none', 'int8', 'onnx', 'onnx-int8'"):
         EfficientRAGConfig(quantize="onnx-fp16")
     with pytest.raises(ValueError, match="ONNX Runtime"):
