@@ -7,7 +7,9 @@ variants alike; the table reports per-question Labeler, Filter and total time, t
 float models, and recall / all-gold with the difference to the float models.
 
 Variants: ``float`` (the saved models), ``int8`` (dynamic int8 quantization of both models'
-Linear layers, ``efficientrag.quantize=int8``), and ``int8+topN`` (also ``top_k=N`` per query).
+Linear layers, ``efficientrag.quantize=int8``), ``onnx`` and ``onnx-int8`` (both models through
+ONNX Runtime, fp32 / int8 weights; the onnx extra), and ``int8+topN`` / ``onnx-int8+topN`` (also
+``top_k=N`` per query).
 
     python benchmarks/labeler_speed.py --models runs/bench_protocol/bm25/models/hotpotqa+2wikimultihopqa+musique \\
         --retriever bm25 --dataset hotpotqa --limit 100
@@ -40,21 +42,27 @@ def chosen_setting(models: Path) -> list[str]:
     raise SystemExit(f"no results-*.json under {models}: pass --setting key=value ...")
 
 
+MODES = ("int8", "onnx", "onnx-int8")
+
+
 def variants(names: list[str], base: list[str]) -> dict[str, list[str]]:
     out = {}
     for name in names:
+        mode, _, top = name.partition("+top")
         if name == "float":
             out[name] = list(base)
-        elif name == "int8":
-            out[name] = [*base, "quantize=int8"]
-        elif name.startswith("int8+top"):
-            k = int(name.removeprefix("int8+top"))
-            out[name] = [o for o in base if not o.startswith("top_k=")] + ["quantize=int8", f"top_k={k}"]
+        elif mode in MODES and not top:
+            out[name] = [*base, f"quantize={mode}"]
+        elif mode in MODES and top.isdigit():
+            k = int(top)
+            out[name] = [o for o in base if not o.startswith("top_k=")] + [f"quantize={mode}", f"top_k={k}"]
             floor = [int(o.split("=", 1)[1]) for o in base if o.startswith("floor_k=")]
             if floor and floor[0] > k:
                 out[name] = [o for o in out[name] if not o.startswith("floor_k=")] + [f"floor_k={k}"]
         else:
-            raise SystemExit(f"unknown variant {name!r} (float, int8, int8+topN)")
+            raise SystemExit(
+                f"unknown variant {name!r} (float, int8, onnx, onnx-int8, int8+topN, onnx+topN, onnx-int8+topN)"
+            )
     return out
 
 

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import torch
 from tqdm.auto import tqdm
@@ -35,10 +35,13 @@ from efficientrag.models.card import (
 from efficientrag.models.configuration import CONFIG_CLASSES, MODEL_TYPES, WordClassifierConfig
 from efficientrag.models.encoding import EncodedInput
 from efficientrag.models.network import MODEL_CLASSES, MODEL_INPUTS, TokenClassifierNetwork, align_parameters
-from efficientrag.models.quantize import is_quantized, quantize_network
+from efficientrag.models.quantize import check_quantize_mode, is_quantized, quantize_network
 from efficientrag.models.spec import SPEC_FILE
 from efficientrag.models.tokenizer_setup import load_tokenizer
 from efficientrag.models.word_scores import word_scores
+
+if TYPE_CHECKING:
+    from efficientrag.models.onnx_runtime import OnnxNetwork
 
 M = TypeVar("M", bound="WordClassifier")
 
@@ -65,6 +68,8 @@ class WordClassifier:
         self.network = network
         self.tokenizer = tokenizer
         self.source: Path | None = None  # the folder it was loaded from, if any
+        # An ONNX Runtime session that predicts in place of ``network`` (quantize("onnx"...)).
+        self.onnx: OnnxNetwork | None = None
         self.to(device)
 
     @property
@@ -151,6 +156,8 @@ class WordClassifier:
         ``state_dict`` lets a distributed trainer pass weights it gathered from all processes;
         ``training`` is what the training loop knows about the run, for the model card. Without it,
         a model loaded from a trained folder keeps that folder's card, config and metrics.
+        A model running through ONNX Runtime saves its float torch weights, which the
+        conversion left untouched.
         """
         if is_quantized(self.network):
             raise ValueError(
@@ -203,22 +210,50 @@ class WordClassifier:
     def to(self, device: str | torch.device | None) -> WordClassifier:
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        if is_quantized(self.network) and torch.device(device).type != "cpu":
-            raise ValueError(f"an int8-quantized {self.kind} runs on CPU only, not on {device}")
+        if (is_quantized(self.network) or self.onnx is not None) and torch.device(device).type != "cpu":
+            what = "an int8-quantized" if self.onnx is None else "an ONNX Runtime"
+            raise ValueError(f"{what} {self.kind} runs on CPU only, not on {device}")
         self.network.to(device)
         return self
 
     def quantize(self: M, mode: str = "int8") -> M:
-        """Quantize the network's Linear layers to int8 for faster CPU inference (in place).
+        """Switch to a faster CPU inference path (in place); ``mode="none"`` leaves the model as it is.
 
-        ``mode="none"`` leaves the model as it is. See :mod:`efficientrag.models.quantize`.
+        ``"int8"`` quantizes the torch network's Linear layers (:mod:`efficientrag.models.quantize`);
+        ``"onnx"`` / ``"onnx-int8"`` predict through ONNX Runtime (fp32 / int8 weights), exported
+        once into a cache and leaving the torch network float (:mod:`efficientrag.models.onnx_runtime`).
         """
-        if mode != "none" and self.device.type != "cpu":
+        check_quantize_mode(mode)
+        if mode == "none":
+            return self
+        if self.device.type != "cpu":
             raise ValueError(
-                f"int8 quantization runs on CPU only; this {self.kind} is on {self.device} (set device=cpu)"
+                f"quantize={mode!r} runs on CPU only; this {self.kind} is on {self.device} (set device=cpu)"
             )
-        quantize_network(self.network, mode)
+        if mode == "int8":
+            if self.onnx is not None:
+                raise ValueError(
+                    f"this {self.kind} already predicts through ONNX Runtime ({self.onnx.mode}); "
+                    "int8 applies to the torch network: load the model again to use it"
+                )
+            quantize_network(self.network, mode)
+            return self
+        if is_quantized(self.network):
+            raise ValueError(
+                f"this {self.kind}'s torch network is int8-quantized; ONNX Runtime exports the float "
+                "network: load the model again"
+            )
+        from efficientrag.models.onnx_runtime import onnx_network
+
+        self.onnx = onnx_network(self.network, mode)
         return self
+
+    @property
+    def backend(self) -> str:
+        """What predicts: ``"torch"``, ``"torch-int8"``, ``"onnx"`` or ``"onnx-int8"``."""
+        if self.onnx is not None:
+            return self.onnx.mode
+        return "torch-int8" if is_quantized(self.network) else "torch"
 
     # -- inference ---------------------------------------------------------------------------
 
@@ -254,7 +289,7 @@ class WordClassifier:
                     ids = order[start : start + batch_size]
                     batch = collate([(i, encoded[i]) for i in ids])
                     inputs = {k: batch[k].to(device) for k in MODEL_INPUTS if k in batch}
-                    out = self.network(**inputs)
+                    out = self.network(**inputs) if self.onnx is None else self.onnx(inputs)
                     probs = out["token_logits"].float().softmax(-1)[..., 1]
                     n_slots = int(batch["n_words"].max())
                     words = word_scores(probs, batch["word_ids"].to(device), n_slots, how).cpu()

@@ -5,6 +5,10 @@ encoder's Linear layers. Dynamic quantization stores their weights as int8 and q
 activation batch on the fly (PyTorch's fbgemm/x86 kernels): no calibration data, no export step,
 and the probabilities move by a few thousandths (measured by ``benchmarks/labeler_speed.py``).
 It is an inference-only transformation: a quantized model cannot be trained or saved again.
+
+The faster CPU path is ONNX Runtime (modes ``onnx`` and ``onnx-int8``,
+:mod:`efficientrag.models.onnx_runtime`); the modes are listed here so every entry point checks
+them in one place.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from typing import Literal
 
 import torch
 
-QuantizeMode = Literal["none", "int8"]
-QUANTIZE_MODES: tuple[str, ...] = ("none", "int8")
+QuantizeMode = Literal["none", "int8", "onnx", "onnx-int8"]
+QUANTIZE_MODES: tuple[str, ...] = ("none", "int8", "onnx", "onnx-int8")
+# What this module does itself; the others convert the whole network (WordClassifier.quantize).
+TORCH_MODES: tuple[str, ...] = ("none", "int8")
 
 
 def check_quantize_mode(mode: str) -> None:
@@ -30,6 +36,10 @@ def quantize_network(network: torch.nn.Module, mode: str) -> torch.nn.Module:
     than silently moved.
     """
     check_quantize_mode(mode)
+    if mode not in TORCH_MODES:
+        raise ValueError(
+            f"quantize={mode!r} runs the network through ONNX Runtime: use WordClassifier.quantize({mode!r})"
+        )
     if mode == "none":
         return network
     devices = {p.device.type for p in network.parameters()}

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
+
+# The same modes as efficientrag.models.quantize.QUANTIZE_MODES (a test keeps them equal); spelled
+# out here so loading a config does not import torch.
+QuantizeMode = Literal["none", "int8", "onnx", "onnx-int8"]
 
 
 @dataclass
@@ -45,8 +49,9 @@ class EfficientRAGConfig:
             raise ValueError(
                 f"chunk_budget ({self.chunk_budget}) must be at least 1 and at least floor_k ({self.floor_k})"
             )
-        if self.quantize not in ("none", "int8"):
-            raise ValueError(f"quantize must be 'none' or 'int8', got {self.quantize!r}")
+        if self.quantize not in get_args(QuantizeMode):
+            modes = ", ".join(repr(m) for m in get_args(QuantizeMode))
+            raise ValueError(f"quantize must be one of {modes}, got {self.quantize!r}")
         if self.floor_k > self.top_k:
             raise ValueError(f"floor_k ({self.floor_k}) cannot exceed top_k ({self.top_k})")
 
@@ -55,6 +60,8 @@ class EfficientRAGConfig:
     labeler_max_length: int | None = None
     filter_max_length: int | None = None
     device: str | None = None
-    # "int8": dynamic int8 quantization of both models' Linear layers after loading (CPU only;
-    # faster Labeler/Filter inference, see benchmarks/labeler_speed.py for the measured cost).
-    quantize: Literal["none", "int8"] = "none"
+    # Faster Labeler/Filter inference on CPU (see benchmarks/labeler_speed.py and
+    # benchmarks/labeler_backends.py for the measured cost): "int8" quantizes both models' Linear
+    # layers in torch; "onnx" / "onnx-int8" run them through ONNX Runtime with fp32 / int8 weights
+    # (needs the onnx extra: pip install 'efficientrag[onnx]').
+    quantize: QuantizeMode = "none"
