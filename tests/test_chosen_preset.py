@@ -1,0 +1,53 @@
+"""The BM25 presets carry exactly the setting the honest-protocol benchmark chose on validation
+questions (README: `k10-t0.05-f3`), so a user who copies the preset runs what the table reports."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from efficientrag.config import load_config, parse_override
+from efficientrag.experiment import ExperimentConfig
+
+REPO = Path(__file__).resolve().parents[1]
+CHOSEN = "k10-t0.05-f3"
+
+
+def _benchmark():
+    spec = importlib.util.spec_from_file_location(
+        "bench_protocol", REPO / "benchmarks" / "retrieval_efficientrag.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _grid_setting(label: str) -> dict:
+    bench = _benchmark()
+    entries = dict(bench._parse_setting(text) for text in bench.GRID)
+    return dict(parse_override(kv) for kv in entries[label])
+
+
+@pytest.mark.parametrize("dataset", ["hotpotqa", "2wikimultihopqa", "musique"])
+def test_bm25_presets_hold_the_setting_chosen_on_validation(dataset):
+    cfg = load_config(ExperimentConfig, REPO / "configs" / "experiments" / f"{dataset}-bm25.yaml")
+    assert cfg.data.dataset == dataset and cfg.work_dir == f"runs/{dataset}-bm25"
+    assert cfg.retriever.kind == "bm25"
+    chosen = _grid_setting(CHOSEN)
+    assert chosen, "the benchmark's grid no longer has the chosen setting"
+    got = {key: getattr(cfg.efficientrag, key) for key in chosen}
+    assert got == chosen
+
+
+def test_the_chosen_label_is_what_a_finished_protocol_run_wrote(tmp_path):
+    """When this machine has the benchmark's results, the preset must match them (skip otherwise)."""
+    results = sorted((REPO / "runs" / "bench_protocol" / "bm25" / "models").glob("*/results-*.json"))
+    if not results:
+        pytest.skip("no finished `benchmarks/retrieval_efficientrag.py --retriever bm25` run here")
+    label, overrides = json.loads(results[0].read_text(encoding="utf-8"))["setting"]
+    chosen = dict(parse_override(kv) for kv in overrides)
+    cfg = load_config(ExperimentConfig, REPO / "configs" / "efficientrag" / "bm25-chosen.yaml")
+    assert {key: getattr(cfg.efficientrag, key) for key in chosen} == chosen
