@@ -8,8 +8,8 @@ float models, and recall / all-gold with the difference to the float models.
 
 Variants: ``float`` (the saved models), ``int8`` (dynamic int8 quantization of both models'
 Linear layers, ``efficientrag.quantize=int8``), ``onnx`` and ``onnx-int8`` (both models through
-ONNX Runtime, fp32 / int8 weights; the onnx extra), and ``int8+topN`` / ``onnx-int8+topN`` (also
-``top_k=N`` per query).
+ONNX Runtime, fp32 / int8 weights; the onnx extra); each may add ``+topN`` (``top_k=N`` per query)
+and ``+lenN`` (Labeler inputs cut to N tokens), e.g. ``onnx-int8+top8+len128``.
 
     python benchmarks/labeler_speed.py --models runs/bench_protocol/bm25/models/hotpotqa+2wikimultihopqa+musique \\
         --retriever bm25 --dataset hotpotqa --limit 100
@@ -46,24 +46,31 @@ MODES = ("int8", "onnx", "onnx-int8")
 
 
 def variants(names: list[str], base: list[str]) -> dict[str, list[str]]:
+    """``float``, ``int8``, ``onnx`` or ``onnx-int8``, each optionally followed by ``+topN`` (top_k=N
+    per query; the floor shrinks with it) and ``+lenN`` (Labeler inputs cut to N tokens)."""
     out = {}
     for name in names:
-        mode, _, top = name.partition("+top")
-        if name == "float":
-            out[name] = list(base)
-        elif mode in MODES and not top:
-            out[name] = [*base, f"quantize={mode}"]
-        elif mode in MODES and top.isdigit():
-            k = int(top)
-            out[name] = [o for o in base if not o.startswith("top_k=")] + [f"quantize={mode}", f"top_k={k}"]
-            floor = [int(o.split("=", 1)[1]) for o in base if o.startswith("floor_k=")]
-            if floor and floor[0] > k:
-                out[name] = [o for o in out[name] if not o.startswith("floor_k=")] + [f"floor_k={k}"]
-        else:
-            raise SystemExit(
-                f"unknown variant {name!r} (float, int8, onnx, onnx-int8, int8+topN, onnx+topN, onnx-int8+topN)"
-            )
+        mode, *extras = name.split("+")
+        if mode != "float" and mode not in MODES:
+            raise SystemExit(f"unknown variant {name!r}: {usage}")
+        ov = list(base) + ([f"quantize={mode}"] if mode in MODES else [])
+        for extra in extras:
+            if extra.startswith("top") and extra[3:].isdigit():
+                k = int(extra[3:])
+                ov = [o for o in ov if not o.startswith("top_k=")] + [f"top_k={k}"]
+                floor = [int(o.split("=", 1)[1]) for o in ov if o.startswith("floor_k=")]
+                if floor and floor[0] > k:
+                    ov = [o for o in ov if not o.startswith("floor_k=")] + [f"floor_k={k}"]
+            elif extra.startswith("len") and extra[3:].isdigit():
+                ov = [o for o in ov if not o.startswith("labeler_max_length=")]
+                ov.append(f"labeler_max_length={int(extra[3:])}")
+            else:
+                raise SystemExit(f"unknown variant {name!r}: {usage}")
+        out[name] = ov
     return out
+
+
+usage = "float | int8 | onnx | onnx-int8, then optional +topN and +lenN (e.g. onnx-int8+top6+len128)"
 
 
 def build(pool: Any, models: Path, overrides: list[str]) -> Any:

@@ -1,0 +1,48 @@
+"""The speed benchmark's variant names map onto the overrides they promise."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "labeler_speed", REPO / "benchmarks" / "labeler_speed.py"
+        )
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+
+
+BASE = ["query_mode=branch", "top_k=10", "floor_k=3", "labeler_max_length=256"]
+
+
+def test_float_keeps_the_setting_and_modes_add_quantize(bench):
+    plans = bench.variants(["float", "int8", "onnx-int8"], BASE)
+    assert plans["float"] == BASE
+    assert plans["int8"] == [*BASE, "quantize=int8"]
+    assert plans["onnx-int8"] == [*BASE, "quantize=onnx-int8"]
+
+
+def test_top_and_len_suffixes_replace_their_keys_and_shrink_the_floor(bench):
+    plan = bench.variants(["onnx-int8+top2+len128"], BASE)["onnx-int8+top2+len128"]
+    assert "top_k=2" in plan and "top_k=10" not in plan
+    assert "floor_k=2" in plan and "floor_k=3" not in plan
+    assert "labeler_max_length=128" in plan and "labeler_max_length=256" not in plan
+    assert "quantize=onnx-int8" in plan
+
+
+@pytest.mark.parametrize("name", ["fp16", "int8+top", "onnx+len", "int8+fast"])
+def test_unknown_variants_are_refused_by_name(bench, name):
+    with pytest.raises(SystemExit, match="unknown variant"):
+        bench.variants([name], BASE)
