@@ -14,6 +14,9 @@ and ``+lenN`` (Labeler inputs cut to N tokens), e.g. ``onnx-int8+top8+len128``.
     python benchmarks/labeler_speed.py --models runs/bench_protocol/bm25/models/hotpotqa+2wikimultihopqa+musique \\
         --retriever bm25 --dataset hotpotqa --limit 100
 
+``--split validation`` runs the protocol's validation questions of the dataset's train file instead
+(the questions a faster variant is chosen on); the default ``dev`` reports on dev questions.
+
 ``--models`` is a folder with ``labeler/best`` and ``filter/best`` (what
 ``benchmarks/retrieval_efficientrag.py`` writes); the setting defaults to the one that benchmark
 chose on validation questions (its ``results-*.json``), or ``--setting key=value ...``.
@@ -31,7 +34,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from retrieval_efficientrag import DATASETS, DEFAULT_SHARED, DEV_FILES, open_pool  # noqa: E402
+from retrieval_efficientrag import (  # noqa: E402
+    DATASETS,
+    DEFAULT_SHARED,
+    DEV_FILES,
+    TRAIN_FILES,
+    open_pool,
+    quick_config,
+    validation_examples,
+)
 
 
 def chosen_setting(models: Path) -> list[str]:
@@ -102,7 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), default="bm25")
     parser.add_argument("--dataset", choices=DATASETS, default="hotpotqa")
-    parser.add_argument("--limit", type=int, default=100, help="dev questions (the first N)")
+    parser.add_argument("--limit", type=int, default=100, help="questions (the first N)")
+    parser.add_argument(
+        "--split",
+        choices=("dev", "validation"),
+        default="dev",
+        help="dev questions to report, or the protocol's validation questions of the train file "
+        "(where a faster variant is chosen)",
+    )
     parser.add_argument("--slice", type=int, default=10, help="questions per timed slice")
     parser.add_argument("--variants", nargs="+", default=["float", "int8", "int8+top6"])
     parser.add_argument("--setting", nargs="*", default=None, help="EfficientRAG overrides (default: chosen)")
@@ -120,8 +138,20 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.work_dir) if args.work_dir else models.parents[1]
     base = list(args.setting) if args.setting is not None else chosen_setting(models)
     plans = variants(args.variants, base)
-    pool = open_pool(f"dev-{args.dataset}", [(args.dataset, DEV_FILES[args.dataset])], work / "pools", args)
-    examples = pool.examples[: args.limit]
+    if args.split == "dev":
+        pool = open_pool(
+            f"dev-{args.dataset}", [(args.dataset, DEV_FILES[args.dataset])], work / "pools", args
+        )
+        examples = pool.examples[: args.limit]
+    else:
+        # The same pool and validation questions the protocol benchmark chose its setting on.
+        pool = open_pool(
+            f"train-{args.dataset}", [(args.dataset, TRAIN_FILES[args.dataset])], work / "pools", args
+        )
+        proto = argparse.Namespace(
+            **vars(args), labeler_overrides=[], filter_overrides=[], validation_ratio=0.25
+        )
+        examples = validation_examples(pool, quick_config(work, args.dataset, proto))[: args.limit]
     rags = {name: build(pool, models, ov) for name, ov in plans.items()}
 
     seconds = {name: {"labeler": 0.0, "filter": 0.0, "wall": 0.0} for name in plans}
@@ -150,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     ref = names[0]
     ref_scores, ref_sec = mean_scores(scores[ref]), seconds[ref]
     lines = [
-        f"EfficientRAG CPU cost, {args.dataset} dev, {n_q} questions, {args.retriever} retriever, "
+        f"EfficientRAG CPU cost, {args.dataset} {args.split}, {n_q} questions, {args.retriever} retriever, "
         f"{torch.get_num_threads()} torch threads; setting: {' '.join(base)}",
         "",
         "| variant | Labeler s/q | Filter s/q | total s/q | Labeler speed-up | total speed-up "
