@@ -211,6 +211,16 @@ def calibrate_in_process(args: argparse.Namespace, cfg: Any, retriever: Any, gen
     cfg.active.dragin.theta_calibration = str(path)
 
 
+def method_dir(out: Path, name: str) -> Path:
+    """A method's output folder: retrieval-only methods with their answer call write to ``NAME_qa``."""
+    plain = out / "eval" / name
+    answered = out / "eval" / f"{name}_qa"
+    return answered if name in ANSWER_CALL and not (plain / "predictions.jsonl").is_file() else plain
+
+
+ANSWER_CALL = ("direct_r", "efficientrag")
+
+
 def read_records(run_dir: Path) -> list[dict[str, Any]]:
     path = run_dir / "predictions.jsonl"
     if not path.is_file():
@@ -254,7 +264,7 @@ def print_qa_table(out: Path, methods: list[str]) -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in methods:
-        recs = [r for r in read_records(out / "eval" / name) if r.get("qa")]
+        recs = [r for r in read_records(method_dir(out, name)) if r.get("qa")]
         if not recs:
             continue
         n = len(recs)
@@ -430,7 +440,7 @@ def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
     out = Path(args.out)
     items: list[tuple[str, dict[str, Any]]] = []
     for name in args.methods:
-        for rec in read_records(out / "eval" / name):
+        for rec in read_records(method_dir(out, name)):
             if rec.get("qa") and rec.get("answer") is not None:
                 items.append((name, rec))
     if not items:
@@ -518,7 +528,9 @@ def cmd_report(args: argparse.Namespace, argv: list[str]) -> int:
     from efficientrag.eval.report import write_report
 
     out = Path(args.out)
-    run_dirs = [out / "eval" / m for m in args.methods if (out / "eval" / m / "predictions.jsonl").is_file()]
+    run_dirs = [
+        method_dir(out, m) for m in args.methods if (method_dir(out, m) / "predictions.jsonl").is_file()
+    ]
     print_qa_table(out, args.methods)
     report = write_report(
         run_dirs,
@@ -578,7 +590,7 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         p = sub.add_parser(name, help=text)
         common(p)
-        p.add_argument("--methods", nargs="+", default=list(METHODS))
+        p.add_argument("--methods", nargs="+", default=[*METHODS, "efficientrag"])
         p.add_argument("--n-ctx", type=int, default=4096)
 
     p = sub.add_parser(

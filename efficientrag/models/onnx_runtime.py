@@ -1,10 +1,12 @@
 """Run a loaded Labeler/Filter's network through ONNX Runtime for faster CPU inference.
 
-Torch's int8 dynamic quantization (:mod:`efficientrag.models.quantize`) speeds the Labeler up by
-only ~1.3-1.6x: the encoder still runs op by op in eager mode. ONNX Runtime runs the same network
-as one optimized graph (fused LayerNorm/GELU/attention, no Python between ops), about 2.4x faster
-in fp32 with identical outputs (to ~1e-6) and faster still with int8 weights
-(``benchmarks/labeler_backends.py`` measures it).
+Torch's int8 dynamic quantization (:mod:`efficientrag.models.quantize`) keeps the encoder in eager
+mode; ONNX Runtime runs the same network as one optimized graph (fused LayerNorm/GELU/attention, no
+Python between ops). How much that buys depends on the input: ``benchmarks/labeler_backends.py``
+measures isolated batches of long pairs, ``benchmarks/labeler_speed.py`` the whole retrieval loop,
+where most of the time is the Linear layers' matrix products. In the loop on 2 CPU cores fp32 gained
+nothing over torch and int8 weights 1.3-1.4x, at up to 1.3 recall points on validation questions
+(README, "CPU cost"); shorter Labeler inputs (``labeler_max_length``) gained more.
 
 The network is exported once per (weights, config, torch version) into a cache folder
 (``$EFFICIENTRAG_ONNX_CACHE``, else ``$XDG_CACHE_HOME/efficientrag/onnx``, else
