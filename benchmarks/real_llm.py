@@ -229,21 +229,32 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def trigger_stats(records: list[dict[str, Any]]) -> tuple[float | None, float | None]:
-    """(share of generation steps that triggered retrieval, share of questions with at least one
-    triggered retrieval) from the active methods' step logs; None where no step says."""
+    """(share of decision steps that retrieved, share of questions with at least one retrieval
+    decided by the model) from the active methods' step logs; None where no step says. DRAGIN logs
+    ``triggered`` on every generation step, FLARE ``retrieved`` on every look-ahead."""
     steps = triggered = questions = hit = 0
     for rec in records:
-        logged = [s for s in _steps(rec) if isinstance(s, dict) and "triggered" in s]
+        logged = [decision(s) for s in _steps(rec) if isinstance(s, dict)]
+        logged = [d for d in logged if d is not None]
         if not logged:
             continue
         questions += 1
         steps += len(logged)
-        n = sum(bool(s["triggered"]) for s in logged)
+        n = sum(logged)
         triggered += n
         hit += n > 0
     if not steps:
         return None, None
     return triggered / steps, hit / questions
+
+
+def decision(step: dict[str, Any]) -> bool | None:
+    """Whether the model's own signal asked for retrieval at this step (None: not a decision step)."""
+    if "triggered" in step:
+        return bool(step["triggered"])
+    if step.get("kind") == "lookahead" and "retrieved" in step:
+        return bool(step["retrieved"])
+    return None
 
 
 def _steps(rec: dict[str, Any]) -> list[Any]:
@@ -612,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "qa":
         if bool(args.labeler) != bool(args.filter):
             raise SystemExit("--labeler and --filter go together")
-        if args.labeler:
+        if args.labeler and "efficientrag" not in args.methods:
             args.methods = [*args.methods, "efficientrag"]
         return cmd_qa(args, argv)
     commands = {"synth": cmd_synth, "judge": cmd_judge, "calibrate": cmd_calibrate, "report": cmd_report}
