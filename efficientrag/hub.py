@@ -48,7 +48,7 @@ def smollm2_gguf_path() -> Path:
     folder = smollm2_folder()
     if folder is None:
         raise RuntimeError(_SMOLLM2_MISSING)
-    return Path(check_gguf(folder, SMOLLM2_GGUF)).parent / SMOLLM2_GGUF
+    return Path(folder) / check_gguf(folder, SMOLLM2_GGUF)
 
 
 def check_gguf(folder: str, gguf_file: str) -> str:

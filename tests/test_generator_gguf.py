@@ -32,6 +32,20 @@ def test_alias_resolves_to_the_packaged_gguf():
 
 
 @needs_smollm2
+def test_the_server_gets_the_packaged_file_by_its_full_path(tmp_path, monkeypatch):
+    """llama.cpp's server takes a file path; a bare file name only worked from the wheel's folder."""
+    from efficientrag.hub import smollm2_gguf_path
+    from efficientrag.llm.local_server import LlamaCppServer
+
+    monkeypatch.chdir(tmp_path)
+    path = smollm2_gguf_path()
+    assert path.is_absolute() and path.is_file() and path.name == SMOLLM2_GGUF
+    assert Path(path).parent == Path(smollm2_folder())
+    cmd = LlamaCppServer().command()
+    assert cmd[cmd.index("--model") + 1] == str(path)
+
+
+@needs_smollm2
 def test_wrong_gguf_name_lists_the_files_there():
     with pytest.raises(FileNotFoundError, match=r"SmolLM2-135M-Instruct\.Q4_1\.gguf"):
         check_gguf(smollm2_folder(), "other.gguf")
