@@ -326,10 +326,11 @@ def server_llm(server: Any, args: argparse.Namespace, *, max_tokens: int) -> Any
 def cmd_synth(args: argparse.Namespace, argv: list[str]) -> int:
     from efficientrag.data.config import DataConfig
     from efficientrag.retrieval.config import RetrieverConfig
-    from efficientrag.synth.config import SynthConfig
+    from efficientrag.synth.config import LLMTeacherConfig, SynthConfig
     from efficientrag.synth.pipeline import run_synthesis
 
-    out = Path(args.out) / "synth"
+    # JSON mode asks the server to constrain decoding to a JSON object (llama.cpp: a grammar).
+    out = Path(args.out) / ("synth-json" if args.json_mode else "synth")
     rows = []
     with llama_server(args) as server:
         for dataset in args.datasets:
@@ -342,6 +343,7 @@ def cmd_synth(args: argparse.Namespace, argv: list[str]) -> int:
                     out_dir=str(out / dataset / teacher),
                     limit=args.limit,
                     concurrency=1,
+                    llm_teacher=LLMTeacherConfig(json_mode=args.json_mode),
                 )
                 t0 = time.perf_counter()
                 run_synthesis(cfg)
@@ -477,7 +479,7 @@ def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
             "em": rec["qa"]["em"],
             "contained": rec["qa"]["contained"],
             "judge": v.correct,
-            "reply": v.reply,
+            "reply": v.raw,
             "error": v.error,
         }
         for (name, rec), v in zip(items, verdicts, strict=True)
@@ -610,6 +612,11 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--datasets", nargs="+", default=["hotpotqa", "musique"], choices=sorted(TRAIN))
     p.add_argument("--max-tokens", type=int, default=384, help="completion limit of each teacher call")
+    p.add_argument(
+        "--json-mode",
+        action="store_true",
+        help="response_format json_object (the server constrains decoding to JSON); output in synth-json/",
+    )
     p.add_argument("--n-ctx", type=int, default=4096)
     return parser
 
