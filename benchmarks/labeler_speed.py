@@ -39,6 +39,7 @@ from retrieval_efficientrag import (  # noqa: E402
     DEFAULT_SHARED,
     DEV_FILES,
     TRAIN_FILES,
+    VALIDATION_RATIO,
     open_pool,
     quick_config,
     validation_examples,
@@ -54,6 +55,7 @@ def chosen_setting(models: Path) -> list[str]:
 
 
 MODES = ("int8", "onnx", "onnx-int8")
+USAGE = "float | int8 | onnx | onnx-int8, then optional +topN and +lenN (e.g. onnx-int8+top6+len128)"
 
 
 def variants(names: list[str], base: list[str]) -> dict[str, list[str]]:
@@ -63,7 +65,7 @@ def variants(names: list[str], base: list[str]) -> dict[str, list[str]]:
     for name in names:
         mode, *extras = name.split("+")
         if mode != "float" and mode not in MODES:
-            raise SystemExit(f"unknown variant {name!r}: {usage}")
+            raise SystemExit(f"unknown variant {name!r}: {USAGE}")
         ov = list(base) + ([f"quantize={mode}"] if mode in MODES else [])
         for extra in extras:
             if extra.startswith("top") and extra[3:].isdigit():
@@ -76,12 +78,9 @@ def variants(names: list[str], base: list[str]) -> dict[str, list[str]]:
                 ov = [o for o in ov if not o.startswith("labeler_max_length=")]
                 ov.append(f"labeler_max_length={int(extra[3:])}")
             else:
-                raise SystemExit(f"unknown variant {name!r}: {usage}")
+                raise SystemExit(f"unknown variant {name!r}: {USAGE}")
         out[name] = ov
     return out
-
-
-usage = "float | int8 | onnx | onnx-int8, then optional +topN and +lenN (e.g. onnx-int8+top6+len128)"
 
 
 def build(pool: Any, models: Path, overrides: list[str]) -> Any:
@@ -149,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             f"train-{args.dataset}", [(args.dataset, TRAIN_FILES[args.dataset])], work / "pools", args
         )
         proto = argparse.Namespace(
-            **vars(args), labeler_overrides=[], filter_overrides=[], validation_ratio=0.25
+            **vars(args), labeler_overrides=[], filter_overrides=[], validation_ratio=VALIDATION_RATIO
         )
         examples = validation_examples(pool, quick_config(work, args.dataset, proto))[: args.limit]
     rags = {name: build(pool, models, ov) for name, ov in plans.items()}

@@ -211,14 +211,15 @@ def calibrate_in_process(args: argparse.Namespace, cfg: Any, retriever: Any, gen
     cfg.active.dragin.theta_calibration = str(path)
 
 
+# Retrieval-only methods; with their answer call they write to NAME_qa.
+ANSWER_CALL = ("direct_r", "efficientrag")
+
+
 def method_dir(out: Path, name: str) -> Path:
     """A method's output folder: retrieval-only methods with their answer call write to ``NAME_qa``."""
     plain = out / "eval" / name
     answered = out / "eval" / f"{name}_qa"
     return answered if name in ANSWER_CALL and not (plain / "predictions.jsonl").is_file() else plain
-
-
-ANSWER_CALL = ("direct_r", "efficientrag")
 
 
 def read_records(run_dir: Path) -> list[dict[str, Any]]:

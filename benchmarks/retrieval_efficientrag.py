@@ -56,6 +56,8 @@ OPEN_DOMAIN = (
     "2wikimultihopqa/train_opendomain.corpus5813.json",
 )
 KS = [2, 4, 6, 7, 10, 20]
+# Share of each training file held out (by id hash) to choose the setting on.
+VALIDATION_RATIO = 0.25
 BASE = "query_mode=branch,chunk_budget=7,budget_policy=best"
 # Stage 1: top-k per query x tag threshold x floor; stage 2: the token threshold of the winner.
 GRID = [
@@ -264,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-on", default=",".join(DATASETS), help="training files to use")
     parser.add_argument("--eval-on", default=",".join(DATASETS), help="dev sets to report")
     parser.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), default="dense")
-    parser.add_argument("--validation-ratio", type=float, default=0.25)
+    parser.add_argument("--validation-ratio", type=float, default=VALIDATION_RATIO)
     parser.add_argument("--epochs", type=int, default=3, help="Labeler epochs")
     parser.add_argument("--grid", nargs="+", default=GRID, help="label:key=value,... settings to choose from")
     parser.add_argument("--no-token-stage", action="store_true", help="skip the token-threshold stage")

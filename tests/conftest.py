@@ -51,3 +51,18 @@ def tiny_lm_path(tmp_path_factory) -> str:
     from efficientrag.testing.tiny_models import build_tiny_causal_lm
 
     return build_tiny_causal_lm(tmp_path_factory.mktemp("tiny_lm"))
+
+
+@pytest.fixture(scope="session")
+def saved_minilm_models(minilm_path, tmp_path_factory) -> Path:
+    """Float MiniLM Labeler and Filter folders with random heads (``labeler/``, ``filter/``), for
+    tests of inference backends, whose error against torch does not depend on training. Read-only."""
+    import torch
+
+    from efficientrag.models import Filter, Labeler
+
+    root = tmp_path_factory.mktemp("minilm-models")
+    torch.manual_seed(0)
+    Labeler.from_backbone(minilm_path, max_length=64, device="cpu").save_pretrained(root / "labeler")
+    Filter.from_backbone(minilm_path, max_length=64, device="cpu").save_pretrained(root / "filter")
+    return root

@@ -22,13 +22,8 @@ PAIRS = [
 
 
 @pytest.fixture(scope="module")
-def saved(minilm_path, tmp_path_factory):
-    """Float MiniLM Labeler and Filter folders (random heads: quantization error does not depend on training)."""
-    root = tmp_path_factory.mktemp("models")
-    torch.manual_seed(0)
-    Labeler.from_backbone(minilm_path, max_length=64, device="cpu").save_pretrained(root / "labeler")
-    Filter.from_backbone(minilm_path, max_length=64, device="cpu").save_pretrained(root / "filter")
-    return root
+def saved(saved_minilm_models):
+    return saved_minilm_models
 
 
 def test_int8_replaces_every_linear_layer_and_stays_close(saved):
