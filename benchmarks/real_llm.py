@@ -329,29 +329,39 @@ def cmd_synth(args: argparse.Namespace, argv: list[str]) -> int:
     from efficientrag.retrieval.config import RetrieverConfig
     from efficientrag.synth.config import LLMTeacherConfig, SynthConfig
     from efficientrag.synth.pipeline import run_synthesis
+    from efficientrag.synth.records import STAGES
 
     # JSON mode asks the server to constrain decoding to a JSON object (llama.cpp: a grammar).
     out = Path(args.out) / ("synth-json" if args.json_mode else "synth")
+    # "llm-given-decompositions": the LLM labels and writes next-hop queries for the annotation
+    # teacher's decompositions, so those stages meet real output even when the model cannot
+    # decompose a question itself.
+    teachers = ("annotations", "llm", *(["llm-given-decompositions"] if args.given_decompositions else []))
     rows = []
     with llama_server(args) as server:
         for dataset in args.datasets:
-            for teacher in ("annotations", "llm"):
+            for folder in teachers:
+                stages = list(STAGES)
+                if folder == "llm-given-decompositions":
+                    copy_decompositions(out / dataset / "annotations", out / dataset / folder)
+                    stages = stages[1:]
                 cfg = SynthConfig(
                     data=DataConfig(dataset=dataset, path=str(TRAIN[dataset])),
                     retriever=RetrieverConfig(kind="bm25"),
-                    teacher=teacher,
+                    teacher="annotations" if folder == "annotations" else "llm",
                     llm=server_llm(server, args, max_tokens=args.max_tokens),
-                    out_dir=str(out / dataset / teacher),
+                    out_dir=str(out / dataset / folder),
                     limit=args.limit,
                     concurrency=1,
                     llm_teacher=LLMTeacherConfig(json_mode=args.json_mode),
+                    stages=stages,
                 )
                 t0 = time.perf_counter()
                 run_synthesis(cfg)
                 wall = time.perf_counter() - t0
-                rows.append(synth_row(Path(cfg.out_dir), dataset, teacher, wall))
-                print(f"{dataset}/{teacher}: {wall:.0f}s this run", flush=True)
-    print_synth_tables(out, rows, args.datasets)
+                rows.append(synth_row(Path(cfg.out_dir), dataset, folder, wall))
+                print(f"{dataset}/{folder}: {wall:.0f}s this run", flush=True)
+    print_synth_tables(out, rows)
     print(f"\nrerun / resume: {rerun(argv)}")
     return 0
 
@@ -388,28 +398,21 @@ def synth_row(out: Path, dataset: str, teacher: str, wall: float) -> dict[str, A
     return row
 
 
-def label_agreement(llm_dir: Path, ann_dir: Path) -> dict[str, float]:
-    """How the LLM teacher's kept word labels agree with the annotation teacher's on the same
-    (question, chunk) pairs: micro precision / recall / F1 of positive words, exact-match share."""
-    ann = {(r["question_id"], r["chunk_id"]): r for r in jsonl(ann_dir / "aligned.jsonl")}
-    tp = fp = fn = same = pairs = 0
-    for rec in jsonl(llm_dir / "aligned.jsonl"):
-        ref = ann.get((rec["question_id"], rec["chunk_id"]))
-        if ref is None or len(ref["labels"]) != len(rec["labels"]):
-            continue
-        pairs += 1
-        a, b = rec["labels"], ref["labels"]
-        tp += sum(1 for x, y in zip(a, b, strict=True) if x and y)
-        fp += sum(1 for x, y in zip(a, b, strict=True) if x and not y)
-        fn += sum(1 for x, y in zip(a, b, strict=True) if y and not x)
-        same += a == b
-    p = tp / (tp + fp) if tp + fp else 0.0
-    r = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * p * r / (p + r) if p + r else 0.0
-    return {"pairs": pairs, "precision": p, "recall": r, "f1": f1, "exact": same / pairs if pairs else 0.0}
+def copy_decompositions(src: Path, dst: Path) -> None:
+    """The annotation teacher's finished decompose stage, as the start of another run."""
+    import shutil
+
+    if not (src / "decompose.done.json").is_file():
+        raise SystemExit(f"{src}: the annotation teacher's decompose stage has not finished")
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in ("decomposed.jsonl", "decompose.rejects.jsonl", "decompose.meta.json", "decompose.done.json"):
+        if (src / name).is_file() and not (dst / name).is_file():
+            shutil.copyfile(src / name, dst / name)
 
 
-def print_synth_tables(out: Path, rows: list[dict[str, Any]], datasets: list[str]) -> None:
+def print_synth_tables(out: Path, rows: list[dict[str, Any]]) -> None:
+    from efficientrag.synth.teacher_agreement import bridge_share, label_agreement
+
     print(
         "\n| dataset | teacher | "
         + " | ".join(f"{s} kept / rejected" for s in SYNTH_STAGES)
@@ -426,24 +429,47 @@ def print_synth_tables(out: Path, rows: list[dict[str, Any]], datasets: list[str
         print(f"| {row['dataset']} | {row['teacher']} | {cells} | {calls} | {toks} | {row['wall_s']:.0f} |")
     print("\nreject reasons (LLM teacher):")
     for row in rows:
-        if row["teacher"] != "llm":
+        if row["teacher"] == "annotations":
             continue
         for stage in SYNTH_STAGES:
             for reason, n in sorted(row["stages"][stage]["reasons"].items(), key=lambda kv: -kv[1]):
                 print(f"  {row['dataset']} {stage}: {reason}: {n}")
     print(
-        "\n| dataset | (question, chunk) pairs kept by both | word P | word R | word F1 | identical labels |"
+        "\n| dataset | teacher | (question, chunk) pairs kept by both | word P | word R | word F1 "
+        "| identical labels | next-hop queries with the bridge entity |"
     )
-    print("|---|---|---|---|---|---|")
-    for dataset in datasets:
-        agree = label_agreement(out / dataset / "llm", out / dataset / "annotations")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        if row["teacher"] == "annotations":
+            continue
+        here = out / row["dataset"] / row["teacher"]
+        agree = label_agreement(here, out / row["dataset"] / "annotations")
+        bridge = bridge_share(here)
         print(
-            f"| {dataset} | {agree['pairs']} | {agree['precision']:.2f} | {agree['recall']:.2f} "
-            f"| {agree['f1']:.2f} | {agree['exact']:.2f} |"
+            f"| {row['dataset']} | {row['teacher']} | {agree['pairs']} | {agree['precision']:.2f} "
+            f"| {agree['recall']:.2f} | {agree['f1']:.2f} | {agree['exact']:.2f} "
+            f"| {bridge['with_bridge']} / {bridge['queries']} |"
         )
 
 
 # -- judge ------------------------------------------------------------------------------------------
+
+
+def judge_rows(items: list[tuple[str, dict[str, Any]]], verdicts: list[Any]) -> list[dict[str, Any]]:
+    """One row per judged prediction: the method, EM and containment beside the judge's verdict
+    and its raw reply (what the model said, kept to see why a verdict did not parse)."""
+    return [
+        {
+            "method": name,
+            "id": rec["id"],
+            "em": rec["qa"]["em"],
+            "contained": rec["qa"]["contained"],
+            "judge": v.correct,
+            "reply": v.raw,
+            "error": v.error,
+        }
+        for (name, rec), v in zip(items, verdicts, strict=True)
+    ]
 
 
 def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
@@ -473,18 +499,7 @@ def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
             ]
         )
         wall = time.perf_counter() - t0
-    rows = [
-        {
-            "method": name,
-            "id": rec["id"],
-            "em": rec["qa"]["em"],
-            "contained": rec["qa"]["contained"],
-            "judge": v.correct,
-            "reply": v.raw,
-            "error": v.error,
-        }
-        for (name, rec), v in zip(items, verdicts, strict=True)
-    ]
+    rows = judge_rows(items, verdicts)
     (out / "judge.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     asked = [r for r in rows if r["judge"] is not None]
     agree_em = sum((r["judge"] is True) == bool(r["em"]) for r in asked)
@@ -617,6 +632,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--json-mode",
         action="store_true",
         help="response_format json_object (the server constrains decoding to JSON); output in synth-json/",
+    )
+    p.add_argument(
+        "--given-decompositions",
+        action="store_true",
+        help="also run the LLM's label and next-hop stages on the annotation teacher's decompositions",
     )
     p.add_argument("--n-ctx", type=int, default=4096)
     return parser

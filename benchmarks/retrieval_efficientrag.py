@@ -29,12 +29,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from efficientrag.eval import versus_direct
+from efficientrag.eval.gold_fate import FATE_HEADERS, fate_cells, gold_fate
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = REPO.parent / "shared" / "data"
@@ -241,22 +245,6 @@ def report_on(
     return {"direct": direct, "efficientrag": eff, "fate": gold_fate(out / label / "predictions.jsonl")}
 
 
-def gold_fate(predictions: Path) -> dict[str, int]:
-    """Where each gold chunk ended: kept, retrieved but tagged Terminate (or trimmed by the
-    budget), or never in any hop's top-k."""
-    fate = {"gold": 0, "kept": 0, "retrieved_rejected": 0, "never_retrieved": 0}
-    with predictions.open(encoding="utf-8") as fh:
-        for line in fh:
-            rec = json.loads(line)
-            kept = set(rec["retrieved_ids"])
-            seen = {h["id"] for hop in rec["trace"]["hops"] for hits in hop["hits"] for h in hits}
-            for gid in rec["gold_chunk_ids"]:
-                fate["gold"] += 1
-                key = "kept" if gid in kept else "retrieved_rejected" if gid in seen else "never_retrieved"
-                fate[key] += 1
-    return fate
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -297,8 +285,11 @@ def main(argv: list[str] | None = None) -> int:
         # tuned on the other datasets only; then the paper's Table 6 directions on their own.
         runs = [([d for d in DATASETS if d != held], [held]) for held in DATASETS]
         runs += [(["hotpotqa"], ["2wikimultihopqa"]), (["2wikimultihopqa"], ["hotpotqa"])]
-        reports = [run_protocol(args, work, train_on, eval_on) for train_on, eval_on in runs]
-        (work / "leave_one_out.md").write_text("\n\n".join(reports), encoding="utf-8")
+        reports = []
+        for train_on, eval_on in runs:
+            reports.append(run_protocol(args, work, train_on, eval_on))
+            # Written after every direction, so a run stopped half-way still shows what it finished.
+            (work / "leave_one_out.md").write_text("\n\n".join(reports), encoding="utf-8")
         print("\n\n".join(reports))
         return 0
     print(run_protocol(args, work, _names(parser, args.train_on), _names(parser, args.eval_on)))
@@ -327,7 +318,9 @@ def run_protocol(args: argparse.Namespace, work: Path, train_on: list[str], eval
     if args.open_domain:
         name, result = open_domain_report(args, work, models, label, overrides, train_on)
         results[name] = result
-    report = render(args, train_on, counts, label, overrides, validation, results, time.perf_counter() - t0)
+    report = render(
+        args, train_on, counts, label, overrides, validation, results, time.perf_counter() - t0, models
+    )
     tag = "+".join(eval_on)
     (models / f"results-{tag}.md").write_text(report, encoding="utf-8")
     (models / f"results-{tag}.json").write_text(
@@ -357,7 +350,8 @@ def open_domain_report(
     return "2wikimultihopqa open-domain train (not trained on)", {f"own corpus ({len(pool.corpus)})": res}
 
 
-def render(args, train_on, counts, label, overrides, validation, results, seconds) -> str:
+def render(args, train_on, counts, label, overrides, validation, results, seconds, plot_dir=None) -> str:
+    plots: list[str] = []
     cmd = "python benchmarks/retrieval_efficientrag.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     lab, fil = counts["labeler"], counts["filter"]
     lines = [
@@ -370,6 +364,15 @@ def render(args, train_on, counts, label, overrides, validation, results, second
         f"({', '.join(f'{k} {v}' for k, v in validation['n'].items())}); chosen: `{label}` = "
         f"`{','.join(overrides)}`. No dev question was used to choose anything.",
         "",
+    ]
+    held = [d for d in results if d in DATASETS and d not in train_on]
+    if held:
+        lines += [
+            f"Transfer: no question of {', '.join(held)} (train or dev) was used to train or to choose "
+            "a setting; its dev questions are reported over its own pooled dev corpus.",
+            "",
+        ]
+    lines += [
         "### Validation (training files' held-out questions, each over its own corpus)",
         "",
         "| setting | " + " | ".join(f"{d} recall / all-gold / K" for d in validation["n"]) + " |",
@@ -390,37 +393,27 @@ def render(args, train_on, counts, label, overrides, validation, results, second
     lines += [
         "### Dev questions (never seen by any step)",
         "",
-        "| dataset | pool | n | Direct-R@2 / @4 / @6 / @7 / @10 / @20 recall | all-gold | EfficientRAG K | recall | all-gold | target (>= Direct-R@10 on both, K <= 7) |",
-        "|---|---|---|---|---|---|---|---|---|",
     ]
-    fates = []
+    rows, fates = [], []
     for name, pools in results.items():
         for pool_name, res in pools.items():
-            d = res["direct"]["retrieval"]
-            e = res["efficientrag"]["retrieval"]["all"]
-            rec = " / ".join(f"{d[str(k)]['recall']:.1f}" for k in KS)
-            ag = " / ".join(f"{d[str(k)]['all_gold']:.1f}" for k in KS)
-            ok = (
-                e["recall"] >= d["10"]["recall"]
-                and e["all_gold"] >= d["10"]["all_gold"]
-                and e["num_chunks"] <= 7
-            )
-            lines.append(
-                f"| {name} | {pool_name} | {e['n']} | {rec} | {ag} | {e['num_chunks']:.2f} | **{e['recall']:.2f}** | "
-                f"**{e['all_gold']:.2f}** | {'reached' if ok else 'not reached'} |"
-            )
+            rows.append((name, pool_name, res["direct"], res["efficientrag"]))
             f = res["fate"]
-            pct = {k: 100 * v / max(f["gold"], 1) for k, v in f.items()}
-            fates.append(
-                f"| {name} | {pool_name} | {f['gold']} | {pct['kept']:.1f}% | {pct['retrieved_rejected']:.1f}% | "
-                f"{pct['never_retrieved']:.1f}% |"
-            )
+            fates.append(f"| {name} | {pool_name} | {f['gold']} | " + " | ".join(fate_cells(f)) + " |")
+            if plot_dir is not None:
+                slug = re.sub(r"[^a-z0-9]+", "-", f"{name} {pool_name.split(' (')[0]}".lower()).strip("-")
+                png = plot_dir / f"plot-{slug}.png"
+                versus_direct.plot(res["direct"], res["efficientrag"], png, title=f"{name}, {pool_name}")
+                plots.append(f"![{name}, {pool_name}]({png.name})")
+    lines += versus_direct.table(rows, KS)
+    if plots:
+        lines += ["", *plots]
     lines += [
         "",
         "### Where the gold chunks went",
         "",
-        "| dataset | pool | gold chunks | kept | retrieved, not kept (Terminate or over budget) | never in a hop's top-k |",
-        "|---|---|---|---|---|---|",
+        "| dataset | pool | gold chunks | " + " | ".join(FATE_HEADERS) + " |",
+        "|---|---|---|" + "---|" * len(FATE_HEADERS),
         *fates,
         "",
     ]

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from efficientrag.eval.gold_fate import FATE_HEADERS, fate_cells, gold_fate
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = REPO.parent / "shared" / "data"
 KS = [2, 4, 6, 10, 20]
@@ -201,23 +203,6 @@ def evaluate(prep: Prepared, rag: Any, settings: list[tuple[str, list[str]]], ta
             (label, evaluate_efficientrag(prep.cfg, rag_cfg, prep.retriever, prep.held_out, out, rag=rag))
         )
     return {"direct": direct, "efficientrag": runs, "dirs": dirs}
-
-
-def gold_fate(predictions: Path) -> dict[str, int]:
-    """Where each gold chunk ended: kept, retrieved at some hop but tagged Terminate by the
-    Labeler, or never among any hop's top-k; says whether recall is lost to the Labeler's tags or
-    to the queries (the Filter's and the retriever's side)."""
-    fate = {"gold": 0, "kept": 0, "retrieved_rejected": 0, "never_retrieved": 0}
-    with predictions.open(encoding="utf-8") as fh:
-        for line in fh:
-            rec = json.loads(line)
-            kept = set(rec["retrieved_ids"])
-            seen = {h["id"] for hop in rec["trace"]["hops"] for hits in hop["hits"] for h in hits}
-            for gid in rec["gold_chunk_ids"]:
-                fate["gold"] += 1
-                key = "kept" if gid in kept else "retrieved_rejected" if gid in seen else "never_retrieved"
-                fate[key] += 1
-    return fate
 
 
 def latency(prep: Prepared, rag: Any, overrides: list[str], n: int) -> dict[str, float]:
@@ -454,15 +439,11 @@ def render(
         lines += [
             f"### Where the gold chunks went (setting `{args.main_setting}`)",
             "",
-            "| dataset | gold chunks | kept | retrieved, tagged Terminate | never in a hop's top-k |",
-            "|---|---|---|---|---|",
+            "| dataset | gold chunks | " + " | ".join(FATE_HEADERS) + " |",
+            "|---|---|" + "---|" * len(FATE_HEADERS),
         ]
         for name, f in fates.items():
-            pct = {k: 100 * v / max(f["gold"], 1) for k, v in f.items()}
-            lines.append(
-                f"| {name} | {f['gold']} | {f['kept']} ({pct['kept']:.1f}%) | {f['retrieved_rejected']} "
-                f"({pct['retrieved_rejected']:.1f}%) | {f['never_retrieved']} ({pct['never_retrieved']:.1f}%) |"
-            )
+            lines.append(f"| {name} | {f['gold']} | " + " | ".join(fate_cells(f)) + " |")
         lines.append("")
     lines += [
         "### Latency per question (ms, one question at a time, 2 CPU cores)",

@@ -42,3 +42,47 @@ def test_answered_retrieval_methods_are_found_under_their_qa_folder(bench, tmp_p
     (tmp_path / "eval" / "efficientrag_qa" / "predictions.jsonl").write_text("{}\n")
     assert bench.method_dir(tmp_path, "efficientrag").name == "efficientrag_qa"
     assert bench.method_dir(tmp_path, "flare").name == "flare"
+
+
+def test_judge_rows_keep_the_raw_reply_beside_em(bench):
+    from efficientrag.eval.judge import JudgeVerdict
+
+    items = [
+        ("direct_r", {"id": "q1", "qa": {"em": 1.0, "contained": 1.0}}),
+        ("flare", {"id": "q2", "qa": {"em": 0.0, "contained": 1.0}}),
+    ]
+    verdicts = [
+        JudgeVerdict(True, raw='{"correct": true}'),
+        JudgeVerdict(None, raw="Paris is", error="no verdict"),
+    ]
+    rows = bench.judge_rows(items, verdicts)
+    assert [r["reply"] for r in rows] == ['{"correct": true}', "Paris is"]
+    assert rows[1] == {
+        "method": "flare",
+        "id": "q2",
+        "em": 0.0,
+        "contained": 1.0,
+        "judge": None,
+        "reply": "Paris is",
+        "error": "no verdict",
+    }
+
+
+def test_given_decompositions_start_from_the_annotation_teachers_finished_stage(bench, tmp_path):
+    src, dst = tmp_path / "annotations", tmp_path / "llm-given-decompositions"
+    with pytest.raises(SystemExit, match="decompose stage has not finished"):
+        bench.copy_decompositions(src, dst)
+    src.mkdir()
+    for name, text in (
+        ("decomposed.jsonl", '{"id": "q"}\n'),
+        ("decompose.meta.json", "{}"),
+        ("decompose.done.json", "{}"),
+    ):
+        (src / name).write_text(text, encoding="utf-8")
+    dst.mkdir()
+    (dst / "decomposed.jsonl").write_text('{"id": "kept from an earlier run"}\n', encoding="utf-8")
+    bench.copy_decompositions(src, dst)
+    # An earlier run's file is never overwritten (the run resumes on it); missing ones are copied.
+    assert "earlier run" in (dst / "decomposed.jsonl").read_text(encoding="utf-8")
+    assert (dst / "decompose.done.json").is_file() and (dst / "decompose.meta.json").is_file()
+    assert not (dst / "decompose.rejects.jsonl").exists()

@@ -52,7 +52,11 @@ def plot_recall_vs_chunks(
     path: str | Path,
     *,
     title: str = "",
+    ylabel: str = "oracle-chunk recall (%)",
+    match_colors: bool = False,
 ) -> Path:
+    """``match_colors``: point i takes curve i's colour (one method's point beside the baseline's
+    curve of the same metric)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     for label, xy in curves.items():
@@ -61,7 +65,7 @@ def plot_recall_vs_chunks(
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, p in enumerate(points):
         # Markers and colours both vary, so points that coincide (a view equal to its run) stay visible.
-        color = colors[(len(curves) + i) % len(colors)]
+        color = colors[(i if match_colors else len(curves) + i) % len(colors)]
         ax.scatter(
             [p.x], [p.y], s=44, marker=MARKERS[i % len(MARKERS)], color=color, alpha=0.8, label=p.label
         )
@@ -71,7 +75,7 @@ def plot_recall_vs_chunks(
             p.label, (p.x, p.y), textcoords="offset points", xytext=(4, -10), fontsize=7, color="gray"
         )
     ax.set_xlabel("retrieved chunks per question (unique)")
-    ax.set_ylabel("oracle-chunk recall (%)")
+    ax.set_ylabel(ylabel)
     ax.set_title(title or "recall vs number of chunks (hollow: paper)")
     ax.grid(alpha=0.3)
     if curves or points:

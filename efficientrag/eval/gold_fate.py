@@ -1,0 +1,90 @@
+"""Where each gold chunk of an EfficientRAG run ended, read from its predictions' traces.
+
+Recall lost by the loop has three different causes, each with a different fix:
+
+* ``never_retrieved``: no hop's query brought the chunk into its top-k (the queries, i.e. the
+  Filter and the retriever, are at fault);
+* ``tagged_terminate``: it was retrieved, but every time the Labeler tagged it Terminate (the
+  Tagger's decision or its threshold is at fault);
+* ``over_budget``: tagged Continue at least once, then trimmed by the chunk budget (the budget,
+  or the ranking inside it, is at fault).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+FATES = ("kept", "tagged_terminate", "over_budget", "never_retrieved")
+
+
+def fate_of_record(rec: Mapping[str, Any]) -> dict[str, str]:
+    """Gold chunk id -> its fate in one prediction record (needs ``trace.hops[*].hits``)."""
+    kept = set(rec["retrieved_ids"])
+    seen: set[str] = set()
+    continued: set[str] = set()
+    for hop in rec["trace"]["hops"]:
+        for hits in hop["hits"]:
+            for hit in hits:
+                seen.add(hit["id"])
+                if hit.get("tag") == "continue":
+                    continued.add(hit["id"])
+    out = {}
+    for gid in rec["gold_chunk_ids"]:
+        if gid in kept:
+            out[gid] = "kept"
+        elif gid in continued:
+            out[gid] = "over_budget"
+        elif gid in seen:
+            out[gid] = "tagged_terminate"
+        else:
+            out[gid] = "never_retrieved"
+    return out
+
+
+def count_fates(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    counts = {"gold": 0, **dict.fromkeys(FATES, 0)}
+    for rec in records:
+        for fate in fate_of_record(rec).values():
+            counts["gold"] += 1
+            counts[fate] += 1
+    return counts
+
+
+def gold_fate(predictions: str | Path) -> dict[str, int]:
+    """Counts over a ``predictions.jsonl`` written by an EfficientRAG evaluation."""
+    path = Path(predictions)
+    records = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            if "trace" not in rec or "hops" not in (rec["trace"] or {}):
+                raise ValueError(
+                    f"{path}:{lineno} (id {rec.get('id')!r}): field 'trace.hops' missing; "
+                    "gold fate needs an EfficientRAG run's predictions"
+                )
+            records.append(rec)
+    return count_fates(records)
+
+
+def fate_percentages(counts: Mapping[str, int]) -> dict[str, float]:
+    total = max(counts.get("gold", 0), 1)
+    return {k: 100.0 * counts.get(k, 0) / total for k in FATES}
+
+
+FATE_HEADERS = (
+    "kept",
+    "retrieved, always tagged Terminate",
+    "tagged Continue, cut by the chunk budget",
+    "never in a hop's top-k",
+)
+
+
+def fate_cells(counts: Mapping[str, int]) -> list[str]:
+    """Markdown cells "count (share%)" in the order of ``FATE_HEADERS``."""
+    pct = fate_percentages(counts)
+    return [f"{counts.get(k, 0)} ({pct[k]:.1f}%)" for k in FATES]
