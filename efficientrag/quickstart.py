@@ -106,6 +106,10 @@ class QuickstartConfig:
     labeler: TrainConfig = field(default_factory=_labeler_defaults)
     filter: TrainConfig = field(default_factory=_filter_defaults)
     efficientrag: EfficientRAGConfig = field(default_factory=EfficientRAGConfig)
+    # Training questions from other files than the evaluated ones (a dataset's train split, or other
+    # datasets for transfer): each is synthesized over its own pooled corpus, the training sets are
+    # merged, and every question of ``data`` is held out (``eval_ratio`` is then not used).
+    train_sets: list[DataConfig] = field(default_factory=list)
     ks: list[int] = field(default_factory=lambda: [2, 4, 6, 10, 20])
     batch_size: int = 32
     progress: bool = True
@@ -171,7 +175,10 @@ def run_quickstart(cfg: QuickstartConfig) -> dict[str, Any]:
     with _timed(timings, "data"):
         exp = ExperimentConfig(work_dir=cfg.work_dir, data=cfg.data, retriever=cfg.retriever)
         pooled = prepare_data(exp)
-        train_examples, held_out = split_examples(pooled.examples, cfg.eval_ratio, cfg.split_seed)
+        if cfg.train_sets:
+            train_examples, held_out = [], list(pooled.examples)
+        else:
+            train_examples, held_out = split_examples(pooled.examples, cfg.eval_ratio, cfg.split_seed)
         if cfg.eval_limit is not None:
             held_out = held_out[: cfg.eval_limit]
         _write_ids(paths.split / "train_ids.txt", train_examples)
@@ -186,7 +193,11 @@ def run_quickstart(cfg: QuickstartConfig) -> dict[str, Any]:
     with _timed(timings, "index"):
         retriever = build_retriever(cfg.retriever, pooled.corpus, exp.index_dir)
     with _timed(timings, "synthesis"):
-        synth_stats = synthesize(cfg, paths, pooled.corpus, train_examples, retriever)
+        if cfg.train_sets:
+            synth_stats, train_examples = synthesize_train_sets(cfg, paths, {ex.id for ex in held_out})
+            _write_ids(paths.split / "train_ids.txt", train_examples)
+        else:
+            synth_stats = synthesize(cfg, paths, pooled.corpus, train_examples, retriever)
     with _timed(timings, "train_labeler"):
         labeler_metrics = train_model(cfg.labeler, paths.synth / "labeler", paths.labeler)
     with _timed(timings, "train_filter"):
@@ -201,6 +212,7 @@ def run_quickstart(cfg: QuickstartConfig) -> dict[str, Any]:
 
     summary = {
         "dataset": cfg.data.dataset,
+        "trained_on": [d.dataset for d in cfg.train_sets] or [cfg.data.dataset],
         "questions": {
             "all": len(pooled.examples),
             "train_pool": len(train_examples),
@@ -262,6 +274,40 @@ def synthesize(
     for name, ds in stats.get("datasets", {}).items():
         sizes[name] = {"labeler_rows": ds["labeler"]["rows"], "filter_rows": ds["filter"]["rows"]}
     return sizes
+
+
+def synthesize_train_sets(
+    cfg: QuickstartConfig, paths: QuickstartPaths, held_out_ids: set[str]
+) -> tuple[dict[str, Any], list[Example]]:
+    """Every ``train_sets`` file synthesized over its own corpus and index (under
+    ``work_dir/train/<i>-<dataset>``), then merged into the quickstart's training sets."""
+    from efficientrag.experiment import ExperimentConfig, prepare_data
+    from efficientrag.retrieval.factory import build_retriever
+    from efficientrag.synth.merge import merge_training_sets
+
+    sizes: dict[str, Any] = {}
+    examples: list[Example] = []
+    dirs = []
+    for i, data in enumerate(cfg.train_sets):
+        root = paths.root / "train" / f"{i}-{data.dataset}"
+        exp = ExperimentConfig(work_dir=str(root), data=data, retriever=cfg.retriever)
+        pooled = prepare_data(exp)
+        leaked = sorted({ex.id for ex in pooled.examples} & held_out_ids)
+        if leaked:
+            raise ConfigError(
+                f"train_sets[{i}] ({data.path}): {len(leaked)} of its questions are also evaluated "
+                f"(data.path={cfg.data.path}), e.g. {leaked[0]!r}; train and evaluate on different files"
+            )
+        retriever = build_retriever(cfg.retriever, pooled.corpus, exp.index_dir)
+        sub = QuickstartPaths(root)
+        sizes[f"{i}-{data.dataset}"] = synthesize(
+            replace(cfg, data=data), sub, pooled.corpus, pooled.examples, retriever
+        )
+        dirs.append(sub.synth)
+        examples.extend(pooled.examples)
+    counts = merge_training_sets(dirs, paths.synth)
+    log.info("merged training sets of %d files: %s", len(dirs), counts)
+    return sizes, examples
 
 
 def train_model(base: TrainConfig, data_dir: Path, output_dir: Path) -> dict[str, Any]:
@@ -380,8 +426,14 @@ def _report(cfg: QuickstartConfig, summary: dict[str, Any], table: str, plot: Pa
         f"# Quickstart: EfficientRAG vs Direct-R on {cfg.data.dataset}",
         "",
         f"{q['all']} questions over a pooled corpus of {summary['corpus_chunks']} chunks; "
-        f"{q['train_pool']} were used to synthesize training data, {q['held_out']} held-out questions "
-        "are evaluated below (no held-out question was seen in training).",
+        + (
+            f"training data synthesized from {q['train_pool']} questions of other files "
+            f"({', '.join(p.path or p.dataset for p in cfg.train_sets)}), each over its own corpus; "
+            f"all {q['held_out']} questions are evaluated below."
+            if cfg.train_sets
+            else f"{q['train_pool']} were used to synthesize training data, {q['held_out']} held-out "
+            "questions are evaluated below (no held-out question was seen in training)."
+        ),
         "",
         table,
         "",

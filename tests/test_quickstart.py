@@ -126,3 +126,45 @@ def test_the_toy_preset_is_the_embedded_default(repo_root):
 
     preset = load_config(QuickstartConfig, repo_root / "configs" / "quickstart" / "toy.yaml")
     assert to_dict(preset) == to_dict(QuickstartConfig())
+
+
+def test_train_sets_train_on_other_files_and_evaluate_every_question(tmp_path):
+    from dataclasses import replace
+
+    from efficientrag.data.config import DataConfig, ToyWorldConfig
+
+    sets = [DataConfig(toy=ToyWorldConfig(seed=s, num_questions=24)) for s in (2, 3)]
+    cfg = replace(small_config(tmp_path, "data.toy.seed=1", "data.toy.num_questions=20"), train_sets=sets)
+    summary = run_quickstart(cfg)
+
+    eval_ids = read_ids(tmp_path / "split" / "eval_ids.txt")
+    train_ids = read_ids(tmp_path / "split" / "train_ids.txt")
+    assert len(eval_ids) == 20 and len(train_ids) == 48 and not eval_ids & train_ids
+    # Each file synthesized over its own corpus, then merged: rows of both, none of the evaluated.
+    for i in range(2):
+        assert (tmp_path / "train" / f"{i}-toy" / "synth" / "labeler" / "train.jsonl").is_file()
+    merged = {
+        json.loads(line)["question_id"]
+        for part in ("train", "validation")
+        for line in (tmp_path / "synth" / "labeler" / f"{part}.jsonl").read_text().splitlines()
+    }
+    assert merged <= train_ids and not merged & eval_ids
+    assert {q.split("__toy")[1].split("_")[0] for q in merged} == {"2", "3"}
+    for method in ("direct_r", "efficientrag"):
+        records = (tmp_path / "eval" / method / "predictions.jsonl").read_text().splitlines()
+        assert {json.loads(r)["id"] for r in records} == eval_ids
+    assert summary["trained_on"] == ["toy", "toy"]
+    assert summary["questions"] == {"all": 20, "train_pool": 48, "held_out": 20}
+    assert "of other files" in (tmp_path / "quickstart.md").read_text()
+
+
+def test_train_sets_may_not_hold_an_evaluated_question(tmp_path):
+    from dataclasses import replace
+
+    from efficientrag.config import ConfigError
+    from efficientrag.data.config import DataConfig, ToyWorldConfig
+
+    cfg = small_config(tmp_path, "data.toy.seed=1", "data.toy.num_questions=20")
+    cfg = replace(cfg, train_sets=[DataConfig(toy=ToyWorldConfig(seed=1, num_questions=30))])
+    with pytest.raises(ConfigError, match=r"train_sets\[0\].*also evaluated"):
+        run_quickstart(cfg)
