@@ -274,6 +274,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="for each dataset: train and tune on the others, report on it; then HotpotQA <-> 2Wiki",
     )
+    parser.add_argument(
+        "--diagnose",
+        nargs="*",
+        default=[],
+        metavar="key=value",
+        help="also report the chosen setting with this one change on the dev questions (e.g. "
+        "floor_k=3 query_mode=merged), marked as not chosen",
+    )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     if not Path(args.shared_data).is_dir():
@@ -304,9 +312,19 @@ def run_protocol(args: argparse.Namespace, work: Path, train_on: list[str], eval
     for name in eval_on:
         pool = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args)
         out = models / "dev" / name
-        results.setdefault(name, {})["own pool"] = report_on(
-            pool, load_rag(pool, models), label, overrides, out, args, name
-        )
+        rag = load_rag(pool, models)
+        results.setdefault(name, {})["own pool"] = report_on(pool, rag, label, overrides, out, args, name)
+        for extra in args.diagnose:
+            # The chosen setting with one lever changed, on the reported questions: says what the
+            # lever does there; never used to choose (the row says so).
+            key = extra.split("=", 1)[0]
+            if extra in overrides:
+                continue
+            ov = [o for o in overrides if not o.startswith(f"{key}=")] + [extra]
+            tag = f"{label}+{extra.replace('=', '')}"
+            results[name][f"own pool, chosen + {extra} (not chosen; diagnostic)"] = report_on(
+                pool, rag, tag, ov, out, args, name
+            )
     if not args.no_combined:
         pool = open_pool("dev-combined", [(d, DEV_FILES[d]) for d in DATASETS], work / "pools", args)
         rag = load_rag(pool, models)
@@ -400,7 +418,7 @@ def render(args, train_on, counts, label, overrides, validation, results, second
             rows.append((name, pool_name, res["direct"], res["efficientrag"]))
             f = res["fate"]
             fates.append(f"| {name} | {pool_name} | {f['gold']} | " + " | ".join(fate_cells(f)) + " |")
-            if plot_dir is not None:
+            if plot_dir is not None and "diagnostic" not in pool_name:
                 slug = re.sub(r"[^a-z0-9]+", "-", f"{name} {pool_name.split(' (')[0]}".lower()).strip("-")
                 png = plot_dir / f"plot-{slug}.png"
                 versus_direct.plot(res["direct"], res["efficientrag"], png, title=f"{name}, {pool_name}")
