@@ -16,6 +16,7 @@ from efficientrag.training.config import load_train_config
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = {
     "hotpotqa": ("2wikimultihopqa", "musique"),
+    "2wikimultihopqa": ("hotpotqa", "musique"),
 }
 NOT_RECIPE = {"model", "data_dir", "output_dir"}
 
