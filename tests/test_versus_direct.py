@@ -128,3 +128,10 @@ def test_gold_fate_names_the_file_and_record_without_a_trace(tmp_path):
     )
     with pytest.raises(ValueError, match=r"predictions\.jsonl:1 \(id 'q9'\).*trace\.hops"):
         gold_fate(path)
+
+
+def test_a_chunk_count_outside_the_curve_is_never_above_it():
+    v = versus_direct.versus(DIRECT, _ours(1.5, 99.0, 99.0, 99.0))
+    assert v.direct_same_k == {} and not v.above_curve
+    row = versus_direct.table([("d", "p", DIRECT, _ours(1.5, 99.0, 99.0, 99.0))], [2, 4, 6, 10])[2]
+    assert "outside the curve" in row

@@ -30,12 +30,15 @@ class Versus:
 
     chunks: float
     ours: dict[str, float]
+    # Empty when the chunk count is outside Direct-R's measured cut-offs (nothing to compare with).
     direct_same_k: dict[str, float]
     direct_ref: dict[str, float]
 
     @property
     def above_curve(self) -> bool:
-        return all(self.ours[m] >= self.direct_same_k[m] for m in ("recall", "all_gold"))
+        return bool(self.direct_same_k) and all(
+            self.ours[m] >= self.direct_same_k[m] for m in ("recall", "all_gold")
+        )
 
     @property
     def replaces_top10(self) -> bool:
@@ -54,10 +57,14 @@ def versus(direct: Mapping[str, Any], ours: Mapping[str, Any]) -> Versus:
     d = direct["retrieval"]
     e = ours["retrieval"]["all"]
     k = float(e["num_chunks"])
+    try:
+        same_k = {m: value_at(curve_from_ranked(d, m), k) for m in METRICS}
+    except ValueError:
+        same_k = {}
     return Versus(
         chunks=k,
         ours={m: float(e[m]) for m in METRICS},
-        direct_same_k={m: value_at(curve_from_ranked(d, m), k) for m in METRICS},
+        direct_same_k=same_k,
         direct_ref={m: float(d[REFERENCE_K][m]) for m in METRICS},
     )
 
@@ -77,7 +84,11 @@ def table(
         d = direct["retrieval"]
         v = versus(direct, ours)
         curves = [" / ".join(f"{d[str(k)][m]:.1f}" for k in ks) for m in METRICS]
-        same = " / ".join(f"{v.direct_same_k[m]:.1f}" for m in METRICS)
+        same = (
+            " / ".join(f"{v.direct_same_k[m]:.1f}" for m in METRICS)
+            if v.direct_same_k
+            else "outside the curve"
+        )
         top10 = "yes" if v.replaces_top10 else "all-gold only" if v.all_gold_of_top10 else "no"
         lines.append(
             f"| {name} | {pool} | {ours['retrieval']['all']['n']} | {' | '.join(curves)} | {v.chunks:.2f} | "
