@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 TARGETS = {
     "hotpotqa": ("2wikimultihopqa", "musique"),
     "2wikimultihopqa": ("hotpotqa", "musique"),
+    "musique": ("hotpotqa", "2wikimultihopqa"),
 }
 NOT_RECIPE = {"model", "data_dir", "output_dir"}
 
