@@ -29,6 +29,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from real_llm_tables import method_dir, print_qa_table, print_synth_tables, read_records, synth_row  # noqa: E402
+
 SHARED = REPO.parent / "shared" / "data"
 if not SHARED.is_dir():
     SHARED = Path("/work/shared/data")
@@ -212,88 +216,6 @@ def calibrate_in_process(args: argparse.Namespace, cfg: Any, retriever: Any, gen
 
 
 # Retrieval-only methods; with their answer call they write to NAME_qa.
-ANSWER_CALL = ("direct_r", "efficientrag")
-
-
-def method_dir(out: Path, name: str) -> Path:
-    """A method's output folder: retrieval-only methods with their answer call write to ``NAME_qa``."""
-    plain = out / "eval" / name
-    answered = out / "eval" / f"{name}_qa"
-    return answered if name in ANSWER_CALL and not (plain / "predictions.jsonl").is_file() else plain
-
-
-def read_records(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "predictions.jsonl"
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def trigger_stats(records: list[dict[str, Any]]) -> tuple[float | None, float | None]:
-    """(share of decision steps that retrieved, share of questions with at least one retrieval
-    decided by the model) from the active methods' step logs; None where no step says. DRAGIN logs
-    ``triggered`` on every generation step, FLARE ``retrieved`` on every look-ahead."""
-    steps = triggered = questions = hit = 0
-    for rec in records:
-        logged = [decision(s) for s in _steps(rec) if isinstance(s, dict)]
-        logged = [d for d in logged if d is not None]
-        if not logged:
-            continue
-        questions += 1
-        steps += len(logged)
-        n = sum(logged)
-        triggered += n
-        hit += n > 0
-    if not steps:
-        return None, None
-    return triggered / steps, hit / questions
-
-
-def decision(step: dict[str, Any]) -> bool | None:
-    """Whether the model's own signal asked for retrieval at this step (None: not a decision step)."""
-    if "triggered" in step:
-        return bool(step["triggered"])
-    if step.get("kind") == "lookahead" and "retrieved" in step:
-        return bool(step["retrieved"])
-    return None
-
-
-def _steps(rec: dict[str, Any]) -> list[Any]:
-    trace = rec.get("trace") or {}
-    if isinstance(trace, dict):
-        return list(trace.get("steps") or [])
-    return []
-
-
-def counter(rec: dict[str, Any], key: str) -> float:
-    return float((rec.get("counters") or {}).get(key, 0) or 0)
-
-
-def print_qa_table(out: Path, methods: list[str]) -> None:
-    print(
-        "\n| method | n | EM | F1 | contained | format ok | LLM calls/q | gen tokens/q | retrievals/q "
-        "| s/q | trigger rate (steps / questions) |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for name in methods:
-        recs = [r for r in read_records(method_dir(out, name)) if r.get("qa")]
-        if not recs:
-            continue
-        n = len(recs)
-
-        def mean(get: Any, recs: list[dict[str, Any]] = recs, n: int = n) -> float:
-            return sum(get(r) for r in recs) / n
-
-        secs = mean(lambda r: sum(v for k, v in (r.get("counters") or {}).items() if k.startswith("time_")))
-        fmt = mean(lambda r: 0.0 if (r.get("counters") or {}).get("format_failures") else 1.0)
-        steps, questions = trigger_stats(recs)
-        trig = "" if steps is None else f"{steps:.2f} / {questions:.2f}"
-        print(
-            f"| {name} | {n} | {100 * mean(lambda r: r['qa']['em']):.1f} | {100 * mean(lambda r: r['qa']['f1']):.1f} "
-            f"| {100 * mean(lambda r: r['qa']['contained']):.1f} | {100 * fmt:.0f}% "
-            f"| {mean(lambda r: counter(r, 'llm_calls')):.2f} | {mean(lambda r: counter(r, 'completion_tokens')):.1f} "
-            f"| {mean(lambda r: counter(r, 'retrieval_calls')):.2f} | {secs:.1f} | {trig} |"
-        )
 
 
 # -- llama.cpp server ---------------------------------------------------------------------------------
@@ -330,6 +252,7 @@ def cmd_synth(args: argparse.Namespace, argv: list[str]) -> int:
     from efficientrag.synth.config import LLMTeacherConfig, SynthConfig
     from efficientrag.synth.pipeline import run_synthesis
     from efficientrag.synth.records import STAGES
+    from efficientrag.synth.stage_outcome import copy_finished_stage
 
     # JSON mode asks the server to constrain decoding to a JSON object (llama.cpp: a grammar).
     out = Path(args.out) / ("synth-json" if args.json_mode else "synth")
@@ -343,7 +266,7 @@ def cmd_synth(args: argparse.Namespace, argv: list[str]) -> int:
             for folder in teachers:
                 stages = list(STAGES)
                 if folder == "llm-given-decompositions":
-                    copy_decompositions(out / dataset / "annotations", out / dataset / folder)
+                    copy_finished_stage(out / dataset / "annotations", out / dataset / folder, "decompose")
                     stages = stages[1:]
                 cfg = SynthConfig(
                     data=DataConfig(dataset=dataset, path=str(TRAIN[dataset])),
@@ -364,92 +287,6 @@ def cmd_synth(args: argparse.Namespace, argv: list[str]) -> int:
     print_synth_tables(out, rows)
     print(f"\nrerun / resume: {rerun(argv)}")
     return 0
-
-
-SYNTH_STAGES = ("decompose", "label", "align", "next_hop", "negatives")
-SYNTH_OUTPUTS = {
-    "decompose": "decomposed",
-    "label": "labeled",
-    "align": "aligned",
-    "next_hop": "next_hop",
-    "negatives": "negatives",
-}
-
-
-def jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def synth_row(out: Path, dataset: str, teacher: str, wall: float) -> dict[str, Any]:
-    from collections import Counter
-
-    row: dict[str, Any] = {"dataset": dataset, "teacher": teacher, "wall_s": wall, "stages": {}}
-    for stage in SYNTH_STAGES:
-        rejects = jsonl(out / f"{stage}.rejects.jsonl")
-        row["stages"][stage] = {
-            "kept": len(jsonl(out / f"{SYNTH_OUTPUTS[stage]}.jsonl")),
-            "rejected": len(rejects),
-            "reasons": dict(Counter(r.get("reason", "?") for r in rejects)),
-        }
-    usage_path = out / "llm_usage.json"
-    row["usage"] = json.loads(usage_path.read_text(encoding="utf-8")) if usage_path.is_file() else {}
-    return row
-
-
-def copy_decompositions(src: Path, dst: Path) -> None:
-    """The annotation teacher's finished decompose stage, as the start of another run."""
-    import shutil
-
-    if not (src / "decompose.done.json").is_file():
-        raise SystemExit(f"{src}: the annotation teacher's decompose stage has not finished")
-    dst.mkdir(parents=True, exist_ok=True)
-    for name in ("decomposed.jsonl", "decompose.rejects.jsonl", "decompose.meta.json", "decompose.done.json"):
-        if (src / name).is_file() and not (dst / name).is_file():
-            shutil.copyfile(src / name, dst / name)
-
-
-def print_synth_tables(out: Path, rows: list[dict[str, Any]]) -> None:
-    from efficientrag.synth.teacher_agreement import bridge_share, label_agreement
-
-    print(
-        "\n| dataset | teacher | "
-        + " | ".join(f"{s} kept / rejected" for s in SYNTH_STAGES)
-        + " | LLM calls | prompt / completion tokens | wall s |"
-    )
-    print("|---|---|" + "---|" * (len(SYNTH_STAGES) + 3))
-    for row in rows:
-        usage = row["usage"].get("total", row["usage"])
-        calls = usage.get("calls", usage.get("requests", ""))
-        toks = f"{usage.get('prompt_tokens', '')} / {usage.get('completion_tokens', '')}"
-        cells = " | ".join(
-            f"{row['stages'][s]['kept']} / {row['stages'][s]['rejected']}" for s in SYNTH_STAGES
-        )
-        print(f"| {row['dataset']} | {row['teacher']} | {cells} | {calls} | {toks} | {row['wall_s']:.0f} |")
-    print("\nreject reasons (LLM teacher):")
-    for row in rows:
-        if row["teacher"] == "annotations":
-            continue
-        for stage in SYNTH_STAGES:
-            for reason, n in sorted(row["stages"][stage]["reasons"].items(), key=lambda kv: -kv[1]):
-                print(f"  {row['dataset']} {stage}: {reason}: {n}")
-    print(
-        "\n| dataset | teacher | (question, chunk) pairs kept by both | word P | word R | word F1 "
-        "| identical labels | next-hop queries with the bridge entity |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
-    for row in rows:
-        if row["teacher"] == "annotations":
-            continue
-        here = out / row["dataset"] / row["teacher"]
-        agree = label_agreement(here, out / row["dataset"] / "annotations")
-        bridge = bridge_share(here)
-        print(
-            f"| {row['dataset']} | {row['teacher']} | {agree['pairs']} | {agree['precision']:.2f} "
-            f"| {agree['recall']:.2f} | {agree['f1']:.2f} | {agree['exact']:.2f} "
-            f"| {bridge['with_bridge']} / {bridge['queries']} |"
-        )
 
 
 # -- judge ------------------------------------------------------------------------------------------
