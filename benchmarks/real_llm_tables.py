@@ -74,9 +74,13 @@ def print_synth_tables(out: Path, rows: list[dict[str, Any]]) -> None:
     )
     print("|---|---|" + "---|" * (len(SYNTH_STAGES) + 3))
     for row in rows:
-        usage = row["usage"].get("total", row["usage"])
-        calls = usage.get("calls", usage.get("requests", ""))
-        toks = f"{usage.get('prompt_tokens', '')} / {usage.get('completion_tokens', '')}"
+        # Every run of the folder, replies served from the response cache included (a rerun of a
+        # finished folder costs nothing but still used these tokens once).
+        usage = row["usage"].get("total", {})
+        calls = usage.get("calls", "")
+        prompt = usage.get("prompt_tokens", 0) + usage.get("cached_prompt_tokens", 0)
+        completion = usage.get("completion_tokens", 0) + usage.get("cached_completion_tokens", 0)
+        toks = f"{prompt:,} / {completion:,}" if usage else ""
         cells = " | ".join(
             f"{row['stages'][s]['kept']} / {row['stages'][s]['rejected']}" for s in SYNTH_STAGES
         )

@@ -139,8 +139,14 @@ def test_killed_llm_synthesis_resumes_to_complete_accounted_data(tmp_path, repo_
         stats = run_synthesis(load_config(SynthConfig, config, ["force=true"]))
         assert len(srv.received) == before
         assert rows(out) == rows_after_resume
-    usage = json.loads((out / "llm_usage.json").read_text())["total"]
-    assert usage["calls"] == usage["cached"] > 0 and usage["retries"] == 0
+    record = json.loads((out / "llm_usage.json").read_text())
+    last = record["runs"][-1]["total"]
+    assert last["calls"] == last["cached"] > 0 and last["retries"] == 0 and last["prompt_tokens"] == 0
+    # The folder's record sums the runs that finished (run 1 was killed before writing its own):
+    # run 2 paid for what run 1 left, run 3 paid nothing.
+    assert len(record["runs"]) == 2
+    assert record["total"]["prompt_tokens"] == record["runs"][0]["total"]["prompt_tokens"] > 0
+    assert record["total"]["calls"] == sum(r["total"]["calls"] for r in record["runs"])
 
     # Every input of every stage is an output or a reject (with a reason), never both, never twice.
     decomposed = lines(out / OUTPUT_FILES["decompose"])

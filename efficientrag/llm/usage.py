@@ -10,7 +10,11 @@ A lock guards every update: the tracker may be shared by async tasks and by thre
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +22,8 @@ from typing import Any
 
 from efficientrag.llm.config import ModelPrice
 from efficientrag.llm.response import TokenUsage
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -52,6 +58,22 @@ class StageUsage:
         self.cached_completion_tokens += other.cached_completion_tokens
         self.cost_usd += other.cost_usd
         self.unpriced_models |= other.unpriced_models
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StageUsage:
+        return cls(
+            calls=int(data.get("calls", 0)),
+            cached=int(data.get("cached", 0)),
+            failed=int(data.get("failed", 0)),
+            retries=int(data.get("retries", 0)),
+            errors=Counter({str(k): int(v) for k, v in (data.get("errors") or {}).items()}),
+            prompt_tokens=int(data.get("prompt_tokens", 0)),
+            completion_tokens=int(data.get("completion_tokens", 0)),
+            cached_prompt_tokens=int(data.get("cached_prompt_tokens", 0)),
+            cached_completion_tokens=int(data.get("cached_completion_tokens", 0)),
+            cost_usd=float(data.get("cost_usd", 0.0)),
+            unpriced_models=set(data.get("unpriced_models") or ()),
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -157,3 +179,47 @@ class UsageTracker:
         with self._lock:
             stages = {name: st.as_dict() for name, st in sorted(self._stages.items())}
         return {"stages": stages, "total": self.total().as_dict()}
+
+
+def add_run_to_usage_file(path: str | os.PathLike[str], model: str, run: Mapping[str, Any]) -> dict[str, Any]:
+    """Record one run's :meth:`UsageTracker.summary` in a usage file that covers every run in its
+    folder, and return what was written.
+
+    A resumable job is often run several times (a crash, a killed process, a bigger ``--limit``):
+    each run only pays for what was still missing, so the file keeps every run under ``runs`` and
+    its ``stages`` / ``total`` are the sums, which is what the output folder cost. A file written
+    before runs were kept counts as one earlier run. One that does not parse is moved aside to
+    ``<name>.unreadable`` with a warning (it may be the only record of what was spent): the run
+    that just finished never fails on it."""
+    path = os.fspath(path)
+    runs: list[dict[str, Any]] = []
+    if os.path.isfile(path):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                old = json.load(fh)
+            if not isinstance(old, dict):
+                raise ValueError(f"expected a JSON object, got {type(old).__name__}")
+            runs = list(old.get("runs") or [{k: old[k] for k in ("model", "stages", "total") if k in old}])
+        except ValueError as exc:  # JSONDecodeError is a ValueError
+            os.replace(path, path + ".unreadable")
+            log.warning("%s: unreadable (%s); moved to %s.unreadable, starting a new record", path, exc, path)
+    runs.append({"finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "model": model, **run})
+    stages: dict[str, StageUsage] = {}
+    for past in runs:
+        for name, data in (past.get("stages") or {}).items():
+            stages.setdefault(name, StageUsage()).add(StageUsage.from_dict(data))
+    total = StageUsage()
+    for st in stages.values():
+        total.add(st)
+    out = {
+        "model": model,
+        "stages": {name: st.as_dict() for name, st in sorted(stages.items())},
+        "total": total.as_dict(),
+        "runs": runs,
+    }
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(out, fh, indent=2)
+        fh.write("\n")
+    os.replace(tmp, path)
+    return out

@@ -3,8 +3,8 @@ questions, picks the chunk words that answer each sub-question, and writes next-
 
 One :class:`~efficientrag.llm.client.AsyncLLMClient` serves the whole run (bounded concurrency,
 retries with backoff on 429/5xx/timeouts, the on-disk response cache that makes a resumed run
-free for work already paid for); ``aclose()`` closes it and writes the run's usage to
-``<out_dir>/llm_usage.json``. Prompts live in ``efficientrag.synth.prompts`` and replies are
+free for work already paid for); ``aclose()`` closes it and adds the run's usage to
+``<out_dir>/llm_usage.json`` (every run's, summed). Prompts live in ``efficientrag.synth.prompts`` and replies are
 parsed by ``efficientrag.synth.replies``; a reply that cannot be used becomes a
 :class:`~efficientrag.synth.records.Reject` with a fixed reason. Transport failures that outlast
 the retries propagate, so the stage records them as ``error: ...`` and ``retry_errors`` redoes
@@ -14,7 +14,6 @@ exactly those records once the endpoint is back.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,6 +24,7 @@ from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.llm.client import AsyncLLMClient
 from efficientrag.llm.errors import LLMConfigError, TruncatedOutputError
+from efficientrag.llm.usage import add_run_to_usage_file
 from efficientrag.synth.prompts import PROMPT_VERSION, prompt_digest, prompt_set
 from efficientrag.synth.prompts.inputs import decompose_input
 from efficientrag.synth.prompts.render import decompose_messages, label_messages, next_hop_messages
@@ -124,9 +124,7 @@ class LLMTeacher:
         try:
             if self.usage_path is not None:
                 self.usage_path.parent.mkdir(parents=True, exist_ok=True)
-                self.usage_path.write_text(
-                    json.dumps({"model": self.client.cfg.model, **summary}, indent=2) + "\n", encoding="utf-8"
-                )
+                add_run_to_usage_file(self.usage_path, self.client.cfg.model, summary)
             total = summary["total"]
             log.info(
                 "LLM teacher: %d calls (%d cached, %d retries, %d failed), %d prompt + %d completion tokens, $%.4f",
