@@ -311,6 +311,8 @@ def judge_rows(items: list[tuple[str, dict[str, Any]]], verdicts: list[Any]) -> 
 
 def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
     """Judge the qa runs' predictions with the real model; agreement with EM."""
+    from tqdm.auto import tqdm
+
     from efficientrag.baselines.config import JudgeConfig
     from efficientrag.eval.judge import JudgeItem, LLMJudge
 
@@ -324,17 +326,17 @@ def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
         raise SystemExit(f"no qa predictions under {out / 'eval'}: run the qa part first")
     with llama_server(args) as server:
         judge = LLMJudge(JudgeConfig(enabled=True, llm=server_llm(server, args, max_tokens=32)))
+        asked = [
+            JudgeItem(rec["question"], str(rec.get("answer") or ""), tuple(rec["answers"]))
+            for _, rec in items
+        ]
         t0 = time.perf_counter()
-        verdicts = judge.judge(
-            [
-                JudgeItem(
-                    rec["question"],
-                    str(rec.get("answer") or ""),
-                    tuple(rec["answers"]),
-                )
-                for _, rec in items
-            ]
-        )
+        verdicts = []
+        # In slices, for a progress bar; every reply is cached, so a rerun only asks what is missing.
+        with tqdm(total=len(asked), desc="judge", unit="pred") as bar:
+            for start in range(0, len(asked), 10):
+                verdicts += judge.judge(asked[start : start + 10])
+                bar.update(len(asked[start : start + 10]))
         wall = time.perf_counter() - t0
     rows = judge_rows(items, verdicts)
     (out / "judge.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
