@@ -1,4 +1,4 @@
-"""Labeler inference backends on CPU, side by side: torch fp32, torch int8, ONNX Runtime fp32 and int8.
+"""Labeler inference backends on CPU, side by side: torch fp32, int8 and bf16, ONNX Runtime fp32 and int8.
 
 One invocation, one set of weights, the same (query, chunk) pairs for every backend. The pairs are
 cut into batches; each batch is run by every backend in turn (the order rotates from batch to
@@ -30,8 +30,14 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "hotpotqa" / "dev_ircot.350.jsonl"
-BACKENDS = ("torch fp32", "torch int8", "onnx fp32", "onnx int8")
-MODES = {"torch fp32": "none", "torch int8": "int8", "onnx fp32": "onnx", "onnx int8": "onnx-int8"}
+BACKENDS = ("torch fp32", "torch int8", "torch bf16", "onnx fp32", "onnx int8")
+MODES = {
+    "torch fp32": "none",
+    "torch int8": "int8",
+    "torch bf16": "bf16",
+    "onnx fp32": "onnx",
+    "onnx int8": "onnx-int8",
+}
 
 
 def build_pairs(path: Path, tokenizer, n: int, low: int, high: int) -> list[tuple[list[str], list[str]]]:

@@ -7,8 +7,9 @@ variants alike; the table reports per-question Labeler, Filter and total time, t
 float models, and recall / all-gold with the difference to the float models.
 
 Variants: ``float`` (the saved models), ``int8`` (dynamic int8 quantization of both models'
-Linear layers, ``efficientrag.quantize=int8``), ``onnx`` and ``onnx-int8`` (both models through
-ONNX Runtime, fp32 / int8 weights; the onnx extra); each may add ``+topN`` (``top_k=N`` per query)
+Linear layers, ``efficientrag.quantize=int8``), ``bf16`` (both models cast to bfloat16,
+``efficientrag.quantize=bf16``), ``onnx`` and ``onnx-int8`` (both models through ONNX Runtime,
+fp32 / int8 weights; the onnx extra); each may add ``+topN`` (``top_k=N`` per query)
 and ``+lenN`` (Labeler inputs cut to N tokens), e.g. ``onnx-int8+top8+len128``.
 
     python benchmarks/labeler_speed.py --models runs/bench_protocol/bm25/models/hotpotqa+2wikimultihopqa+musique \\
@@ -54,13 +55,13 @@ def chosen_setting(models: Path) -> list[str]:
     raise SystemExit(f"no results-*.json under {models}: pass --setting key=value ...")
 
 
-MODES = ("int8", "onnx", "onnx-int8")
-USAGE = "float | int8 | onnx | onnx-int8, then optional +topN and +lenN (e.g. onnx-int8+top6+len128)"
+MODES = ("int8", "bf16", "onnx", "onnx-int8")
+USAGE = "float | int8 | bf16 | onnx | onnx-int8, then optional +topN and +lenN (e.g. onnx-int8+top6+len128)"
 
 
 def variants(names: list[str], base: list[str]) -> dict[str, list[str]]:
-    """``float``, ``int8``, ``onnx`` or ``onnx-int8``, each optionally followed by ``+topN`` (top_k=N
-    per query; the floor shrinks with it) and ``+lenN`` (Labeler inputs cut to N tokens)."""
+    """``float``, ``int8``, ``bf16``, ``onnx`` or ``onnx-int8``, each optionally followed by ``+topN``
+    (top_k=N per query; the floor shrinks with it) and ``+lenN`` (Labeler inputs cut to N tokens)."""
     out = {}
     for name in names:
         mode, *extras = name.split("+")

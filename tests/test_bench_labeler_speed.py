@@ -28,9 +28,10 @@ BASE = ["query_mode=branch", "top_k=10", "floor_k=3", "labeler_max_length=256"]
 
 
 def test_float_keeps_the_setting_and_modes_add_quantize(bench):
-    plans = bench.variants(["float", "int8", "onnx-int8"], BASE)
+    plans = bench.variants(["float", "int8", "bf16", "onnx-int8"], BASE)
     assert plans["float"] == BASE
     assert plans["int8"] == [*BASE, "quantize=int8"]
+    assert plans["bf16"] == [*BASE, "quantize=bf16"]
     assert plans["onnx-int8"] == [*BASE, "quantize=onnx-int8"]
 
 

@@ -147,7 +147,9 @@ def test_saving_an_onnx_model_writes_its_float_weights(saved, tmp_path):
 def test_modes_are_checked_everywhere_and_combinations_refused(saved):
     assert get_args(QuantizeMode) == QUANTIZE_MODES
     assert load_config(EfficientRAGConfig, None, ["quantize=onnx-int8"]).quantize == "onnx-int8"
-    with pytest.raises(ValueError, match="quantize must be one of 'none', 'int8', 'onnx', 'onnx-int8'"):
+    with pytest.raises(
+        ValueError, match="quantize must be one of 'none', 'int8', 'bf16', 'onnx', 'onnx-int8'"
+    ):
         EfficientRAGConfig(quantize="onnx-fp16")
     with pytest.raises(ValueError, match="ONNX Runtime"):
         quantize_network(torch.nn.Sequential(torch.nn.Linear(4, 4)), "onnx")

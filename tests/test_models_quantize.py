@@ -64,7 +64,7 @@ def test_unknown_mode_and_non_cpu_networks_are_refused():
     net = torch.nn.Sequential(torch.nn.Linear(4, 4))
     with pytest.raises(ValueError, match="quantize must be one of"):
         quantize_network(net, "int4")
-    with pytest.raises(ValueError, match="quantize must be one of 'none', 'int8'"):
+    with pytest.raises(ValueError, match="quantize must be one of 'none', 'int8', 'bf16'"):
         EfficientRAGConfig(quantize="fp8")
     with pytest.raises(ValueError, match="CPU only"):
         quantize_network(torch.nn.Sequential(torch.nn.Linear(4, 4, device="meta")), "int8")
@@ -84,3 +84,48 @@ def test_pipeline_config_quantizes_both_models(saved):
         retriever, EfficientRAGConfig(labeler=config.labeler, filter=config.filter)
     )
     assert not is_quantized(plain.labeler.network)
+
+
+def test_bf16_casts_every_weight_and_stays_close(saved):
+    reference = Labeler.from_pretrained(saved / "labeler", device="cpu").predict(PAIRS)
+    model = Labeler.from_pretrained(saved / "labeler", device="cpu").quantize("bf16")
+    assert {p.dtype for p in model.network.parameters()} == {torch.bfloat16}
+    assert model.backend == "torch-bf16" and not is_quantized(model.network)
+    got = model.predict(PAIRS)
+    for ref, q in zip(reference, got, strict=True):
+        assert len(q.word_probs) == len(ref.word_probs)
+        assert isinstance(q.continue_prob, float) and abs(q.continue_prob - ref.continue_prob) < 0.05
+        assert max(abs(a - b) for a, b in zip(q.word_probs, ref.word_probs, strict=True)) < 0.05
+    assert any(q.word_probs != ref.word_probs for ref, q in zip(reference, got, strict=True))
+
+
+def test_bf16_refuses_saving_and_other_conversions(saved, tmp_path):
+    model = Filter.from_pretrained(saved / "filter", device="cpu").quantize("bf16")
+    with pytest.raises(ValueError, match=r"quantized for inference \(torch-bf16\) and cannot be saved"):
+        model.save_pretrained(tmp_path / "b")
+    assert not (tmp_path / "b").exists()
+    with pytest.raises(ValueError, match="ONNX Runtime exports the float network"):
+        model.quantize("onnx")
+    int8 = Filter.from_pretrained(saved / "filter", device="cpu").quantize("int8")
+    with pytest.raises(ValueError, match="already runs as torch-int8"):
+        int8.quantize("bf16")
+
+
+def test_bf16_warns_where_the_cpu_has_no_bf16_kernels(monkeypatch):
+    from efficientrag.models import quantize as module
+
+    monkeypatch.setattr(module, "cpu_has_bf16_kernels", lambda: False)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    with pytest.warns(RuntimeWarning, match="slower than float32"):
+        quantize_network(net, "bf16")
+    assert net[0].weight.dtype == torch.bfloat16
+
+
+def test_pipeline_config_bf16_runs_the_loop(saved):
+    retriever = WordOverlapRetriever(bridge_corpus())
+    config = EfficientRAGConfig(
+        labeler=str(saved / "labeler"), filter=str(saved / "filter"), device="cpu", quantize="bf16", top_k=3
+    )
+    rag = EfficientRAG.from_config(retriever, config)
+    assert rag.labeler.backend == rag.filter.backend == "torch-bf16"
+    assert rag.retrieve("Where was Alaric born?").trace

@@ -35,7 +35,7 @@ from efficientrag.models.card import (
 from efficientrag.models.configuration import CONFIG_CLASSES, MODEL_TYPES, WordClassifierConfig
 from efficientrag.models.encoding import EncodedInput
 from efficientrag.models.network import MODEL_CLASSES, MODEL_INPUTS, TokenClassifierNetwork, align_parameters
-from efficientrag.models.quantize import check_quantize_mode, is_quantized, quantize_network
+from efficientrag.models.quantize import check_quantize_mode, is_bf16, is_quantized, quantize_network
 from efficientrag.models.spec import SPEC_FILE
 from efficientrag.models.tokenizer_setup import load_tokenizer
 from efficientrag.models.word_scores import word_scores
@@ -159,10 +159,10 @@ class WordClassifier:
         A model running through ONNX Runtime saves its float torch weights, which the
         conversion left untouched.
         """
-        if is_quantized(self.network):
+        if is_quantized(self.network) or is_bf16(self.network):
             raise ValueError(
-                f"this {self.kind} was quantized for inference (int8) and cannot be saved; save the "
-                "float model and quantize it again after loading"
+                f"this {self.kind} was quantized for inference ({self.backend}) and cannot be saved; save "
+                "the float model and quantize it again after loading"
             )
         carry = self.source if training is None and self.source is not None else None
         return write_model_folder(
@@ -219,12 +219,21 @@ class WordClassifier:
     def quantize(self: M, mode: str = "int8") -> M:
         """Switch to a faster CPU inference path (in place); ``mode="none"`` leaves the model as it is.
 
-        ``"int8"`` quantizes the torch network's Linear layers (:mod:`efficientrag.models.quantize`);
+        ``"int8"`` quantizes the torch network's Linear layers and ``"bf16"`` casts it to bfloat16
+        (:mod:`efficientrag.models.quantize`);
         ``"onnx"`` / ``"onnx-int8"`` predict through ONNX Runtime (fp32 / int8 weights), exported
         once into a cache and leaving the torch network float (:mod:`efficientrag.models.onnx_runtime`).
         """
         check_quantize_mode(mode)
         if mode == "none":
+            return self
+        if mode == "bf16":
+            if self.onnx is not None or is_quantized(self.network):
+                raise ValueError(
+                    f"this {self.kind} already runs as {self.backend}; bf16 casts the float torch "
+                    "network: load the model again to use it"
+                )
+            quantize_network(self.network, mode)
             return self
         if self.device.type != "cpu":
             raise ValueError(
@@ -238,9 +247,10 @@ class WordClassifier:
                 )
             quantize_network(self.network, mode)
             return self
-        if is_quantized(self.network):
+        if is_quantized(self.network) or is_bf16(self.network):
+            state = "int8-quantized" if is_quantized(self.network) else "cast to bfloat16"
             raise ValueError(
-                f"this {self.kind}'s torch network is int8-quantized; ONNX Runtime exports the float "
+                f"this {self.kind}'s torch network is {state}; ONNX Runtime exports the float "
                 "network: load the model again"
             )
         from efficientrag.models.onnx_runtime import onnx_network
@@ -250,10 +260,12 @@ class WordClassifier:
 
     @property
     def backend(self) -> str:
-        """What predicts: ``"torch"``, ``"torch-int8"``, ``"onnx"`` or ``"onnx-int8"``."""
+        """What predicts: ``"torch"``, ``"torch-int8"``, ``"torch-bf16"``, ``"onnx"`` or ``"onnx-int8"``."""
         if self.onnx is not None:
             return self.onnx.mode
-        return "torch-int8" if is_quantized(self.network) else "torch"
+        if is_quantized(self.network):
+            return "torch-int8"
+        return "torch-bf16" if is_bf16(self.network) else "torch"
 
     # -- inference ---------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from typing import Literal, get_args
 
 # The same modes as efficientrag.models.quantize.QUANTIZE_MODES (a test keeps them equal); spelled
 # out here so loading a config does not import torch.
-QuantizeMode = Literal["none", "int8", "onnx", "onnx-int8"]
+QuantizeMode = Literal["none", "int8", "bf16", "onnx", "onnx-int8"]
 
 
 @dataclass
@@ -62,6 +62,7 @@ class EfficientRAGConfig:
     device: str | None = None
     # Faster Labeler/Filter inference on CPU (see benchmarks/labeler_speed.py and
     # benchmarks/labeler_backends.py for the measured cost): "int8" quantizes both models' Linear
-    # layers in torch; "onnx" / "onnx-int8" run them through ONNX Runtime with fp32 / int8 weights
-    # (needs the onnx extra: pip install 'efficientrag[onnx]').
+    # layers in torch; "bf16" casts both to bfloat16 (fast on CPUs with AVX512-BF16/AMX, and on GPUs);
+    # "onnx" / "onnx-int8" run them through ONNX Runtime with fp32 / int8 weights (needs the onnx
+    # extra: pip install 'efficientrag[onnx]').
     quantize: QuantizeMode = "none"
