@@ -325,7 +325,9 @@ def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
     if not items:
         raise SystemExit(f"no qa predictions under {out / 'eval'}: run the qa part first")
     with llama_server(args) as server:
-        judge = LLMJudge(JudgeConfig(enabled=True, llm=server_llm(server, args, max_tokens=32)))
+        judge = LLMJudge(
+            JudgeConfig(enabled=True, constrain=args.constrain, llm=server_llm(server, args, max_tokens=32))
+        )
         asked = [
             JudgeItem(rec["question"], str(rec.get("answer") or ""), tuple(rec["answers"]))
             for _, rec in items
@@ -339,19 +341,21 @@ def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
                 bar.update(len(asked[start : start + 10]))
         wall = time.perf_counter() - t0
     rows = judge_rows(items, verdicts)
-    (out / "judge.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    path = out / ("judge.jsonl" if args.constrain == "none" else f"judge-{args.constrain}.jsonl")
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     asked = [r for r in rows if r["judge"] is not None]
     agree_em = sum((r["judge"] is True) == bool(r["em"]) for r in asked)
     print(
-        "\n| predictions | judged (parsed) | judge failures | judge yes | EM yes | agreement with EM | with contained | wall s |"
+        "\n| constrain | predictions | judged (parsed) | judge failures | judge yes | EM yes "
+        "| agreement with EM | with contained | wall s |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     print(
-        f"| {len(rows)} | {len(asked)} | {len(rows) - len(asked)} | {sum(r['judge'] is True for r in asked)} "
+        f"| {args.constrain} | {len(rows)} | {len(asked)} | {len(rows) - len(asked)} | {sum(r['judge'] is True for r in asked)} "
         f"| {sum(bool(r['em']) for r in rows)} | {agree_em / max(len(asked), 1):.2f} "
         f"| {sum((r['judge'] is True) == bool(r['contained']) for r in asked) / max(len(asked), 1):.2f} | {wall:.0f} |"
     )
-    print(f"\nper prediction: {out / 'judge.jsonl'}\nrerun: {rerun(argv)}")
+    print(f"\nper prediction: {path}\nrerun: {rerun(argv)}")
     return 0
 
 
@@ -460,6 +464,13 @@ def build_parser() -> argparse.ArgumentParser:
         common(p)
         p.add_argument("--methods", nargs="+", default=[*METHODS, "efficientrag"])
         p.add_argument("--n-ctx", type=int, default=4096)
+        if name == "judge":
+            p.add_argument(
+                "--constrain",
+                choices=("none", "json_schema", "json_object"),
+                default="none",
+                help="hold the reply to the verdict schema (json_object: llama-cpp-python's form)",
+            )
 
     p = sub.add_parser(
         "synth", help="LLM teacher (llama.cpp server) vs annotation teacher, training questions"

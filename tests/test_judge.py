@@ -1,7 +1,14 @@
 import pytest
 
 from efficientrag.baselines.config import JudgeConfig
-from efficientrag.eval.judge import INSTRUCTION, JudgeItem, LLMJudge, judge_messages, parse_verdict
+from efficientrag.eval.judge import (
+    INSTRUCTION,
+    VERDICT_SCHEMA,
+    JudgeItem,
+    LLMJudge,
+    judge_messages,
+    parse_verdict,
+)
 from efficientrag.llm.config import LLMConfig
 from efficientrag.testing.fake_openai import FakeOpenAIServer, request_text
 
@@ -72,3 +79,49 @@ def test_judge_asks_each_distinct_item_once_and_caches(tmp_path):
 def test_judge_needs_a_model():
     with pytest.raises(ValueError, match="baselines.judge.llm.model"):
         LLMJudge(JudgeConfig(enabled=True))
+
+
+@pytest.mark.parametrize(
+    ("constrain", "expected"),
+    [
+        ("none", None),
+        ("json_object", {"type": "json_object", "schema": VERDICT_SCHEMA}),
+        (
+            "json_schema",
+            {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "strict": True, "schema": VERDICT_SCHEMA},
+            },
+        ),
+    ],
+)
+def test_constrained_judge_sends_the_verdict_schema(constrain, expected):
+    seen = []
+
+    def respond(request):
+        seen.append(request.get("response_format"))
+        return '{"response": "no"}'
+
+    with FakeOpenAIServer(respond) as srv:
+        cfg = JudgeConfig(
+            enabled=True,
+            constrain=constrain,
+            llm=LLMConfig(model="judge", api_key="k", max_retries=0, base_url=srv.base_url),
+        )
+        judge = LLMJudge(cfg)
+        (verdict,) = judge.judge([JudgeItem("Where?", "Lyon", ("Paris",))])
+        judge.close()
+    assert verdict.correct is False
+    assert seen == [expected]
+    assert VERDICT_SCHEMA["properties"]["response"]["enum"] == ["yes", "no"]
+
+
+def test_small_model_reply_that_answers_instead_of_judging_is_not_a_verdict():
+    # A real SmolLM2-135M reply to the judge prompt (HotpotQA dev, llama.cpp server): it answered
+    # the question. Unconstrained, such replies are judge failures, never guessed verdicts.
+    assert parse_verdict("The Queen of the Shadows is a 2007 fantasy novel") is None
+
+
+def test_unknown_constraint_is_refused():
+    with pytest.raises(ValueError, match="judge.constrain must be"):
+        JudgeConfig(constrain="grammar")

@@ -100,6 +100,29 @@ def test_completion_logprobs_and_stop(generator):
 
 
 @needs_server
+def test_constrained_judge_gets_a_verdict_from_the_real_model(server):
+    # Unconstrained, SmolLM2 answered the question instead of judging it in 168 of 210 replies;
+    # llama-cpp-python's server turns the verdict schema into a grammar, so every reply parses.
+    from efficientrag.baselines.config import JudgeConfig
+    from efficientrag.eval.judge import JudgeItem, LLMJudge
+
+    llm = LLMConfig(base_url=server.base_url, model=server.model_name, api_key="local", max_retries=1)
+    items = [
+        JudgeItem("What is the capital of France?", "Paris", ("Paris",)),
+        JudgeItem("Who wrote Hamlet?", "Charles Dickens", ("William Shakespeare", "Shakespeare")),
+        JudgeItem("When did World War II end?", "in 1945", ("1945",)),
+    ]
+    judge = LLMJudge(JudgeConfig(enabled=True, constrain="json_object", llm=llm))
+    try:
+        verdicts = judge.judge(items)
+    finally:
+        judge.close()
+    for v in verdicts:
+        assert v.error is None and v.correct in (True, False), v.raw
+        assert v.raw.strip().startswith("{") and '"response"' in v.raw
+
+
+@needs_server
 def test_server_stops_on_exit():
     with LlamaCppServer(LlamaServerConfig(n_ctx=512)) as srv:
         url = srv.base_url

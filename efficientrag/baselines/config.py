@@ -172,9 +172,20 @@ class JudgeConfig:
     max_tokens: int = 32
     # Also judge the answers of a method's intermediate views (Iter-RetGen after iteration 2).
     include_views: bool = True
+    # Have the server constrain the reply to the verdict object, for judges that do not follow the
+    # instruction (SmolLM2-135M answered the question instead of judging it in 168 of 210 replies).
+    # "json_schema": OpenAI structured outputs, also vLLM and llama.cpp's C++ server;
+    # "json_object": {"type": "json_object", "schema": ...}, which llama-cpp-python's server
+    # enforces with a grammar (OpenAI-style servers then enforce JSON only); "none": the
+    # instruction alone, as in the paper.
+    constrain: Literal["none", "json_schema", "json_object"] = "none"
 
     def __post_init__(self) -> None:
         _positive("judge", max_tokens=self.max_tokens)
+        if self.constrain not in ("none", "json_schema", "json_object"):
+            raise ValueError(
+                f"judge.constrain must be 'none', 'json_schema' or 'json_object', got {self.constrain!r}"
+            )
 
 
 @dataclass

@@ -4,7 +4,8 @@ The EfficientRAG paper's Acc (App. B.1) asks a judge model for a JSON ``{"respon
 given the question, the prediction and the ground truth. We ask the same question in our own
 words and list every gold alias. Parsing is tolerant (code fences, other key names, booleans,
 a bare "Yes."); a reply that says neither counts as incorrect, as in the official script, and is
-recorded as a judge failure. Calls go through :class:`~efficientrag.llm.client.LLMClient`, so
+recorded as a judge failure. A judge too small to follow the instruction can be held to the verdict
+object by the server (``constrain``: a JSON schema with ``"yes"``/``"no"`` as the only values). Calls go through :class:`~efficientrag.llm.client.LLMClient`, so
 they are retried, counted and cached on disk when ``llm.cache_dir`` is set; an empty prediction is
 judged incorrect without a call.
 
@@ -34,6 +35,12 @@ VERDICT_KEYS = ("response", "verdict", "correct", "is_correct", "judgement", "ju
 POSITIVE = frozenset({"yes", "y", "true", "correct", "right", "1"})
 NEGATIVE = frozenset({"no", "n", "false", "incorrect", "wrong", "0"})
 _FIRST_WORD = re.compile(r"[A-Za-z]+|\d")
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"response": {"type": "string", "enum": ["yes", "no"]}},
+    "required": ["response"],
+    "additionalProperties": False,
+}
 
 INSTRUCTION = (
     "You are checking answers to questions. Decide whether the predicted answer is correct, i.e. "
@@ -51,6 +58,20 @@ def judge_messages(question: str, prediction: str, answers: Sequence[str]) -> li
         f"Predicted answer: {prediction}\nYour verdict:"
     )
     return [{"role": "user", "content": content}]
+
+
+def verdict_response_format(constrain: str) -> dict[str, Any] | None:
+    """The ``response_format`` that holds a reply to :data:`VERDICT_SCHEMA` (``JudgeConfig.constrain``)."""
+    if constrain == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "verdict", "strict": True, "schema": VERDICT_SCHEMA},
+        }
+    if constrain == "json_object":
+        return {"type": "json_object", "schema": VERDICT_SCHEMA}
+    if constrain == "none":
+        return None
+    raise ValueError(f"unknown judge constraint {constrain!r}")
 
 
 def parse_verdict(text: str | None) -> bool | None:
@@ -134,6 +155,7 @@ class LLMJudge:
             if item.prediction.strip():
                 unique.setdefault(item, len(unique))
         asked = list(unique)
+        fmt = verdict_response_format(self.cfg.constrain)
         replies = (
             self.client.chat_many(
                 [judge_messages(i.question, i.prediction, i.answers) for i in asked],
@@ -142,6 +164,7 @@ class LLMJudge:
                 max_tokens=self.cfg.max_tokens,
                 temperature=0.0,
                 allow_truncated=True,
+                **({"response_format": fmt} if fmt is not None else {}),
             )
             if asked
             else []
