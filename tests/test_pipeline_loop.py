@@ -192,9 +192,31 @@ def test_best_budget_puts_floor_chunks_first(corpus):
     assert res.chunk_ids == ["alpha"]  # the floor (question's top-1) wins over the likelier bob
 
 
+@pytest.mark.parametrize("budget", [2, 3])
+def test_fill_budget_tops_up_with_the_questions_next_ranked_hits(corpus, budget):
+    rag, retriever = make(
+        corpus, top_k=3, max_hops=1, chunk_budget=budget, budget_policy="best", fill_budget=True
+    )
+    direct = [h.id for h in retriever.search([Q1], 3)[0]]
+    res = rag.retrieve(Q1)
+    # One hop keeps alpha alone; the unspent budget goes to the question's best other hits, in rank order.
+    assert res.chunk_ids == ["alpha", *[d for d in direct if d != "alpha"][: budget - 1]]
+    assert res.counters["filled"] == budget - 1
+    assert all(0.0 <= p <= 1.0 for p in res.scores)
+    plain, _ = make(corpus, top_k=3, max_hops=1, chunk_budget=budget, budget_policy="best")
+    assert plain.retrieve(Q1).chunk_ids == ["alpha"]
+
+
+def test_fill_budget_adds_nothing_when_the_loop_spends_the_budget(corpus):
+    rag, _ = make(corpus, top_k=2, max_hops=4, chunk_budget=2, budget_policy="best", fill_budget=True)
+    res = rag.retrieve(Q1)
+    assert res.chunk_ids == ["alpha", "bob"] and "filled" not in res.counters
+
+
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
+        ({"fill_budget": True}, "fill_budget needs a chunk_budget"),
         ({"budget_policy": "most"}, "budget_policy"),
         ({"floor_k": -1}, "floor_k"),
         ({"floor_k": 4, "chunk_budget": 3}, "chunk_budget"),

@@ -37,6 +37,10 @@ class EfficientRAGConfig:
     # always contains Direct-R@floor_k and the loop can only add to it (0: off). They are still
     # labeled, and spawn next-hop queries only when tagged Continue.
     floor_k: int = 0
+    # With a chunk_budget: a question whose loop keeps fewer chunks than the budget gets the rest
+    # from its own first-hop hits, best ranked first, so the result holds Direct-R@(floor_k + the
+    # unspent budget) beside the loop's chunks and every question costs the same number of chunks.
+    fill_budget: bool = False
 
     def __post_init__(self) -> None:
         if self.budget_policy not in ("first", "best"):
@@ -52,6 +56,8 @@ class EfficientRAGConfig:
         if self.quantize not in get_args(QuantizeMode):
             modes = ", ".join(repr(m) for m in get_args(QuantizeMode))
             raise ValueError(f"quantize must be one of {modes}, got {self.quantize!r}")
+        if self.fill_budget and self.chunk_budget is None:
+            raise ValueError("fill_budget needs a chunk_budget (the number of chunks to fill up to)")
         if self.floor_k > self.top_k:
             raise ValueError(f"floor_k ({self.floor_k}) cannot exceed top_k ({self.top_k})")
 

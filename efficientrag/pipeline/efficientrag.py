@@ -5,7 +5,8 @@ query, run the Labeler on every new (query, chunk) pair, keep the chunks tagged 
 Filter write the next query from the query plus the labeled words. Two options bound the result:
 ``floor_k`` keeps the question's own top hits whatever their tag (the result then contains
 Direct-R@floor_k), and a ``chunk_budget`` with ``budget_policy="best"`` keeps the most probable
-chunks at the end instead of the first ones found. A chunk already in the pool is
+chunks at the end instead of the first ones found; ``fill_budget`` spends what the loop left of the
+budget on the question's next-ranked hits. A chunk already in the pool is
 not labeled again; a chunk tagged Terminate for one query is judged again when a different query
 retrieves it (the tag depends on the query: the bridge paragraph is often retrieved, and rightly
 rejected, by the original question before the next-hop query makes it relevant). A branch ends when none of its chunks says Continue, when its query is empty or repeats, at
@@ -68,6 +69,8 @@ class _State:
     # rejected chunk), so a bridge paragraph kept only by the floor can still open its branch.
     floor_only: set[str] = field(default_factory=set)
     queries_used: set[str] = field(default_factory=set)
+    # The question's own first-hop hits in rank order with their Continue probability (fill_budget).
+    first_hits: list[tuple[Hit, float]] = field(default_factory=list)
     trace: list[dict[str, Any]] = field(default_factory=list)
     counters: dict[str, float] = field(default_factory=dict)
 
@@ -179,6 +182,8 @@ class EfficientRAG:
             row.update(tag="continue" if cont else "terminate", continue_prob=float(pred.continue_prob))
             row["labeled_words"] = labeled
             state.count("labeler_pairs")
+            if hop == 0:
+                state.first_hits.append((h, float(pred.continue_prob)))
             if floor:
                 state.floor.add(h.id)
                 state.pool[h.id] = (h.chunk, float(pred.continue_prob))
@@ -265,14 +270,22 @@ class EfficientRAG:
 
     def _select(self, state: _State) -> list[tuple[Chunk, float]]:
         """The question's final chunks: the whole pool, or under a "best" budget the floor chunks
-        and then the most probable Continue chunks up to the budget."""
+        and then the most probable Continue chunks up to the budget; then, with ``fill_budget``,
+        the question's next-ranked first-hop hits up to the budget."""
         items = list(state.pool.items())
         budget = self.config.chunk_budget
         if budget is None or self.config.budget_policy != "best" or len(items) <= budget:
-            return [v for _, v in items]
-        floor = [v for cid, v in items if cid in state.floor]
-        rest = sorted((v for cid, v in items if cid not in state.floor), key=lambda v: -v[1])
-        return floor + rest[: max(0, budget - len(floor))]
+            kept = [v for _, v in items]
+        else:
+            floor = [v for cid, v in items if cid in state.floor]
+            rest = sorted((v for cid, v in items if cid not in state.floor), key=lambda v: -v[1])
+            kept = floor + rest[: max(0, budget - len(floor))]
+        if self.config.fill_budget and budget is not None and len(kept) < budget:
+            have = {c.id for c, _ in kept}
+            fill = [(h.chunk, p) for h, p in state.first_hits if h.id not in have][: budget - len(kept)]
+            state.count("filled", len(fill))
+            kept += fill
+        return kept
 
     def _words_of(self, chunk: Chunk) -> list[str]:
         words = self._chunk_words.get(chunk.id)
