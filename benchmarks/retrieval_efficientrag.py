@@ -204,6 +204,12 @@ def choose(
             cfg = quick_config(work, name, args)
             out = models / "validation" / name
             res = run_setting(pool, rags[name], val[name], label, overrides, out, cfg)
+            if "retrieval" not in res:
+                # Every question failed: choosing on nothing would crash later with less to go on.
+                raise SystemExit(
+                    f"setting {label} failed on every {name} validation question; see "
+                    f"{out / label / 'errors.jsonl'} (a rerun retries them)"
+                )
             scores[label][name] = res["retrieval"]["all"]
         rows = scores[label].values()
         return sum((r["recall"] + r["all_gold"]) / 2 for r in rows) / len(scores[label])
