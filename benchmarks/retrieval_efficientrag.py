@@ -224,6 +224,12 @@ def choose(
             s = score(label, ov)
             if s > best_score:
                 best_score, best_label, best_ov = s, label, ov
+    for extra in args.diagnose:
+        # After the choice, so it cannot change it: what the lever does on validation questions.
+        key = extra.split("=", 1)[0]
+        if extra not in best_ov:
+            ov = [o for o in best_ov if not o.startswith(f"{key}=")] + [extra]
+            score(diagnostic_label(best_label, extra), ov)
     direct = {}
     for name, pool in pools.items():
         cfg = quick_config(work, name, args)
@@ -290,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         nargs="*",
         default=[],
         metavar="key=value",
-        help="also report the chosen setting with this one change on the dev questions (e.g. "
+        help="also report the chosen setting with this one change on the validation and dev questions (e.g. "
         "floor_k=3 query_mode=merged), marked as not chosen",
     )
     parser.add_argument("--quiet", action="store_true")
@@ -315,6 +321,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def diagnostic_label(label: str, extra: str) -> str:
+    """The folder / row name of the chosen setting with one lever changed (``--diagnose``)."""
+    return f"{label}+{extra.replace('=', '')}"
+
+
 def run_protocol(args: argparse.Namespace, work: Path, train_on: list[str], eval_on: list[str]) -> str:
     t0 = time.perf_counter()
     models, counts, pools = train(args, work, train_on)
@@ -332,7 +343,7 @@ def run_protocol(args: argparse.Namespace, work: Path, train_on: list[str], eval
             if extra in overrides:
                 continue
             ov = [o for o in overrides if not o.startswith(f"{key}=")] + [extra]
-            tag = f"{label}+{extra.replace('=', '')}"
+            tag = diagnostic_label(label, extra)
             results[name][f"own pool, chosen + {extra} (not chosen; diagnostic)"] = report_on(
                 pool, rag, tag, ov, out, args, name
             )
@@ -409,9 +420,10 @@ def render(args, train_on, counts, label, overrides, validation, results, second
     ]
     for setting, per in validation["scores"].items():
         cells = [f"{r['recall']:.1f} / {r['all_gold']:.1f} / {r['num_chunks']:.2f}" for r in per.values()]
-        lines.append(
-            f"| {'**' + setting + '**' if setting == label else setting} | " + " | ".join(cells) + " |"
-        )
+        name = "**" + setting + "**" if setting == label else setting
+        if "+" in setting:
+            name += " (diagnostic, not chosen)"
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     d_cells = []
     for agg in validation["direct"].values():
         r7, r10 = agg["retrieval"]["7"], agg["retrieval"]["10"]
