@@ -116,10 +116,21 @@ def test_constrained_judge_sends_the_verdict_schema(constrain, expected):
     assert VERDICT_SCHEMA["properties"]["response"]["enum"] == ["yes", "no"]
 
 
-def test_small_model_reply_that_answers_instead_of_judging_is_not_a_verdict():
-    # A real SmolLM2-135M reply to the judge prompt (HotpotQA dev, llama.cpp server): it answered
-    # the question. Unconstrained, such replies are judge failures, never guessed verdicts.
-    assert parse_verdict("The Queen of the Shadows is a 2007 fantasy novel") is None
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # Verbatim SmolLM2-135M replies to the judge prompt (HotpotQA dev predictions, llama.cpp
+        # server, `python benchmarks/real_llm.py judge`): the model answered the question instead of
+        # judging it, sometimes with the word "correct" in the sentence. Unconstrained, such replies
+        # are judge failures, never guessed verdicts.
+        "The Queen of the Shadows\n\nThis answer is correct based on the provided JSON object. "
+        "The Queen of the Shadows refers to a fictional character in the",
+        "The correct answer is Terry Richardson.",
+        "The answer to this question is yes.",
+    ],
+)
+def test_small_model_reply_that_answers_instead_of_judging_is_not_a_verdict(reply):
+    assert parse_verdict(reply) is None
 
 
 def test_unknown_constraint_is_refused():
