@@ -123,6 +123,24 @@ def test_constrained_judge_gets_a_verdict_from_the_real_model(server):
 
 
 @needs_server
+def test_json_schema_constraint_is_refused_by_llama_cpp_and_recorded(server):
+    # OpenAI's `response_format: json_schema` is not in llama-cpp-python's request model (it takes
+    # `json_object` with a `schema`): the real server answers 500 "Input should be 'text' or
+    # 'json_object'". The judge must record that failure per prediction, never crash or guess.
+    from efficientrag.baselines.config import JudgeConfig
+    from efficientrag.eval.judge import JudgeItem, LLMJudge
+
+    llm = LLMConfig(base_url=server.base_url, model=server.model_name, api_key="local", max_retries=0)
+    judge = LLMJudge(JudgeConfig(enabled=True, constrain="json_schema", llm=llm))
+    try:
+        (verdict,) = judge.judge([JudgeItem("What is the capital of France?", "Paris", ("Paris",))])
+    finally:
+        judge.close()
+    assert verdict.correct is None
+    assert "json_object" in verdict.error
+
+
+@needs_server
 def test_server_stops_on_exit():
     with LlamaCppServer(LlamaServerConfig(n_ctx=512)) as srv:
         url = srv.base_url

@@ -173,8 +173,9 @@ class JudgeConfig:
     # Also judge the answers of a method's intermediate views (Iter-RetGen after iteration 2).
     include_views: bool = True
     # Have the server constrain the reply to the verdict object, for judges that do not follow the
-    # instruction (SmolLM2-135M answered the question instead of judging it in 168 of 210 replies).
-    # "json_schema": OpenAI structured outputs, also vLLM and llama.cpp's C++ server;
+    # instruction (SmolLM2-135M answered the question instead of judging it in 311 of 420 replies).
+    # "json_schema": OpenAI structured outputs, also vLLM and llama.cpp's C++ server (the Python
+    # server, llama-cpp-python 0.3, refuses it with a 500; each prediction then records that error);
     # "json_object": {"type": "json_object", "schema": ...}, which llama-cpp-python's server
     # enforces with a grammar (OpenAI-style servers then enforce JSON only); "none": the
     # instruction alone, as in the paper.
