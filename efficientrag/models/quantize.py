@@ -48,8 +48,8 @@ def quantize_network(network: torch.nn.Module, mode: str) -> torch.nn.Module:
         )
     if mode == "none":
         return network
+    devices = {p.device.type for p in network.parameters()}
     if mode == "bf16":
-        devices = {p.device.type for p in network.parameters()}
         if "cpu" in devices and not cpu_has_bf16_kernels():
             warnings.warn(
                 "this CPU has no bfloat16 kernels in oneDNN (AVX512/AMX): quantize='bf16' will be slower "
@@ -58,7 +58,6 @@ def quantize_network(network: torch.nn.Module, mode: str) -> torch.nn.Module:
                 stacklevel=2,
             )
         return network.eval().to(torch.bfloat16)
-    devices = {p.device.type for p in network.parameters()}
     if devices - {"cpu"}:
         raise ValueError(f"int8 quantization runs on CPU only; the model is on {sorted(devices)}")
     network.eval()
