@@ -226,10 +226,8 @@ def choose(
                 best_score, best_label, best_ov = s, label, ov
     for extra in args.diagnose:
         # After the choice, so it cannot change it: what the lever does on validation questions.
-        key = extra.split("=", 1)[0]
         if extra not in best_ov:
-            ov = [o for o in best_ov if not o.startswith(f"{key}=")] + [extra]
-            score(diagnostic_label(best_label, extra), ov)
+            score(diagnostic_label(best_label, extra), with_lever(best_ov, extra))
     direct = {}
     for name, pool in pools.items():
         cfg = quick_config(work, name, args)
@@ -321,6 +319,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def with_lever(overrides: list[str], extra: str) -> list[str]:
+    """The chosen overrides with one ``key=value`` replaced or added (``--diagnose``)."""
+    key = extra.split("=", 1)[0]
+    return [o for o in overrides if not o.startswith(f"{key}=")] + [extra]
+
+
 def diagnostic_label(label: str, extra: str) -> str:
     """The folder / row name of the chosen setting with one lever changed (``--diagnose``)."""
     return f"{label}+{extra.replace('=', '')}"
@@ -339,10 +343,9 @@ def run_protocol(args: argparse.Namespace, work: Path, train_on: list[str], eval
         for extra in args.diagnose:
             # The chosen setting with one lever changed, on the reported questions: says what the
             # lever does there; never used to choose (the row says so).
-            key = extra.split("=", 1)[0]
             if extra in overrides:
                 continue
-            ov = [o for o in overrides if not o.startswith(f"{key}=")] + [extra]
+            ov = with_lever(overrides, extra)
             tag = diagnostic_label(label, extra)
             results[name][f"own pool, chosen + {extra} (not chosen; diagnostic)"] = report_on(
                 pool, rag, tag, ov, out, args, name

@@ -58,3 +58,16 @@ def test_the_chosen_label_is_what_a_finished_protocol_run_wrote(tmp_path):
     chosen = dict(parse_override(kv) for kv in overrides)
     cfg = load_config(ExperimentConfig, REPO / "configs" / "efficientrag" / "bm25-chosen.yaml")
     assert {key: getattr(cfg.efficientrag, key) for key in chosen} == chosen
+
+
+def test_a_diagnostic_changes_exactly_one_lever_of_the_chosen_setting():
+    bench = _benchmark()
+    chosen = ["query_mode=branch", "top_k=10", "floor_k=3"]
+    assert bench.with_lever(chosen, "floor_k=5") == ["query_mode=branch", "top_k=10", "floor_k=5"]
+    assert bench.with_lever(chosen, "fill_budget=true") == [*chosen, "fill_budget=true"]
+    # A key that is a prefix of another (top_k vs top_k_next) must not remove the other.
+    assert bench.with_lever(["top_k=10", "top_kx=2"], "top_k=6") == ["top_kx=2", "top_k=6"]
+    assert (
+        bench.diagnostic_label("k10-t0.05-f3-tok0.7", "fill_budget=true")
+        == "k10-t0.05-f3-tok0.7+fill_budgettrue"
+    )
