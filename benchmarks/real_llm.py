@@ -137,8 +137,9 @@ def cmd_qa(args: argparse.Namespace, argv: list[str]) -> int:
     from efficientrag.baselines.registry import build_method
     from efficientrag.config import save_config
     from efficientrag.data.loader import load_data
+    from efficientrag.eval.run_binding import bind_run
     from efficientrag.eval.runner import run_method
-    from efficientrag.experiment import select_examples
+    from efficientrag.experiment import check_model_folders, run_fingerprint, select_examples
     from efficientrag.retrieval.factory import build_retriever
 
     cfg = experiment(args)
@@ -164,6 +165,8 @@ def cmd_qa(args: argparse.Namespace, argv: list[str]) -> int:
     for name in args.methods:
         method = build_method(name, cfg, retriever, lazy)
         run_dir = out / "eval" / method.name
+        fingerprint = run_fingerprint(cfg, method.name, retriever, pooled, check_model_folders(cfg, name))
+        bind_run(run_dir, fingerprint)  # refuses a folder made under other inputs before touching it
         save_config(cfg, run_dir / "config.yaml")
         t0 = time.perf_counter()
         summary = run_method(
@@ -173,6 +176,7 @@ def cmd_qa(args: argparse.Namespace, argv: list[str]) -> int:
             ks=cfg.eval.ks,
             batch_size=cfg.eval.batch_size,
             resume=True,
+            fingerprint=fingerprint,
             meta={"dataset": "hotpotqa", "retriever": "bm25", "qa_source": QA_SOURCE},
             progress=False,
         )

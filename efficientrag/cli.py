@@ -12,6 +12,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
 
@@ -59,10 +60,14 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     _setup_logging(args.verbose)
     try:
         return int(args.handler(args) or 0)
-    except (ConfigError, FileNotFoundError, ValueError) as exc:
+    except (ConfigError, FileNotFoundError, NotADirectoryError, ValueError) as exc:
         # Bad input is reported as one clear line, not a traceback.
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Outside an evaluation loop (reading data, building an index): index builds resume.
+        print("interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
 
 
 # --------------------------------------------------------------------------- commands
@@ -90,40 +95,79 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from efficientrag.baselines.registry import build_method
+    from efficientrag.baselines.registry import build_method, check_method_name
     from efficientrag.config import save_config
-    from efficientrag.eval.runner import run_method
-    from efficientrag.experiment import prepare_data, select_examples
+    from efficientrag.eval.interrupts import RunInterrupted
+    from efficientrag.eval.run_binding import bind_run
+    from efficientrag.eval.runner import RunAbortedError, run_method
+    from efficientrag.experiment import check_model_folders, prepare_data, run_fingerprint, select_examples
     from efficientrag.retrieval.factory import build_retriever
 
     cfg = _experiment_config(args)
+    # Everything that can be checked in a second is checked before the corpus is read and indexed.
+    check_method_name(cfg.eval.method)
+    models = check_model_folders(cfg, cfg.eval.method)
     pooled = prepare_data(cfg)
     examples = select_examples(cfg, pooled.examples)
+    if not examples:
+        raise ValueError(
+            f"no questions to evaluate in {cfg.data.path or cfg.data.dataset} after eval.limit / ids files "
+            "(to ask one question of a corpus, use `efficientrag retrieve -q ...`)"
+        )
     retriever = build_retriever(cfg.retriever, pooled.corpus, cfg.index_dir)
     method = build_method(cfg.eval.method, cfg, retriever, _lazy_generator(cfg))
     out_dir = cfg.eval_dir(method.name)
+    fingerprint = run_fingerprint(cfg, method.name, retriever, pooled, models)
+    resume = cfg.eval.resume and not args.no_resume
+    # Refuses a folder computed under other inputs before its config.yaml is touched.
+    bind_run(out_dir, fingerprint, resume=resume)
     save_config(cfg, out_dir / "config.yaml")
-    summary = run_method(
-        method,
-        examples,
-        out_dir,
-        ks=cfg.eval.ks,
-        batch_size=cfg.eval.batch_size,
-        resume=cfg.eval.resume and not args.no_resume,
-        meta={"dataset": cfg.data.dataset, "retriever": cfg.retriever.kind, "encoder": cfg.retriever.encoder},
-    )
+    try:
+        summary = run_method(
+            method,
+            examples,
+            out_dir,
+            ks=cfg.eval.ks,
+            batch_size=cfg.eval.batch_size,
+            resume=resume,
+            fingerprint=fingerprint,
+            fail_fast_after=cfg.eval.fail_fast_after,
+            meta={
+                "dataset": cfg.data.dataset,
+                "retriever": cfg.retriever.kind,
+                "encoder": cfg.retriever.encoder,
+            },
+        )
+    except RunInterrupted as exc:
+        print(exc.message(), file=sys.stderr)
+        return exc.exit_code
+    except RunAbortedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     print((out_dir / "table.md").read_text(encoding="utf-8"))
     print(f"{summary['n']} questions; per-question records in {out_dir / 'predictions.jsonl'}")
+    failed = summary["num_failed"]
+    if failed:
+        allowed = cfg.eval.max_failures
+        print(
+            f"{failed} of {len(examples)} questions failed (eval.max_failures={allowed}); "
+            f"reasons in {summary['errors_file']}; rerunning the command retries them",
+            file=sys.stderr,
+        )
+        if failed > allowed or summary["n"] == 0:
+            return 1
     return 0
 
 
 def cmd_retrieve(args: argparse.Namespace) -> int:
-    from efficientrag.experiment import prepare_data
-    from efficientrag.pipeline.efficientrag import EfficientRAG
+    from efficientrag.experiment import check_model_folders, prepare_data
+    from efficientrag.pipeline.efficientrag import EfficientRAG, check_questions
     from efficientrag.pipeline.trace_format import format_result
     from efficientrag.retrieval.factory import build_retriever
 
     cfg = _experiment_config(args)
+    check_questions([args.question], source="--question")
+    check_model_folders(cfg, "efficientrag")
     pooled = prepare_data(cfg)
     retriever = build_retriever(cfg.retriever, pooled.corpus, cfg.index_dir)
     rag = EfficientRAG.from_config(retriever, cfg.efficientrag)
@@ -221,6 +265,11 @@ def _experiment_config(args: argparse.Namespace):
         for flag, key in _EXPERIMENT_FLAGS.items()
         if getattr(args, flag, None) is not None
     ]
+    if getattr(args, "corpus", None) and not args.dataset and not args.data and not args.config:
+        # Only a corpus: the user's own documents, asked with -q (or indexed), no question file.
+        overrides.insert(0, "data.dataset=jsonl")
+        if not args.work_dir:
+            overrides.insert(0, f"work_dir=runs/{Path(args.corpus).stem}")
     return load_config(ExperimentConfig, args.config, [*overrides, *args.overrides])
 
 

@@ -15,13 +15,16 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from efficientrag.atomic import write_json_atomic
 from efficientrag.baselines.active.config import ActiveRAGConfig
 from efficientrag.baselines.config import BaselinesConfig
-from efficientrag.config import to_dict
+from efficientrag.config import ConfigError, to_dict
 from efficientrag.data.config import DataConfig
 from efficientrag.data.loader import PooledDataset, load_data, load_prepared, save_prepared
 from efficientrag.data.schema import Example
+from efficientrag.fingerprint import file_digest, folder_digest, json_digest
 from efficientrag.llm.generator_config import GeneratorConfig
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.config import RetrieverConfig
@@ -45,6 +48,16 @@ class EvalSettings:
     exclude_ids_file: str | None = None
     # Retrieval-only methods (direct_r, efficientrag) also make one answer call from their chunks.
     answer: bool = False
+    # Exit non-zero when more questions than this fail (their reasons are in errors.jsonl).
+    max_failures: int = 0
+    # Stop the run when its first N questions all fail with the same error (0: never stop early).
+    fail_fast_after: int = 3
+
+    def __post_init__(self) -> None:
+        if self.max_failures < 0 or self.fail_fast_after < 0:
+            raise ValueError(
+                f"max_failures and fail_fast_after must be >= 0, got {self.max_failures}, {self.fail_fast_after}"
+            )
 
 
 @dataclass
@@ -85,16 +98,52 @@ def index_name(cfg: RetrieverConfig) -> str:
 
 def prepare_data(cfg: ExperimentConfig, *, rebuild: bool = False) -> PooledDataset:
     """Load the pooled data written by an earlier step when it was built from the same data
-    settings; otherwise read the dataset files, pool them and save the result."""
+    settings and the same file contents; otherwise read the dataset files, pool them and save the
+    result. An edited question or corpus file is read again even under the same path."""
     out = cfg.data_dir
-    wanted = to_dict(cfg.data)
     marker = out / DATA_CONFIG_FILE
-    if not rebuild and marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == wanted:
+    saved = _read_marker(marker)
+    files = source_file_digests(cfg.data, saved.get("files", {}) if saved else {})
+    wanted = {"config": to_dict(cfg.data), "files": files}
+    if not rebuild and saved is not None and saved == wanted:
         return load_prepared(out)
     pooled = load_data(cfg.data)
     save_prepared(pooled, out)
-    marker.write_text(json.dumps(wanted, indent=2), encoding="utf-8")
+    write_json_atomic(marker, wanted, indent=2)
     return pooled
+
+
+def source_file_digests(data: DataConfig, known: dict[str, Any]) -> dict[str, Any]:
+    """Content hash of every local file the data settings read. A file whose size and modification
+    time match ``known`` keeps its recorded hash (no re-read of a large unchanged file)."""
+    out: dict[str, Any] = {}
+    for src in data.sources():
+        for path in (src.path, src.corpus_path):
+            if not path or not Path(path).is_file():
+                continue
+            stat = Path(path).stat()
+            seen = known.get(str(path))
+            if (
+                isinstance(seen, dict)
+                and seen.get("size") == stat.st_size
+                and seen.get("mtime_ns") == stat.st_mtime_ns
+            ):
+                out[str(path)] = seen
+            else:
+                out[str(path)] = {
+                    "size": stat.st_size,
+                    "mtime_ns": stat.st_mtime_ns,
+                    "sha256": file_digest([path]),
+                }
+    return out
+
+
+def _read_marker(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def select_examples(cfg: ExperimentConfig, examples: list[Example]) -> list[Example]:
@@ -109,6 +158,113 @@ def select_examples(cfg: ExperimentConfig, examples: list[Example]) -> list[Exam
     if cfg.eval.limit is not None:
         selected = selected[: cfg.eval.limit]
     return selected
+
+
+# Methods that make no LLM call unless eval.answer asks for their one answer call.
+RETRIEVAL_ONLY_METHODS = ("direct_r", "efficientrag")
+# Settings that change how fast something runs, never what it returns.
+_SPEED_ONLY = {
+    "batch_size",
+    "concurrency",
+    "max_retries",
+    "unreachable_retries",
+    "backoff_base",
+    "backoff_max",
+    "max_retry_after",
+    "timeout",
+    "cache_dir",
+    "prices",
+    "api_key_env",
+}
+
+
+def model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:
+    """The trained model folders a method reads (checked before long work, hashed into its runs)."""
+    if method != "efficientrag":
+        return {}
+    if not cfg.efficientrag.labeler or not cfg.efficientrag.filter:
+        raise ConfigError(
+            "EfficientRAG needs trained models: set efficientrag.labeler and efficientrag.filter "
+            "(--labeler/--filter) to the folders written by `efficientrag train labeler|filter` (their best/)"
+        )
+    return {"labeler": cfg.efficientrag.labeler, "filter": cfg.efficientrag.filter}
+
+
+def check_model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:
+    """Fail on a missing or damaged model folder now, before a corpus is encoded; returns each
+    folder's content hash."""
+    from efficientrag.models.base import check_model_folder
+
+    out = {}
+    for kind, path in model_folders(cfg, method).items():
+        try:
+            folder = check_model_folder(path, kind)
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            raise FileNotFoundError(f"efficientrag.{kind}: {exc}") from None
+        out[kind] = folder_digest(folder)
+    return out
+
+
+def method_settings(cfg: ExperimentConfig, method: str) -> dict[str, Any]:
+    """The config sections that decide a method's predictions (and nothing that only changes speed)."""
+    settings: dict[str, Any] = {}
+    uses_llm = method not in RETRIEVAL_ONLY_METHODS or cfg.eval.answer
+    if method == "efficientrag":
+        own = to_dict(cfg.efficientrag)
+        for path_key in ("labeler", "filter"):  # their content is hashed under models.*
+            own.pop(path_key)
+        settings["efficientrag"] = own
+    baselines = to_dict(cfg.baselines)
+    active = to_dict(cfg.active)
+    if method in baselines:
+        settings[f"baselines.{method}"] = baselines[method]
+    elif method in active:
+        settings[f"active.{method}"] = active[method]
+    elif method not in RETRIEVAL_ONLY_METHODS:  # a method this table does not know: all of it
+        settings["baselines"], settings["active"] = baselines, active
+    if uses_llm:
+        settings["baselines.prompts"] = baselines["prompts"]
+        settings["baselines.temperature"] = baselines["temperature"]
+        if cfg.baselines.judge.enabled:
+            settings["baselines.judge"] = baselines["judge"]
+        settings["generator"] = _generator_settings(cfg)
+    return _drop_speed_only(settings)
+
+
+def run_fingerprint(
+    cfg: ExperimentConfig, method: str, retriever: Any, pooled: PooledDataset, models: dict[str, str]
+) -> dict[str, Any]:
+    """Everything an evaluation run's predictions depend on (see efficientrag.eval.run_binding)."""
+    from efficientrag.retrieval.fingerprint import retriever_fingerprint
+
+    retriever_settings = to_dict(cfg.retriever)
+    retriever_settings.pop("index_dir", None)  # where the index lies, not what it holds
+    return {
+        "method": method,
+        "settings": method_settings(cfg, method),
+        "eval": {"ks": list(cfg.eval.ks), "answer": cfg.eval.answer},
+        "retriever": _drop_speed_only(retriever_settings),
+        "index": retriever_fingerprint(retriever),
+        "models": models,
+        "data": examples_digest(pooled.examples),
+    }
+
+
+def examples_digest(examples: list[Example]) -> str:
+    """The questions, answers and gold of a data file, in order (a changed file changes this)."""
+    return json_digest([[ex.id, ex.question, ex.answers, ex.gold_chunk_ids] for ex in examples])
+
+
+def _generator_settings(cfg: ExperimentConfig) -> dict[str, Any]:
+    backend = cfg.generator.backend
+    chosen = to_dict(cfg.generator.hf if backend == "hf" else cfg.generator.openai)
+    return {"backend": backend, backend: chosen}
+
+
+def _drop_speed_only(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _drop_speed_only(v) for k, v in node.items() if k not in _SPEED_ONLY}
+    return node
 
 
 def _read_ids(path: str) -> set[str]:

@@ -25,11 +25,17 @@ def read_jsonl(path: str | Path, *, allow_torn_tail: bool = False) -> Iterator[d
     with path.open("rb") as fh:
         lines = fh.read().split(b"\n")
     last = len(lines)
+    offset = 0  # byte offset of the current line in the file
     for lineno, raw in enumerate(lines, start=1):
+        line_start, offset = offset, offset + len(raw) + 1
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataFormatError(path, not_utf8_message(exc, line_start), line=lineno) from exc
+        try:
+            obj = json.loads(text)
         except json.JSONDecodeError as exc:
             if allow_torn_tail and lineno >= last - 1 and not raw.endswith(b"\n"):
                 return
@@ -39,6 +45,15 @@ def read_jsonl(path: str | Path, *, allow_torn_tail: bool = False) -> Iterator[d
         if not isinstance(obj, dict):
             raise DataFormatError(path, f"expected a JSON object, got {type(obj).__name__}", line=lineno)
         yield obj
+
+
+def not_utf8_message(exc: UnicodeDecodeError, base_offset: int = 0) -> str:
+    """What a user needs to find the bad byte: its value and its offset in the file."""
+    bad = exc.object[exc.start : exc.start + 1].hex()
+    return (
+        f"not UTF-8 text: byte 0x{bad} at byte offset {base_offset + exc.start} ({exc.reason}); "
+        "save the file as UTF-8"
+    )
 
 
 def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> int:

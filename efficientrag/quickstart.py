@@ -324,17 +324,9 @@ def evaluate_direct(
     cfg: QuickstartConfig, retriever: Retriever, examples: Sequence[Example], out_dir: Path
 ) -> dict[str, Any]:
     from efficientrag.baselines.direct_r import DirectRetrieval
-    from efficientrag.eval.runner import run_method
 
-    return run_method(
-        DirectRetrieval(retriever, max(cfg.ks)),
-        examples,
-        out_dir,
-        ks=cfg.ks,
-        batch_size=cfg.batch_size,
-        progress=cfg.progress,
-        meta={"dataset": cfg.data.dataset, "split": "held-out"},
-    )
+    fingerprint = {"method": "direct_r", **_shared_inputs(retriever, examples), "eval": {"ks": list(cfg.ks)}}
+    return _evaluate(cfg, DirectRetrieval(retriever, max(cfg.ks)), examples, out_dir, fingerprint, cfg.ks, {})
 
 
 def evaluate_efficientrag(
@@ -347,7 +339,7 @@ def evaluate_efficientrag(
     rag: Any = None,
 ) -> dict[str, Any]:
     """``rag`` (an already loaded :class:`EfficientRAG`) saves reloading the models per setting."""
-    from efficientrag.eval.runner import run_method
+    from efficientrag.fingerprint import folder_digest
     from efficientrag.pipeline.efficientrag import EfficientRAG
     from efficientrag.pipeline.method import EfficientRAGRetrieval
 
@@ -355,14 +347,54 @@ def evaluate_efficientrag(
         rag = EfficientRAG.from_config(retriever, rag_cfg)
     else:
         rag = EfficientRAG(rag.retriever, rag.labeler, rag.filter, rag_cfg)
+    settings = {k: v for k, v in to_dict(rag_cfg).items() if k not in ("labeler", "filter", "batch_size")}
+    fingerprint = {
+        "method": "efficientrag",
+        **_shared_inputs(retriever, examples),
+        "settings": {"efficientrag": settings},
+        "models": {
+            "labeler": folder_digest(str(rag_cfg.labeler)),
+            "filter": folder_digest(str(rag_cfg.filter)),
+        },
+    }
+    meta = {"efficientrag": to_dict(rag_cfg)}
+    return _evaluate(cfg, EfficientRAGRetrieval(rag), examples, out_dir, fingerprint, (), meta)
+
+
+def _shared_inputs(retriever: Retriever, examples: Sequence[Example]) -> dict[str, str]:
+    from efficientrag.experiment import examples_digest
+    from efficientrag.retrieval.fingerprint import retriever_fingerprint
+
+    return {"index": retriever_fingerprint(retriever), "data": examples_digest(list(examples))}
+
+
+def _evaluate(
+    cfg: QuickstartConfig,
+    method: Any,
+    examples: Sequence[Example],
+    out_dir: Path,
+    fingerprint: dict[str, Any],
+    ks: Sequence[int],
+    meta: dict[str, Any],
+) -> dict[str, Any]:
+    """The quickstart owns its run folders: one made under other inputs (a changed setting, newly
+    trained models) is evaluated again rather than refused."""
+    from efficientrag.eval.run_binding import resumable
+    from efficientrag.eval.runner import run_method
+
+    resume = resumable(out_dir, fingerprint)
+    if not resume:
+        log.info("%s was evaluated under other inputs: evaluating again", out_dir)
     return run_method(
-        EfficientRAGRetrieval(rag),
+        method,
         examples,
         out_dir,
-        ks=(),
+        ks=ks,
         batch_size=cfg.batch_size,
+        resume=resume,
+        fingerprint=fingerprint,
         progress=cfg.progress,
-        meta={"dataset": cfg.data.dataset, "split": "held-out", "efficientrag": to_dict(rag_cfg)},
+        meta={"dataset": cfg.data.dataset, "split": "held-out", **meta},
     )
 
 

@@ -13,6 +13,7 @@ import pytest
 from efficientrag.config import load_config
 from efficientrag.llm import (
     AsyncLLMClient,
+    EndpointUnreachableError,
     LLMAuthError,
     LLMClient,
     LLMConfig,
@@ -25,6 +26,7 @@ from efficientrag.llm import (
     TruncatedOutputError,
     parse_retry_after,
 )
+from efficientrag.llm.client import UNREACHABLE_RETRY_DELAY_S
 from efficientrag.testing.fake_openai import (
     FakeOpenAIServer,
     ScriptedReply,
@@ -522,18 +524,53 @@ def test_params_and_extra_body_reach_the_server_and_typos_fail_early():
     assert comp["prompt"] == "p" and comp["repetition_penalty"] == 1.1
 
 
-def test_connection_errors_are_retried_then_reported():
-    import socket
+def test_a_refused_connection_fails_after_one_short_retry_naming_the_endpoint():
+    with FakeOpenAIServer(lambda r: "Paris") as srv, srv.refusing():
+        cfg = make_cfg(srv, max_retries=6, backoff_base=30.0)
+        sleep = RecordingSleep()
+        with pytest.raises(EndpointUnreachableError) as info:
+            run_calls(cfg, lambda c: c.chat(MSG, stage="c"), sleep=sleep)
+    assert srv.base_url in str(info.value) and "connection refused" in str(info.value)
+    # One short pause, not six exponential backoffs of up to 30 s each.
+    assert sleep.delays == [UNREACHABLE_RETRY_DELAY_S] * cfg.unreachable_retries
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    cfg = LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=2, timeout=2.0)
+
+def test_an_unknown_host_is_unreachable_at_once():
+    cfg = LLMConfig(base_url="http://no-such-host.invalid/v1", model="m", unreachable_retries=0)
     sleep = RecordingSleep()
-    with pytest.raises(RetriesExhaustedError) as info:
-        run_calls(cfg, lambda c: c.chat(MSG, stage="c"), sleep=sleep)
-    assert info.value.kind == "connection"
-    assert len(sleep.delays) == 2
+    with pytest.raises(EndpointUnreachableError) as info:
+        run_calls(cfg, lambda c: c.chat(MSG), sleep=sleep)
+    assert "no-such-host.invalid" in str(info.value) and "unknown host" in str(info.value)
+    assert sleep.delays == []
+
+
+def test_a_server_that_comes_up_during_the_short_retry_answers():
+    srv = FakeOpenAIServer(lambda r: "Paris").start()
+    try:
+        cm = srv.refusing()
+        cm.__enter__()
+
+        class StartOnSleep(RecordingSleep):
+            async def __call__(self, seconds: float) -> None:
+                await super().__call__(seconds)
+                cm.__exit__(None, None, None)  # the server is back before the retry
+
+        resp, _ = run_calls(make_cfg(srv), lambda c: c.chat(MSG), sleep=StartOnSleep())
+        assert resp.text == "Paris"
+    finally:
+        srv.stop()
+
+
+def test_dropped_connections_are_still_retried_with_backoff():
+    with FakeOpenAIServer(lambda r: "Paris", faults=["reset", "reset", "reset"]) as srv:
+        sleep = RecordingSleep()
+        with pytest.raises(RetriesExhaustedError) as info:
+            run_calls(make_cfg(srv, max_retries=2), lambda c: c.chat(MSG, stage="c"), sleep=sleep)
+        assert info.value.kind == "connection"
+        assert len(sleep.delays) == 2 and srv.stats()["faults"] == {"reset": 3}
+    with FakeOpenAIServer(lambda r: "Paris", faults=["reset"]) as srv:
+        resp, _ = run_calls(make_cfg(srv), lambda c: c.chat(MSG))
+        assert resp.text == "Paris"
 
 
 def test_unwritable_cache_never_loses_the_response(tmp_path, caplog):

@@ -84,6 +84,15 @@ def all_factories() -> dict[str, MethodFactory]:
     return table
 
 
+def check_method_name(name: str) -> str:
+    """The canonical name of a registered method; an unknown one fails before any work starts."""
+    table = all_factories()
+    key = canonical_method_name(name)
+    if key not in table:
+        raise ValueError(f"unknown method {name!r}; known methods: {', '.join(sorted(table))}")
+    return key
+
+
 def build_method(
     name: str, cfg: ExperimentConfig, retriever: Retriever, generator: GeneratorSource
 ) -> Method:

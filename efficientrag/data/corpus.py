@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from efficientrag.data.errors import DataFormatError
 from efficientrag.data.schema import Chunk
 from efficientrag.jsonl import read_jsonl, write_jsonl
+
+log = logging.getLogger(__name__)
+
+# Line numbers of empty-text chunks named in the warning (the count covers the rest).
+EMPTY_LINES_SHOWN = 5
 
 
 class Corpus:
@@ -67,6 +73,7 @@ class Corpus:
     def load(cls, path: str | Path) -> Corpus:
         """Read ``{"id","title","text"}`` lines (or FlashRAG's ``{"id","contents"}``)."""
         chunks = []
+        empty_lines: list[int] = []
         for lineno, rec in enumerate(read_jsonl(path), start=1):
             if "id" not in rec:
                 raise DataFormatError(path, "missing chunk id", line=lineno, field="id")
@@ -74,7 +81,21 @@ class Corpus:
                 raise DataFormatError(
                     path, "chunk has neither 'text' nor 'contents'", line=lineno, field="text"
                 )
-            chunks.append(Chunk.from_dict(rec))
+            chunk = Chunk.from_dict(rec)
+            if not chunk.text.strip():
+                empty_lines.append(lineno)
+            chunks.append(chunk)
+        if empty_lines:
+            shown = ", ".join(map(str, empty_lines[:EMPTY_LINES_SHOWN]))
+            more = ", ..." if len(empty_lines) > EMPTY_LINES_SHOWN else ""
+            log.warning(
+                "%s: %d of %d chunks have empty text (lines %s%s); they are indexed by their title alone",
+                path,
+                len(empty_lines),
+                len(chunks),
+                shown,
+                more,
+            )
         try:
             return cls(chunks)
         except ValueError as exc:

@@ -62,6 +62,12 @@ def read_source(
     if name == "toy":
         toy = toy or ToyWorldConfig()
         return [read_toy_world(src.path, strict=strict, limit=src.limit, **dataclasses.asdict(toy))]
+    if name == "jsonl":
+        if src.corpus_path is None:
+            raise ConfigError(f"dataset 'jsonl' needs a corpus: set '{key}corpus_path' to a chunk JSONL")
+        if src.path is None:  # a corpus and no question file: ask it questions with `retrieve -q`
+            return [read_corpus_file(src.corpus_path, dataset=name)]
+        return [read_jsonl_dataset(src.path, src.corpus_path, strict=strict, limit=src.limit)]
     if src.path is None:
         hub = f" or {key}path=hub to load it from the Hugging Face Hub" if name in HUB_DEFAULTS else ""
         raise ConfigError(
@@ -78,10 +84,6 @@ def read_source(
         return (
             [result] if src.corpus_path is None else [result, read_corpus_file(src.corpus_path, dataset=name)]
         )
-    if name == "jsonl":
-        if src.corpus_path is None:
-            raise ConfigError(f"dataset 'jsonl' needs a corpus: set '{key}corpus_path' to a chunk JSONL")
-        return [read_jsonl_dataset(src.path, src.corpus_path, strict=strict, limit=src.limit)]
     if name == "hotpotqa":
         result = read_hotpotqa(src.path, strict=strict, limit=src.limit, format=src.format)
     else:

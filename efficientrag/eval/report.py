@@ -23,6 +23,7 @@ import yaml
 
 from efficientrag.eval.paper_numbers import PaperNumber, all_numbers, lookup
 from efficientrag.eval.plots import Point, plot_quality_vs_calls, plot_recall_vs_chunks
+from efficientrag.eval.run_binding import fingerprint_id, read_fingerprint
 from efficientrag.eval.scoring import ALL
 from efficientrag.eval.tables import fmt
 
@@ -65,6 +66,8 @@ class Run:
     label: str
     dataset: str
     qa_source: str | None
+    # The inputs its predictions were made under (run.json); None for runs written without one.
+    fingerprint: dict[str, Any] | None = None
 
 
 @dataclass
@@ -85,6 +88,13 @@ def load_run(path: str | Path) -> Run:
     config = None
     if (path / "config.yaml").is_file():
         config = yaml.safe_load((path / "config.yaml").read_text(encoding="utf-8")) or None
+    fingerprint = read_fingerprint(path)
+    recorded = summary.get("fingerprint_id")
+    if fingerprint is not None and recorded and recorded != fingerprint_id(fingerprint):
+        raise ValueError(
+            f"{path}: summary.json was written under other inputs than run.json records "
+            "(an interrupted rerun?); run the same `efficientrag eval` command again to rebuild it"
+        )
     method = str(summary.get("method") or path.name)
     base = method[: -len(QA_SUFFIX)] if method.endswith(QA_SUFFIX) else method
     dataset = str(summary.get("dataset") or _cfg(config, "data", "dataset") or "")
@@ -96,6 +106,7 @@ def load_run(path: str | Path) -> Run:
         label=str(summary.get("label") or method),
         dataset=_canonical_dataset(dataset),
         qa_source=summary.get("qa_source"),
+        fingerprint=fingerprint,
     )
 
 
@@ -126,6 +137,9 @@ def write_report(
     if qa_source_note or any(r.qa_source for r in runs):
         lines += [_qa_warning(runs, qa_source_note), ""]
     lines += ["## Runs", "", *_runs_list(runs), ""]
+    mixed = _mixed_inputs(runs)
+    if mixed:
+        lines += [mixed, ""]
     lines += ["## Answer quality", ""]
     lines += _quality_table(quality, marked) if quality else ["No run in this report produced answers.", ""]
     lines += ["## Retrieval", ""]
@@ -325,13 +339,31 @@ def _runs_list(runs: Sequence[Run]) -> list[str]:
     for run in runs:
         gen = _generator_desc(run.config)
         retr = _retriever_desc(run.config)
-        extra = "; ".join(x for x in (gen, retr) if x)
+        inputs = f"inputs `{fingerprint_id(run.fingerprint)}`" if run.fingerprint else "inputs not recorded"
+        extra = "; ".join(x for x in (gen, retr, inputs) if x)
         lines.append(
             f"- `{run.label}` ({run.dataset or 'dataset ?'}, {run.summary.get('n', 0)} questions"
             f"{', ' + str(run.summary.get('num_failed')) + ' failed' if run.summary.get('num_failed') else ''})"
             f"{': ' + extra if extra else ''} — `{run.path}`"
         )
     return lines
+
+
+def _mixed_inputs(runs: Sequence[Run]) -> str:
+    """Runs of one dataset evaluated on different question sets are not one comparison: say so."""
+    by_dataset: dict[str, dict[str, list[str]]] = {}
+    for run in runs:
+        data = (run.fingerprint or {}).get("data")
+        if data:
+            by_dataset.setdefault(run.dataset, {}).setdefault(str(data), []).append(run.label)
+    notes = []
+    for dataset, groups in by_dataset.items():
+        if len(groups) > 1:
+            sets = "; ".join(", ".join(f"`{label}`" for label in labels) for labels in groups.values())
+            notes.append(f"{dataset or 'dataset ?'}: {len(groups)} different question sets ({sets})")
+    if not notes:
+        return ""
+    return "**Not one comparison.** Runs below were evaluated on different data: " + "; ".join(notes) + "."
 
 
 def _split_note(runs: Sequence[Run]) -> str:

@@ -1,33 +1,61 @@
 """Runs any method over examples with resumable per-example output and writes the summary.
 
-Output folder: ``predictions.jsonl`` (one record per example, appended as batches finish, so a
-crash loses at most the batch in flight), ``errors.jsonl`` (examples the method failed on, with the
-reason; rerunning retries them), ``summary.json`` and ``table.md`` (rebuilt from all records, so a
-resumed run reports exactly what an uninterrupted run would).
+Output folder: ``run.json`` (the fingerprint of the inputs the predictions were made under: a rerun
+with other inputs is refused, see :mod:`efficientrag.eval.run_binding`), ``predictions.jsonl`` (one
+record per example, appended as each batch finishes), ``errors.jsonl`` (examples the method failed
+on, with the reason; rerunning retries them), ``summary.json`` and ``table.md`` (rebuilt from all
+records, so a resumed run reports exactly what an uninterrupted run would).
+
+Failures are cheap to learn about: a batch that fails is retried one question at a time (one bad
+question costs only itself) unless its error can only repeat for every question (an unreachable
+endpoint, a rejected key, a bad setting), and a run whose first ``fail_fast_after`` questions all
+fail with the same error stops there (:class:`RunAbortedError`). SIGINT/SIGTERM finish the batch in
+flight, write it, and raise :class:`~efficientrag.eval.interrupts.RunInterrupted`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
+from efficientrag.atomic import write_json_atomic, write_text_atomic
 from efficientrag.baselines.base import Method, Prediction
 from efficientrag.data.schema import Example
+from efficientrag.eval.interrupts import RunInterrupted, StopRequests
+from efficientrag.eval.run_binding import PREDICTIONS_FILE, bind_run, fingerprint_id
 from efficientrag.eval.scoring import prediction_record
 from efficientrag.eval.summary import summarize_records
 from efficientrag.eval.tables import summary_table
 from efficientrag.jsonl import JsonlAppender, read_done_ids, read_jsonl, write_jsonl
+from efficientrag.llm.errors import EndpointUnreachableError, LLMAuthError, LLMConfigError
+from efficientrag.llm.generator import GeneratorCapabilityError
 
 log = logging.getLogger(__name__)
 
 RecordHook = Callable[[dict[str, Any], Prediction, Example], None]
+ERRORS_FILE = "errors.jsonl"
+
+# Errors that say nothing about the question: asking again one question at a time only repeats them.
+RUN_LEVEL_ERRORS: tuple[type[BaseException], ...] = (
+    EndpointUnreachableError,
+    LLMAuthError,
+    LLMConfigError,
+    GeneratorCapabilityError,
+)
+
+
+class RunAbortedError(RuntimeError):
+    """The first questions of a run all failed with the same error; the rest would too."""
+
+    def __init__(self, message: str, *, errors_file: Path) -> None:
+        super().__init__(message)
+        self.errors_file = errors_file
 
 
 def run_method(
@@ -38,55 +66,97 @@ def run_method(
     ks: Sequence[int] = (2, 4, 6, 10, 20),
     batch_size: int = 32,
     resume: bool = True,
+    fingerprint: Mapping[str, Any] | None = None,
+    fail_fast_after: int = 3,
     record_hooks: Sequence[RecordHook] = (),
     meta: dict[str, Any] | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Evaluate ``method`` on ``examples``; returns the summary dict (also written to disk)."""
+    """Evaluate ``method`` on ``examples``; returns the summary dict (also written to disk).
+
+    ``fingerprint``: what determines the predictions (see :func:`efficientrag.experiment.run_fingerprint`);
+    without one, only the method name and ``ks`` are recorded, so a caller that varies anything else
+    must pass it. ``fail_fast_after=0`` never stops early.
+    """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    pred_path = out / "predictions.jsonl"
-    err_path = out / "errors.jsonl"
-    if not resume:
-        for p in (pred_path, err_path):
-            p.unlink(missing_ok=True)
+    fingerprint = (
+        dict(fingerprint) if fingerprint is not None else {"method": method.name, "eval.ks": list(ks)}
+    )
+    bind_run(out, fingerprint, resume=resume)
+    pred_path = out / PREDICTIONS_FILE
+    err_path = out / ERRORS_FILE
+    err_path.unlink(missing_ok=True)  # failures are retried on every run
     done = read_done_ids(pred_path)
     todo = [ex for ex in examples if ex.id not in done]
     if done:
         log.info("resuming %s: %d done, %d to go", out, len(done), len(todo))
-    err_path.unlink(missing_ok=True)  # failures are retried on every run
     errors: list[dict[str, Any]] = []
+    succeeded = 0
+    aborted: str | None = None
+    interrupted: RunInterrupted | None = None
     started = time.perf_counter()
     bar = tqdm(total=len(todo), desc=f"eval {method.name}", unit="q", disable=not progress)
-    with JsonlAppender(pred_path, sync_every=batch_size) as writer:
-        for i in range(0, len(todo), batch_size):
-            batch = list(todo[i : i + batch_size])
-            for ex, pred in _run_batch_safely(method, batch, errors):
-                record = prediction_record(pred, ex, ks)
-                for hook in record_hooks:
-                    hook(record, pred, ex)
-                writer.write(record)
-            bar.update(len(batch))
-            bar.set_postfix(errors=len(errors))
+    with (
+        StopRequests(f"eval {method.name}") as stop,
+        JsonlAppender(pred_path, sync_every=batch_size) as writer,
+    ):
+        try:
+            for i in range(0, len(todo), batch_size):
+                if stop.requested is not None:
+                    break
+                batch = list(todo[i : i + batch_size])
+                for ex, pred in _run_batch_safely(method, batch, errors):
+                    record = prediction_record(pred, ex, ks)
+                    for hook in record_hooks:
+                        hook(record, pred, ex)
+                    writer.write(record)
+                    succeeded += 1
+                bar.update(len(batch))
+                bar.set_postfix(errors=len(errors))
+                aborted = _fail_fast_reason(errors, succeeded, fail_fast_after)
+                if aborted:
+                    break
+        except RunInterrupted as exc:
+            interrupted = exc
     bar.close()
+    if interrupted is None and stop.requested is not None:
+        interrupted = RunInterrupted(stop.requested)
     if errors:
         write_jsonl(err_path, errors)
         log.warning("%d examples failed; see %s", len(errors), err_path)
     wanted = {ex.id for ex in examples}
-    records = [r for r in read_jsonl(pred_path) if r["id"] in wanted]
+    records = [r for r in read_jsonl(pred_path, allow_torn_tail=True) if r["id"] in wanted]
     summary = summarize_records(records, ks=ks)
     summary.update(
         {
             "method": method.name,
             "num_examples": len(examples),
             "num_failed": len(errors),
+            "errors_file": str(err_path) if errors else None,
+            "fingerprint_id": fingerprint_id(fingerprint),
             "wall_time_s_this_run": time.perf_counter() - started,
             **(meta or {}),
         }
     )
-    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    (out / "table.md").write_text(summary_table([summary]) + "\n", encoding="utf-8")
+    write_json_atomic(out / "summary.json", summary, indent=2)
+    write_text_atomic(out / "table.md", summary_table([summary]) + "\n")
+    if interrupted is not None:
+        raise RunInterrupted(interrupted.signum, done=len(records), to_go=len(examples) - len(records))
+    if aborted:
+        raise RunAbortedError(
+            f"stopped: the first {len(errors)} questions all failed with the same error: {aborted} "
+            f"(details in {err_path})",
+            errors_file=err_path,
+        )
     return summary
+
+
+def _fail_fast_reason(errors: list[dict[str, Any]], succeeded: int, after: int) -> str | None:
+    """The shared error when the run's first ``after`` (or more) questions all failed alike."""
+    if after <= 0 or succeeded or len(errors) < after:
+        return None
+    kinds = {e["error"] for e in errors}
+    return next(iter(kinds)) if len(kinds) == 1 else None
 
 
 def _run_batch_safely(
@@ -96,18 +166,27 @@ def _run_batch_safely(
     try:
         preds = method.run_batch(batch)
         return list(zip(batch, preds, strict=True))
-    except Exception:  # noqa: BLE001 - any method failure is recorded, never fatal
+    except RUN_LEVEL_ERRORS as exc:
+        errors.extend(_error_record(ex, exc) for ex in batch)
+        return []
+    except Exception as exc:  # noqa: BLE001 - any method failure is recorded, never fatal
         if len(batch) == 1:
-            errors.append(_error_record(batch[0]))
+            errors.append(_error_record(batch[0], exc))
             return []
     out = []
     for ex in batch:
         try:
             out.append((ex, method.run_batch([ex])[0]))
-        except Exception:  # noqa: BLE001
-            errors.append(_error_record(ex))
+        except Exception as exc:  # noqa: BLE001
+            errors.append(_error_record(ex, exc))
     return out
 
 
-def _error_record(ex: Example) -> dict[str, Any]:
-    return {"id": ex.id, "question": ex.question, "error": traceback.format_exc(limit=3)}
+def _error_record(ex: Example, exc: BaseException) -> dict[str, Any]:
+    first_line = (str(exc).strip().splitlines() or [""])[0]
+    return {
+        "id": ex.id,
+        "question": ex.question,
+        "error": f"{type(exc).__name__}: {first_line}",
+        "traceback": "".join(traceback.format_exception(exc, limit=-3)),
+    }

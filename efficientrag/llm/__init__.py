@@ -18,6 +18,7 @@ _EXPORTS = {
     "cache_key": "cache",
     "LLMConfig": "config",
     "ModelPrice": "config",
+    "EndpointUnreachableError": "errors",
     "LLMAuthError": "errors",
     "LLMConfigError": "errors",
     "LLMError": "errors",
@@ -36,6 +37,7 @@ _EXPORTS = {
 
 __all__ = [
     "AsyncLLMClient",
+    "EndpointUnreachableError",
     "LLMAuthError",
     "LLMClient",
     "LLMConfig",
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
     from efficientrag.llm.client import AsyncLLMClient, LLMClient, parse_retry_after
     from efficientrag.llm.config import LLMConfig, ModelPrice
     from efficientrag.llm.errors import (
+        EndpointUnreachableError,
         LLMAuthError,
         LLMConfigError,
         LLMError,

@@ -2,8 +2,10 @@
 
 Built on ``openai.AsyncOpenAI`` with the SDK's own retries switched off, so the retry policy is
 this module's and shows in the usage counters: exponential backoff with jitter on 429 (honouring
-``Retry-After`` / ``retry-after-ms``), 5xx, timeouts, connection errors and unparseable bodies; no
-retry on other 4xx. Concurrency is bounded by a semaphore; with ``cache_dir`` set, finished
+``Retry-After`` / ``retry-after-ms``), 5xx, timeouts, dropped connections and unparseable bodies; no
+retry on other 4xx. An endpoint that cannot be reached at all (connection refused, unknown host) is
+not a transient failure: it gets ``unreachable_retries`` short retries (for a server that is just
+starting), then :class:`EndpointUnreachableError` names it, instead of minutes of backoff per request. Concurrency is bounded by a semaphore; with ``cache_dir`` set, finished
 responses are kept on disk and a repeated request makes no HTTP call at all.
 
 One :class:`AsyncLLMClient` belongs to one event loop. Scripts that are not async use
@@ -20,6 +22,7 @@ import json
 import logging
 import math
 import random
+import socket
 import sqlite3
 import threading
 import time
@@ -31,6 +34,7 @@ import openai
 from efficientrag.llm.cache import ResponseCache, cache_key
 from efficientrag.llm.config import LLMConfig
 from efficientrag.llm.errors import (
+    EndpointUnreachableError,
     LLMAuthError,
     LLMConfigError,
     LLMRequestError,
@@ -239,6 +243,7 @@ class AsyncLLMClient:
         self, kind: str, request: dict[str, Any], extra_body: dict[str, Any], *, stage: str
     ) -> LLMResponse:
         attempts = self.cfg.max_retries + 1
+        unreachable = 0
         for attempt in range(attempts):
             try:
                 async with self._semaphore:
@@ -247,6 +252,18 @@ class AsyncLLMClient:
             except (openai.APIError, MalformedResponseError) as exc:
                 error_kind, retry_after = self._classify(exc)
                 self.usage.record_error(stage, error_kind)
+                if error_kind == "unreachable":
+                    unreachable += 1
+                    if unreachable > self.cfg.unreachable_retries:
+                        self.usage.record_failure(stage)
+                        raise EndpointUnreachableError(
+                            f"cannot reach the LLM endpoint {self.base_url} ({unreachable_reason(exc)}): "
+                            "start the server or fix the base_url setting",
+                            base_url=self.base_url,
+                        ) from None
+                    self.usage.record_retry(stage)
+                    await self._sleep(UNREACHABLE_RETRY_DELAY_S)
+                    continue
                 if error_kind not in _RETRYABLE:
                     self.usage.record_failure(stage)
                     error = self._request_error(exc, error_kind)
@@ -294,7 +311,7 @@ class AsyncLLMClient:
         if isinstance(exc, openai.APITimeoutError):
             return "timeout", None
         if isinstance(exc, openai.APIConnectionError):
-            return "connection", None
+            return ("unreachable" if unreachable_reason(exc) else "connection"), None
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             retry_after = parse_retry_after(exc.response.headers)
@@ -360,6 +377,30 @@ def _known_params(kind: str) -> frozenset[str]:
 
 
 _RETRYABLE = frozenset({"rate_limit", "server_error", "timeout", "connection", "malformed"})
+# Pause before the short retries of an unreachable endpoint (a server that is just starting).
+UNREACHABLE_RETRY_DELAY_S = 0.5
+
+
+def unreachable_reason(exc: BaseException) -> str | None:
+    """Why a connection could not be opened at all ("connection refused", "unknown host ..."), or
+    None when the error is something else (a dropped connection, a timeout: those are transient).
+
+    The SDK wraps the transport's ConnectError (httpx or httpx2, by SDK version) around the socket
+    error, so the cause chain is walked instead of matching one library's classes.
+    """
+    seen: set[int] = set()
+    node: BaseException | None = exc
+    connect_error: str | None = None
+    while node is not None and id(node) not in seen:
+        seen.add(id(node))
+        if isinstance(node, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(node, socket.gaierror):
+            return f"unknown host: {node.strerror or node}"
+        if type(node).__name__ == "ConnectError" and connect_error is None:
+            connect_error = str(node) or "connection failed"
+        node = node.__cause__ or node.__context__
+    return connect_error
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:

@@ -43,8 +43,11 @@ class LLMConfig:
     api_key: str | None = field(default=None, repr=False, metadata={"secret": True})
     # Requests in flight at once (per client).
     concurrency: int = 16
-    # Retries after the first attempt for 429, 5xx, timeouts, connection errors, unparseable bodies.
+    # Retries after the first attempt for 429, 5xx, timeouts, dropped connections, unparseable bodies.
     max_retries: int = 6
+    # Short retries (0.5 s apart) when the endpoint cannot be reached at all (connection refused,
+    # unknown host) before EndpointUnreachableError: long enough for a server that is starting.
+    unreachable_retries: int = 1
     # Backoff before retry i is about backoff_base * 2**i seconds (with jitter), capped at backoff_max.
     backoff_base: float = 1.0
     backoff_max: float = 60.0
@@ -66,8 +69,10 @@ class LLMConfig:
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+        if self.max_retries < 0 or self.unreachable_retries < 0:
+            raise ValueError(
+                f"max_retries and unreachable_retries must be >= 0, got {self.max_retries}, {self.unreachable_retries}"
+            )
         if self.backoff_base < 0 or self.backoff_max < 0 or self.max_retry_after < 0:
             raise ValueError("backoff_base, backoff_max and max_retry_after must be >= 0")
         if self.timeout <= 0:

@@ -3,6 +3,8 @@
 - :class:`LLMConfigError`: fix the configuration or environment (missing key, bad argument).
 - :class:`LLMRequestError` / :class:`LLMAuthError`: the server refused the request (4xx); retrying the
   same request cannot help.
+- :class:`EndpointUnreachableError`: nothing answers at the base URL (connection refused, unknown
+  host); every further request would fail the same way, so a run should stop rather than go on.
 - :class:`RetriesExhaustedError`: transient failures (429, 5xx, timeouts, unparseable bodies) outlasted
   the retry budget; a later re-run may succeed.
 - :class:`TruncatedOutputError`: the reply hit the token limit; it carries the partial reply.
@@ -40,6 +42,14 @@ class LLMRequestError(LLMError):
 
 class LLMAuthError(LLMRequestError):
     """HTTP 401: the key is missing or wrong. The message names the env var, never the key."""
+
+
+class EndpointUnreachableError(LLMError):
+    """No connection could be opened to ``base_url``; the message names it and the reason."""
+
+    def __init__(self, message: str, *, base_url: str) -> None:
+        super().__init__(message)
+        self.base_url = base_url
 
 
 class RetriesExhaustedError(LLMError):

@@ -349,6 +349,46 @@ def locate_model_folder(name_or_path: str | Path, *, revision: str | None = None
     return download_model_folder(name, revision=revision)
 
 
+def check_model_folder(name_or_path: str | Path, kind: str, *, revision: str | None = None) -> Path:
+    """Everything about a saved ``kind`` folder that can go wrong, checked without loading it: that
+    it exists, holds a ``kind`` model and complete safetensors weights. Run before long work (encoding
+    a corpus) so a typo in a path fails in a second, not after an hour."""
+    from efficientrag.models.legacy import is_legacy_folder
+
+    folder = locate_model_folder(name_or_path, revision=revision)
+    if not is_legacy_folder(folder):
+        config_path = folder / CONFIG_FILE
+        if not config_path.is_file():
+            raise FileNotFoundError(
+                f"{config_path} not found: {folder} is not a saved efficientrag {kind} "
+                "(training writes one under its output_dir, in best/)"
+            )
+        saved_kind = _saved_kind(config_path, kind)
+        if saved_kind != kind:
+            raise ValueError(f"{folder} holds a {saved_kind!r} model, not a {kind!r} model")
+    weights = [folder / f for f in WEIGHTS_FILES if (folder / f).is_file()]
+    if not weights:
+        raise FileNotFoundError(
+            f"{folder / WEIGHTS_FILES[0]} not found (weights are read from safetensors only)"
+        )
+    for path in (p for p in weights if p.suffix == ".safetensors"):
+        check_safetensors(path)
+    return folder
+
+
+def check_safetensors(path: Path) -> None:
+    """A truncated or damaged weights file fails here with its path, not deep inside a loader."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            fh.keys()
+    except (SafetensorError, OSError) as err:
+        raise ValueError(
+            f"{path}: incomplete or corrupt safetensors file ({err}); copy it again or retrain the model"
+        ) from None
+
+
 def load_network(folder: Path, kind: str) -> TokenClassifierNetwork:
     """The ``kind`` network saved in ``folder`` (current or first format), in eval mode."""
     from efficientrag.models.legacy import is_legacy_folder, load_legacy_network
@@ -369,6 +409,8 @@ def load_network(folder: Path, kind: str) -> TokenClassifierNetwork:
             raise FileNotFoundError(
                 f"{folder / WEIGHTS_FILES[0]} not found (weights are read from safetensors only)"
             )
+        if (folder / WEIGHTS_FILES[0]).is_file():
+            check_safetensors(folder / WEIGHTS_FILES[0])
         try:
             config = CONFIG_CLASSES[kind].from_pretrained(str(folder), local_files_only=True)
         except ValueError as err:

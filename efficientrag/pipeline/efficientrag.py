@@ -15,6 +15,7 @@ the hop limit, or when the question's chunk budget is full.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from efficientrag.models.inputs import filter_words
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.base import Hit, Retriever
 from efficientrag.text.words import join_words, split_words
+
+log = logging.getLogger(__name__)
 
 
 class LabelerLike(Protocol):
@@ -37,6 +40,19 @@ class FilterLike(Protocol):
     """``predict`` returns objects with ``word_probs`` (one per input word)."""
 
     def predict(self, word_lists: Sequence[list[str]], **kw: Any) -> list[Any]: ...
+
+
+def check_questions(questions: Sequence[object], *, source: str = "questions") -> None:
+    """A question that is not text, or is blank, is a caller's mistake: an error naming it, rather than
+    an empty result that reads like "nothing relevant in the corpus"."""
+    if isinstance(questions, str):
+        raise TypeError(f"{source}: expected a list of questions, got one string (use retrieve() for one)")
+    for i, q in enumerate(questions):
+        where = source if len(questions) == 1 else f"{source}[{i}]"
+        if not isinstance(q, str):
+            raise ValueError(f"{where}: a question must be a string, got {type(q).__name__}")
+        if not q.strip():
+            raise ValueError(f"{where}: the question is empty")
 
 
 @dataclass
@@ -93,6 +109,7 @@ class EfficientRAG:
         self.filter = filter
         self.config = config or EfficientRAGConfig()
         self._chunk_words: dict[str, list[str]] = {}
+        self._warned_truncation = False
 
     @classmethod
     def from_config(cls, retriever: Retriever, config: EfficientRAGConfig) -> EfficientRAG:
@@ -112,6 +129,7 @@ class EfficientRAG:
         return self.retrieve_batch([question])[0]
 
     def retrieve_batch(self, questions: Sequence[str]) -> list[RetrievalResult]:
+        check_questions(questions)
         cfg = self.config
         states = [_State(q, [_Branch(q, split_words(q))]) for q in questions]
         for state in states:
@@ -170,6 +188,15 @@ class EfficientRAG:
             else []
         )
         t_labeler = time.perf_counter() - t0
+
+        # A query longer than the Labeler's input was cut (at word boundaries) for every pair it is in.
+        truncated: dict[int, int] = {}
+        for (_, bi, _, _), pred in zip(to_label, labels, strict=True):
+            cut = int(getattr(pred, "query_truncated_words", 0) or 0)
+            if cut:
+                truncated[bi] = max(truncated.get(bi, 0), cut)
+        if truncated:
+            self._warn_truncated(branch_refs, truncated)
 
         # Collect Continue chunks and their labeled words per branch.
         infos: dict[int, list[tuple[float, list[str], Hit]]] = {}
@@ -251,16 +278,41 @@ class EfficientRAG:
             }
             # "retrieval" splits into query encoding and index search when the backend reports it.
             timings.update({name: seconds * query_share for name, seconds in split.items()})
-            state.trace.append(
-                {
-                    "hop": hop,
-                    "queries": [branch_refs[bi][1].query for bi in own],
-                    "hits": [hop_hits[bi] for bi in own],
-                    "next_queries": next_queries[id(state)],
-                    "timings_s": timings,
-                }
-            )
+            entry: dict[str, Any] = {
+                "hop": hop,
+                "queries": [branch_refs[bi][1].query for bi in own],
+                "hits": [hop_hits[bi] for bi in own],
+                "next_queries": next_queries[id(state)],
+                "timings_s": timings,
+            }
+            cut = {j: truncated[bi] for j, bi in enumerate(own) if bi in truncated}
+            if cut:
+                # query index within this hop -> words the Labeler did not see (its input limit).
+                entry["truncated_query_words"] = cut
+                state.count("query_words_truncated", float(sum(cut.values())))
+            state.trace.append(entry)
             state.branches = next_branches[id(state)]
+
+    def _warn_truncated(self, branch_refs: list[tuple[_State, _Branch]], truncated: dict[int, int]) -> None:
+        """Once per retriever: a query cut silently would look like a retrieval failure."""
+        if self._warned_truncation:
+            return
+        self._warned_truncation = True
+        bi, cut = next(iter(truncated.items()))
+        words = len(branch_refs[bi][1].words)
+        limit = self.config.labeler_max_length or getattr(self.labeler, "max_length", None)
+        encoder_limit = getattr(getattr(self.retriever, "encoder", None), "max_length", None)
+        log.warning(
+            "a query of %d words is longer than the Labeler's input (%s tokens with its chunk): its last "
+            "%d words were cut%s; each cut is recorded in the trace (truncated_query_words). Shorten "
+            "the question or raise efficientrag.labeler_max_length.",
+            words,
+            limit,
+            cut,
+            f" (the retriever's encoder also reads only {encoder_limit} tokens of it)"
+            if encoder_limit
+            else "",
+        )
 
     def _budget_full(self, state: _State) -> bool:
         budget = self.config.chunk_budget

@@ -42,6 +42,15 @@ class HybridRetriever:
         self.rrf_k, self.depth, self.weights = rrf_k, depth, weights
         self.last_timings: dict[str, float] = {}
 
+    def fingerprint(self) -> str:
+        from efficientrag.fingerprint import json_digest
+        from efficientrag.retrieval.fingerprint import retriever_fingerprint
+
+        parts = [retriever_fingerprint(r) for r in self.retrievers]
+        return json_digest(
+            {"hybrid": parts, "rrf_k": self.rrf_k, "depth": self.depth, "weights": self.weights}
+        )
+
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         if k <= 0 or not queries:
             self.last_timings = {"encode": 0.0, "search": 0.0}

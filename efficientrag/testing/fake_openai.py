@@ -9,7 +9,11 @@ a scripted ``responder`` and faults injected on purpose:
 - ``"malformed"``: a 200 whose JSON body is cut in half;
 - ``"truncated"``: a reply cut short with ``finish_reason="length"``;
 - ``"slow"``: the reply comes after ``slow_seconds`` (set it above the client's timeout);
+- ``"reset"``: the connection is dropped (TCP reset) without a reply: a transient network failure;
 - ``"400"``, ``"401"``: client errors (only by explicit script; they are not retryable).
+
+A server that is down altogether (connections refused) is ``with srv.refusing(): ...``: the port is
+closed inside the block and served again after it.
 
 Faults come from an explicit per-request script (a list indexed by request number, or a callable)
 or at random with ``fault_rate`` from a seeded RNG. ``latency`` is added to every request. A thread
@@ -37,16 +41,17 @@ import random
 import re
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-RETRYABLE_FAULTS = ("500", "502", "503", "429", "malformed", "slow")
+RETRYABLE_FAULTS = ("500", "502", "503", "429", "malformed", "slow", "reset")
 FAULT_KINDS = (*RETRYABLE_FAULTS, "truncated", "400", "401")
 # Faults drawn at random unless told otherwise: the ones a client is expected to survive quickly.
 DEFAULT_RANDOM_FAULTS = ("500", "502", "503", "429", "malformed")
@@ -258,6 +263,17 @@ class FakeOpenAIServer:
             self._thread.join(timeout=5)
         self._httpd = None
         self._thread = None
+
+    @contextlib.contextmanager
+    def refusing(self) -> Iterator[FakeOpenAIServer]:
+        """Down inside the block (a connection to its port is refused), up again on the same port after."""
+        if self._httpd is None:
+            raise RuntimeError("refusing() needs a started server (its port is what stays closed)")
+        self.stop()
+        try:
+            yield self
+        finally:
+            self.start()
 
     def __enter__(self) -> FakeOpenAIServer:
         return self.start()
@@ -577,6 +593,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
             return
         if fault == "slow" and fake._wait(fake.slow_seconds):
+            return
+        if fault == "reset":
+            # SO_LINGER 0: close() sends a TCP reset, as a crashed proxy or server would.
+            with contextlib.suppress(OSError):
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.server.shutdown_request(self.connection)
             return
         try:
             reply = fake.completion_body(endpoint, body, index, truncate=fault == "truncated")

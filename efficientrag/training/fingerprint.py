@@ -13,30 +13,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import efficientrag.models
 import efficientrag.training
+from efficientrag.fingerprint import file_digest
 
-CHUNK = 1 << 20
 # The modules whose code decides how a row becomes model inputs: any edit there re-tokenizes.
 _CODE_DIRS = (Path(efficientrag.models.__file__).parent,)
 _CODE_FILES = tuple(
     Path(efficientrag.training.__file__).parent / name for name in ("data.py", "encoded.py", "fingerprint.py")
 )
-
-
-def file_digest(paths: Iterable[str | Path]) -> str:
-    """sha256 over the contents of ``paths`` (in the given order)."""
-    h = hashlib.sha256()
-    for path in paths:
-        with open(path, "rb") as fh:
-            while block := fh.read(CHUNK):
-                h.update(block)
-        h.update(b"\0")
-    return h.hexdigest()
 
 
 def tokenizer_digest(tokenizer: Any) -> str:

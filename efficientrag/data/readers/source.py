@@ -7,6 +7,7 @@ record carrying its error, so a lenient reader can skip it and keep the rest of 
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.data.errors import DataFormatError
+from efficientrag.jsonl import not_utf8_message
 
 
 @dataclass
@@ -30,10 +32,14 @@ def read_text(path: str | Path) -> str:
     path = Path(path)
     if not path.is_file():
         raise DataFormatError(path, "file not found")
+    data = path.read_bytes()
     try:
-        return path.read_bytes().decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise DataFormatError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        # exc.start counts from after a BOM, if the file has one.
+        start = exc.start + (3 if data.startswith(codecs.BOM_UTF8) else 0)
+        line = data.count(b"\n", 0, start) + 1
+        raise DataFormatError(path, not_utf8_message(exc, start - exc.start), line=line) from exc
 
 
 def is_json_list(text: str) -> bool:

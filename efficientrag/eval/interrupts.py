@@ -1,0 +1,73 @@
+"""Ctrl-C and SIGTERM during a long run: finish what is in flight, keep it, and say how to resume.
+
+The first signal only asks the run to stop: the batch being computed is finished and written, so a
+Ctrl-C never throws away questions that were nearly done. A second signal stops at once
+(:class:`RunInterrupted` is raised wherever the main thread is); what earlier batches wrote is
+kept either way. The exit status follows the shell's convention, 128 + the signal number
+(130 for SIGINT, 143 for SIGTERM).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from types import FrameType, TracebackType
+from typing import Any
+
+HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class RunInterrupted(Exception):
+    """The run stopped on a signal. ``done`` / ``to_go`` count questions, when the runner knows them."""
+
+    def __init__(self, signum: int, *, done: int | None = None, to_go: int | None = None) -> None:
+        self.signum = signum
+        self.done = done
+        self.to_go = to_go
+        super().__init__(self.message())
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+    def message(self) -> str:
+        name = signal.Signals(self.signum).name
+        if self.done is None or self.to_go is None:
+            return f"interrupted ({name}); rerun the same command to resume"
+        return f"interrupted ({name}): {self.done} done, {self.to_go} to go; rerun the same command to resume"
+
+
+class StopRequests:
+    """Installs the handlers for the duration of a ``with`` block (main thread only: elsewhere
+    Python cannot install handlers, and the block runs without them)."""
+
+    def __init__(self, label: str = "run") -> None:
+        self.label = label
+        self.requested: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopRequests:
+        if threading.current_thread() is threading.main_thread():
+            for signum in HANDLED_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.requested is None:
+            self.requested = signum
+            print(
+                f"\n{self.label}: {signal.Signals(signum).name} received: finishing the questions in "
+                "flight, then stopping (send it again to stop at once)",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
+        raise RunInterrupted(signum)
