@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
+from efficientrag.retrieval.errors import BackendUnavailableError
 
 log = logging.getLogger("efficientrag")
 
@@ -59,7 +60,7 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     _setup_logging(args.verbose)
     try:
         return int(args.handler(args) or 0)
-    except (ConfigError, FileNotFoundError, ValueError) as exc:
+    except (ConfigError, FileNotFoundError, ValueError, BackendUnavailableError) as exc:
         # Bad input is reported as one clear line, not a traceback.
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -84,22 +85,24 @@ def cmd_index(args: argparse.Namespace) -> int:
 
     cfg = _experiment_config(args)
     pooled = prepare_data(cfg)
-    build_retriever(cfg.retriever, pooled.corpus, cfg.index_dir, rebuild=args.rebuild)
-    print(f"index ready at {cfg.index_dir} ({len(pooled.corpus)} chunks)")
+    retriever = build_retriever(cfg.retriever, pooled.corpus, cfg.index_dir, rebuild=args.rebuild)
+    where = getattr(retriever, "location", cfg.index_dir)
+    print(f"index ready at {where} ({len(pooled.corpus)} chunks)")
     return 0
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from efficientrag.baselines.registry import build_method
     from efficientrag.config import save_config
+    from efficientrag.eval.gold_coverage import check_gold_coverage
     from efficientrag.eval.runner import run_method
-    from efficientrag.experiment import prepare_data, select_examples
-    from efficientrag.retrieval.factory import build_retriever
+    from efficientrag.experiment import prepare_data, search_backend, select_examples
 
     cfg = _experiment_config(args)
     pooled = prepare_data(cfg)
     examples = select_examples(cfg, pooled.examples)
-    retriever = build_retriever(cfg.retriever, pooled.corpus, cfg.index_dir)
+    retriever = search_backend(cfg, pooled.corpus)
+    check_gold_coverage(retriever, examples)
     method = build_method(cfg.eval.method, cfg, retriever, _lazy_generator(cfg))
     out_dir = cfg.eval_dir(method.name)
     save_config(cfg, out_dir / "config.yaml")
@@ -118,14 +121,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_retrieve(args: argparse.Namespace) -> int:
-    from efficientrag.experiment import prepare_data
+    from efficientrag.experiment import prepare_data, search_backend
     from efficientrag.pipeline.efficientrag import EfficientRAG
     from efficientrag.pipeline.trace_format import format_result
-    from efficientrag.retrieval.factory import build_retriever
 
     cfg = _experiment_config(args)
-    pooled = prepare_data(cfg)
-    retriever = build_retriever(cfg.retriever, pooled.corpus, cfg.index_dir)
+    # A Milvus collection is searched as it is: no dataset has to be read to ask it a question.
+    corpus = None if cfg.retriever.kind == "milvus" else prepare_data(cfg).corpus
+    retriever = search_backend(cfg, corpus)
     rag = EfficientRAG.from_config(retriever, cfg.efficientrag)
     result = rag.retrieve(args.question)
     if args.json:
