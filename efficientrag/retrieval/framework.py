@@ -47,7 +47,12 @@ class _FrameworkSearch:
     framework = ""
 
     def __init__(
-        self, retriever: Any, *, id_key: str | None = "id", title_key: str = "title", score_key: str | None = None
+        self,
+        retriever: Any,
+        *,
+        id_key: str | None = "id",
+        title_key: str = "title",
+        score_key: str | None = None,
     ) -> None:
         self.retriever = retriever
         self.id_key = id_key

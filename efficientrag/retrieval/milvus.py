@@ -87,6 +87,8 @@ class MilvusRetriever:
         if client.has_collection(m.collection):
             info = read_collection(client, m.collection)
             check_properties(location, info, wanted)
+            # A collection from an earlier process starts released: not even count(*) answers.
+            client.load_collection(m.collection)
             if m.has_dense:
                 check_dense_dim(location, info, m, encoder.dim)
                 _check_probe(location, info, encoder)
@@ -120,6 +122,7 @@ class MilvusRetriever:
                 "or set retriever.milvus.collection)",
             )
         info = read_collection(client, m.collection)
+        client.load_collection(m.collection)
         needed = [m.id_field, m.title_field, m.text_field]
         needed += [m.dense_field] if m.search in ("dense", "hybrid") else []
         needed += [m.sparse_field] if m.search in ("bm25", "hybrid") else []

@@ -7,7 +7,6 @@ which uri, and what to change or install.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 from pathlib import Path
@@ -72,11 +71,13 @@ def _connect_lite(client_cls: Any, uri: str, *, create: bool) -> Any:
             f"retriever.milvus.uri={uri!r} is neither a server (http://host:19530) nor a Milvus Lite "
             "file (a path ending in .db)"
         )
-    if importlib.util.find_spec("milvus_lite") is None:
+    try:
+        import milvus_lite  # noqa: F401 - pymilvus serves .db files through it
+    except ImportError:
         raise BackendUnavailableError(
             f"retriever.milvus.uri={uri!r} is a Milvus Lite file, which needs the milvus-lite package: "
             f"{INSTALL_HINT} (or set the uri to a Milvus server, http://host:19530)"
-        )
+        ) from None
     path = Path(uri)
     if not create and not path.exists():
         from efficientrag.retrieval.errors import IndexNotFoundError
