@@ -11,6 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pymilvus", reason="needs the milvus extra: pip install 'efficientrag[milvus]'")
@@ -51,6 +52,7 @@ def test_index_resumes_after_kill_9_without_embedding_or_losing_anything(tmp_pat
     from efficientrag.experiment import ExperimentConfig, prepare_data
     from efficientrag.retrieval.encoder import Encoder
     from efficientrag.retrieval.factory import build_retriever
+    from efficientrag.retrieval.milvus import staging_file
     from efficientrag.retrieval.milvus_index import count_rows, present_ids
 
     work = tmp_path / "w"
@@ -87,9 +89,16 @@ def test_index_resumes_after_kill_9_without_embedding_or_losing_anything(tmp_pat
     client.close()
     assert 0 < before < len(corpus) and before % BATCH == 0, (before, len(corpus), seen)
 
+    # A batch encoded but not inserted at the kill waits in the staging file: it is not encoded again.
+    staged = staging_file(str(cfg.index_dir / "milvus.db"), "efficientrag", cfg.index_dir)
+    waiting = 0
+    if staged.is_file():
+        with np.load(staged, allow_pickle=False) as saved:
+            waiting = len(set(saved["ids"].tolist()) - set(corpus.ids[:before]))
     retriever = build_retriever(cfg.retriever, corpus, cfg.index_dir, encoder=encoder, show_progress=False)
     # Only what was missing is embedded ...
-    assert encoder.passages == len(corpus) - before
+    assert encoder.passages == len(corpus) - before - waiting
+    assert not staged.exists()
     # ... and every chunk is there exactly once.
     assert count_rows(retriever.client, "efficientrag") == len(corpus)
     assert present_ids(retriever.client, retriever.m, corpus.ids) == set(corpus.ids)

@@ -237,3 +237,17 @@ def test_efficientrag_on_milvus_gives_the_in_process_backends_chunks(filled, enc
             assert [len(r.trace) for r in got] == [len(r.trace) for r in want], (kind, name)
     scripted = EfficientRAG(milvus_dense, *models["scripted"], cfg).retrieve(ALPHA_QUESTION)
     assert set(scripted.chunk_ids) == {"alpha", "bob"}
+
+
+def test_a_staged_batch_is_used_only_for_the_same_ids(tmp_path):
+    import numpy as np
+
+    from efficientrag.retrieval.milvus_index import read_staged, write_staged
+
+    path = tmp_path / "c.pending.npz"
+    vectors = np.arange(6, dtype=np.float32).reshape(2, 3)
+    write_staged(path, ["a", "b"], vectors)
+    assert np.array_equal(read_staged(path, ["a", "b"]), vectors)
+    assert read_staged(path, ["b", "a"]) is None and read_staged(path, ["a"]) is None
+    path.write_bytes(b"torn")
+    assert read_staged(path, ["a", "b"]) is None

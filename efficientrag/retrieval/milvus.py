@@ -23,7 +23,7 @@ from efficientrag.retrieval.base import Hit
 from efficientrag.retrieval.chunk_text import chunk_from_stored
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.retrieval.errors import IndexMismatchError, IndexNotFoundError
-from efficientrag.retrieval.milvus_client import connect, describe_uri, resolve_uri
+from efficientrag.retrieval.milvus_client import connect, describe_uri, is_server_uri, resolve_uri
 from efficientrag.retrieval.milvus_index import (
     PROP,
     CollectionInfo,
@@ -95,7 +95,8 @@ class MilvusRetriever:
         else:
             create_collection(client, cfg, encoder.dim if m.has_dense else None, wanted)
         encode = (lambda texts, bar: encoder.encode_passages(texts, progress=bar)) if m.has_dense else None
-        added = fill(client, cfg, corpus, encode, location, show_progress=show_progress)
+        staging = staging_file(uri, m.collection, index_dir)
+        added = fill(client, cfg, corpus, encode, location, staging=staging, show_progress=show_progress)
         log.info("%s: %d rows inserted now, %d in all", location, added, len(corpus))
         return cls._opened(client, cfg, uri, location, encoder, read_collection(client, m.collection))
 
@@ -260,6 +261,14 @@ class MilvusRetriever:
 
     def close(self) -> None:
         self.client.close()
+
+
+def staging_file(uri: str, collection: str, index_dir: str | Path | None) -> Path | None:
+    """Where the batch in flight is staged: beside a Lite file, or in the index folder for a server
+    (none without one: a killed run then encodes that one batch again)."""
+    if not is_server_uri(uri):
+        return Path(f"{uri}.{collection}.pending.npz")
+    return Path(index_dir) / f"{collection}.pending.npz" if index_dir is not None else None
 
 
 def _load_encoder(cfg: RetrieverConfig, show_progress: bool) -> Any:

@@ -5,7 +5,8 @@ kill -9 the collection holds the first n chunks (an acknowledged insert is in Mi
 log on a server, and Milvus Lite replays its own log on open). A rerun counts n, confirms the rows
 around n are exactly the prefix it expects (anything else stops with an error instead of writing
 duplicates: Milvus does not de-duplicate primary keys on insert), and encodes and inserts only
-the rest. What the collection was filled from (corpus size and fingerprint, encoder, dimension,
+the rest; the vectors of the batch in flight are staged in a local file first, so not even that
+batch is encoded twice. What the collection was filled from (corpus size and fingerprint, encoder, dimension,
 analyzer, BM25 parameters) is stored in the collection's properties; a later run with other
 inputs stops with a one-line error instead of mixing them.
 """
@@ -13,8 +14,10 @@ inputs stops with a one-line error instead of mixing them.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -276,9 +279,14 @@ def fill(
     encode: Callable[[list[str], Any], np.ndarray] | None,
     location: str,
     *,
+    staging: Path | None = None,
     show_progress: bool = True,
 ) -> int:
-    """Insert every chunk not yet in the collection; returns the number of rows inserted now."""
+    """Insert every chunk not yet in the collection; returns the number of rows inserted now.
+
+    ``staging``: a local file holding the vectors of the batch in flight, so that a batch encoded
+    but not inserted when the run was killed is inserted from there instead of encoded again.
+    """
     m = cfg.milvus
     start, present = resume_position(client, m, corpus, location)
     inserted = 0
@@ -295,7 +303,13 @@ def fill(
                 continue
             rows = [{m.id_field: c.id, m.title_field: c.title, m.text_field: c.contents} for c in chunks]
             if encode is not None:
-                vectors = encode([c.contents for c in chunks], bar)
+                batch_ids = [c.id for c in chunks]
+                vectors = read_staged(staging, batch_ids)
+                if vectors is None:
+                    vectors = encode([c.contents for c in chunks], bar)
+                    write_staged(staging, batch_ids, vectors)
+                else:
+                    bar.update(len(chunks))
                 for row, vec in zip(rows, vectors, strict=True):
                     row[m.dense_field] = vec.tolist()
             else:
@@ -303,7 +317,30 @@ def fill(
             client.insert(m.collection, rows)
             inserted += len(rows)
     client.flush(m.collection)
+    if staging is not None:
+        staging.unlink(missing_ok=True)
     total = count_rows(client, m.collection)
     if total != len(corpus):
         raise IndexNotFoundError(location, f"holds {total} rows after filling, expected {len(corpus)}")
     return inserted
+
+
+def read_staged(staging: Path | None, ids: list[str]) -> np.ndarray | None:
+    """The staged vectors if they are this batch's (same ids, same order), else None."""
+    if staging is None or not staging.is_file():
+        return None
+    try:
+        with np.load(staging, allow_pickle=False) as saved:
+            if saved["ids"].tolist() == ids:
+                return np.asarray(saved["vectors"], dtype=np.float32)
+    except (OSError, ValueError, KeyError):
+        pass  # a torn or foreign file: encode again
+    return None
+
+
+def write_staged(staging: Path | None, ids: list[str], vectors: np.ndarray) -> None:
+    if staging is None:
+        return
+    tmp = staging.with_name(staging.name + ".tmp.npz")
+    np.savez(tmp, ids=np.array(ids, dtype=str), vectors=np.asarray(vectors, dtype=np.float32))
+    os.replace(tmp, staging)
