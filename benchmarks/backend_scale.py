@@ -81,7 +81,7 @@ def build_corpus(shared: Path, work: Path, size: int) -> tuple[Path, Path]:
             add(pooled.corpus, f"pool{i}/")
     seed = 1
     while len(rows) < size:
-        toy = load_data(DataConfig(dataset="toy", toy=ToyWorldConfig(seed=seed, num_questions=20_000)))
+        toy = load_data(DataConfig(dataset="toy", toy=ToyWorldConfig(seed=seed, num_questions=3_000)))
         add(toy.corpus, f"toy{seed}/")
         seed += 1
     write_jsonl(corpus_path, rows)
