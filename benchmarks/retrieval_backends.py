@@ -200,10 +200,9 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         xs = [s for s, _ in pts]
         axes[0].plot(xs, [r["ms_search_per_query"] for _, r in pts], marker="o", label=backend)
         axes[1].plot(xs, [r["peak_rss_mb"] for _, r in pts], marker="o", label=backend)
-    labels = (
-        "index lookup ms per query (batch of 100; query encoding excluded)",
-        "peak RSS of the process (MB)",
-    )
+    labels = ("index lookup ms / query", "peak RSS of the process (MB)")
+    axes[0].set_title("batch of 100 queries; query encoding excluded", fontsize=9)
+    axes[1].set_title("one process per (backend, size)", fontsize=9)
     for ax, label in zip(axes, labels, strict=True):
         ax.set_xscale("log")
         ax.set_yscale("log")
