@@ -104,7 +104,7 @@ def test_index_resumes_after_kill_9_without_embedding_or_losing_anything(tmp_pat
     assert present_ids(retriever.client, retriever.m, corpus.ids) == set(corpus.ids)
 
 
-def test_eval_and_retrieve_run_on_a_collection_without_a_corpus(tmp_path, capsys):
+def test_eval_and_retrieve_run_on_a_collection_without_a_corpus(tmp_path, capsys, saved_minilm_models):
     work = tmp_path / "w"
     bm25 = ["retriever.milvus.search=bm25"]
     assert main(["index", *toy_args(work, *bm25)]) == 0
@@ -114,6 +114,20 @@ def test_eval_and_retrieve_run_on_a_collection_without_a_corpus(tmp_path, capsys
     assert "10 questions" in out
     summary = __import__("json").loads((work / "eval" / "direct_r" / "summary.json").read_text())
     assert summary["retrieval"]["10"]["recall"] > 50  # gold ids from the dataset found in Milvus
+
+    # retrieve asks the collection without reading any dataset (this one does not exist).
+    models = [
+        "--labeler",
+        str(saved_minilm_models / "labeler"),
+        "--filter",
+        str(saved_minilm_models / "filter"),
+    ]
+    no_data = ["data.dataset=hotpotqa", f"data.path={tmp_path / 'absent.json'}"]
+    assert (
+        main(["retrieve", *toy_args(work, *bm25, *no_data), *models, "-q", "Who founded it?", "--json"]) == 0
+    )
+    answer = __import__("json").loads(capsys.readouterr().out)
+    assert answer["trace"][0]["hits"][0], "the first hop found nothing in the collection"
 
     # A collection filled from another corpus holds none of the gold ids: one line, exit 2.
     other = tmp_path / "other"
