@@ -69,7 +69,11 @@ def test_dense_search_equals_faiss_flat_with_the_same_encoder(filled, encoder):
 
 def test_bm25_scores_are_positive_best_first_and_match_bm25s(filled, encoder):
     uri, _ = filled
-    bm25 = load_retriever(milvus_cfg(uri, search="bm25", store="both"), None, encoder=encoder)
+    # `index` again with a BM25-only search finds the (complete, dense + BM25) collection and opens it.
+    bm25 = build_retriever(
+        milvus_cfg(uri, search="bm25"), bridge_corpus(), encoder=encoder, show_progress=False
+    )
+    assert bm25.meta["store"] == "both" and bm25.cfg.milvus.search == "bm25"
     got = bm25.search(QUERIES, 6)
     # Milvus Lite reports BM25 as a negative distance, smallest first; hits are larger-is-better.
     for hits in got:

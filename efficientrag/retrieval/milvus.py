@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -81,11 +82,16 @@ class MilvusRetriever:
         client = connect(m, uri, create=True)
         if rebuild and client.has_collection(m.collection):
             client.drop_collection(m.collection)
+        exists = client.has_collection(m.collection)
+        info = read_collection(client, m.collection) if exists else None
+        if info is not None and info.properties.get(PROP + "store") == "both" and m.stored != "both":
+            # A collection holding both covers a dense- or BM25-only search: keep filling it as such.
+            cfg = replace(cfg, milvus=replace(m, store="both"))
+            m = cfg.milvus
         if m.has_dense and encoder is None:
             encoder = _load_encoder(cfg, show_progress)
         wanted = wanted_properties(cfg, corpus, encoder)
-        if client.has_collection(m.collection):
-            info = read_collection(client, m.collection)
+        if info is not None:
             check_properties(location, info, wanted)
             # A collection from an earlier process starts released: not even count(*) answers.
             client.load_collection(m.collection)
