@@ -113,7 +113,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         ks=cfg.eval.ks,
         batch_size=cfg.eval.batch_size,
         resume=cfg.eval.resume and not args.no_resume,
-        meta={"dataset": cfg.data.dataset, "retriever": cfg.retriever.kind, "encoder": cfg.retriever.encoder},
+        meta={
+            "dataset": cfg.data.dataset,
+            "retriever": cfg.retriever.kind,
+            "encoder": cfg.retriever.encoder,
+            # A Milvus collection: where it is and what it was filled from (no credentials).
+            **({"collection": retriever.describe()} if hasattr(retriever, "describe") else {}),
+        },
     )
     print((out_dir / "table.md").read_text(encoding="utf-8"))
     print(f"{summary['n']} questions; per-question records in {out_dir / 'predictions.jsonl'}")

@@ -114,6 +114,10 @@ def test_eval_and_retrieve_run_on_a_collection_without_a_corpus(tmp_path, capsys
     assert "10 questions" in out
     summary = __import__("json").loads((work / "eval" / "direct_r" / "summary.json").read_text())
     assert summary["retrieval"]["10"]["recall"] > 50  # gold ids from the dataset found in Milvus
+    # The run records the collection it searched and what that was filled from.
+    assert (
+        summary["collection"]["collection"] == "efficientrag" and summary["collection"]["corpus_fingerprint"]
+    )
 
     # retrieve asks the collection without reading any dataset (this one does not exist).
     models = [

@@ -258,6 +258,28 @@ class MilvusRetriever:
             out.append(Hit(chunk, score))
         return out
 
+    def describe(self) -> dict[str, Any]:
+        """What a run records about its search backend: the uri without credentials, the
+        collection, the search mode and what the collection was filled from."""
+        from urllib.parse import urlsplit, urlunsplit
+
+        uri = self.meta["uri"]
+        parts = urlsplit(uri)
+        if parts.hostname:
+            netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+            uri = urlunsplit(parts._replace(netloc=netloc))
+        keep = (
+            "collection",
+            "search",
+            "rows",
+            "store",
+            "corpus_size",
+            "corpus_fingerprint",
+            "encoder",
+            "dim",
+        )
+        return {"uri": uri, **{k: self.meta[k] for k in keep if k in self.meta}}
+
     def missing_ids(self, ids: Sequence[str]) -> list[str]:
         """Which of ``ids`` the collection does not hold (evaluation checks its gold ids)."""
         from efficientrag.retrieval.milvus_index import present_ids
