@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
+from efficientrag.retrieval.errors import BackendUnavailableError
 
 log = logging.getLogger("efficientrag")
 
@@ -60,7 +61,7 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     _setup_logging(args.verbose)
     try:
         return int(args.handler(args) or 0)
-    except (ConfigError, FileNotFoundError, NotADirectoryError, ValueError) as exc:
+    except (ConfigError, FileNotFoundError, NotADirectoryError, ValueError, BackendUnavailableError) as exc:
         # Bad input is reported as one clear line, not a traceback.
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -89,19 +90,26 @@ def cmd_index(args: argparse.Namespace) -> int:
 
     cfg = _experiment_config(args)
     pooled = prepare_data(cfg)
-    build_retriever(cfg.retriever, pooled.corpus, cfg.index_dir, rebuild=args.rebuild)
-    print(f"index ready at {cfg.index_dir} ({len(pooled.corpus)} chunks)")
+    retriever = build_retriever(cfg.retriever, pooled.corpus, cfg.index_dir, rebuild=args.rebuild)
+    where = getattr(retriever, "location", cfg.index_dir)
+    print(f"index ready at {where} ({len(pooled.corpus)} chunks)")
     return 0
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from efficientrag.baselines.registry import build_method, check_method_name
     from efficientrag.config import save_config
+    from efficientrag.eval.gold_coverage import check_gold_coverage
     from efficientrag.eval.interrupts import RunInterrupted
     from efficientrag.eval.run_binding import bind_run
     from efficientrag.eval.runner import RunAbortedError, run_method
-    from efficientrag.experiment import check_model_folders, prepare_data, run_fingerprint, select_examples
-    from efficientrag.retrieval.factory import build_retriever
+    from efficientrag.experiment import (
+        check_model_folders,
+        prepare_data,
+        run_fingerprint,
+        search_backend,
+        select_examples,
+    )
 
     cfg = _experiment_config(args)
     # Everything that can be checked in a second is checked before the corpus is read and indexed.
@@ -114,7 +122,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             f"no questions to evaluate in {cfg.data.path or cfg.data.dataset} after eval.limit / ids files "
             "(to ask one question of a corpus, use `efficientrag retrieve -q ...`)"
         )
-    retriever = build_retriever(cfg.retriever, pooled.corpus, cfg.index_dir)
+    retriever = search_backend(cfg, pooled.corpus)
+    check_gold_coverage(retriever, examples)
     method = build_method(cfg.eval.method, cfg, retriever, _lazy_generator(cfg))
     out_dir = cfg.eval_dir(method.name)
     fingerprint = run_fingerprint(cfg, method.name, retriever, pooled, models)
@@ -136,6 +145,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 "dataset": cfg.data.dataset,
                 "retriever": cfg.retriever.kind,
                 "encoder": cfg.retriever.encoder,
+                # A Milvus collection: where it is and what it was filled from (no credentials).
+                **({"collection": retriever.describe()} if hasattr(retriever, "describe") else {}),
             },
         )
     except RunInterrupted as exc:
@@ -160,16 +171,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_retrieve(args: argparse.Namespace) -> int:
-    from efficientrag.experiment import check_model_folders, prepare_data
+    from efficientrag.experiment import check_model_folders, prepare_data, search_backend
     from efficientrag.pipeline.efficientrag import EfficientRAG, check_questions
     from efficientrag.pipeline.trace_format import format_result
-    from efficientrag.retrieval.factory import build_retriever
 
     cfg = _experiment_config(args)
     check_questions([args.question], source="--question")
     check_model_folders(cfg, "efficientrag")
-    pooled = prepare_data(cfg)
-    retriever = build_retriever(cfg.retriever, pooled.corpus, cfg.index_dir)
+    # A Milvus collection is searched as it is: no dataset has to be read to ask it a question.
+    corpus = None if cfg.retriever.kind == "milvus" else prepare_data(cfg).corpus
+    retriever = search_backend(cfg, corpus)
     rag = EfficientRAG.from_config(retriever, cfg.efficientrag)
     result = rag.retrieve(args.question)
     if args.json:

@@ -22,11 +22,13 @@ from efficientrag.baselines.active.config import ActiveRAGConfig
 from efficientrag.baselines.config import BaselinesConfig
 from efficientrag.config import ConfigError, to_dict
 from efficientrag.data.config import DataConfig
+from efficientrag.data.corpus import Corpus
 from efficientrag.data.loader import PooledDataset, load_data, load_prepared, save_prepared
 from efficientrag.data.schema import Example
 from efficientrag.fingerprint import file_digest, folder_digest, json_digest
 from efficientrag.llm.generator_config import GeneratorConfig
 from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.retrieval.base import Retriever
 from efficientrag.retrieval.config import RetrieverConfig
 
 log = logging.getLogger(__name__)
@@ -89,8 +91,8 @@ class ExperimentConfig:
 
 
 def index_name(cfg: RetrieverConfig) -> str:
-    if cfg.kind == "bm25":
-        return "bm25"
+    if cfg.kind in ("bm25", "milvus"):
+        return cfg.kind
     encoder = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(cfg.encoder.rstrip("/")).name)
     dense = f"dense-{encoder}-{cfg.index_type}"
     return f"hybrid-{dense}-bm25" if cfg.kind == "hybrid" else dense
@@ -144,6 +146,18 @@ def _read_marker(path: Path) -> dict[str, Any] | None:
     except (OSError, json.JSONDecodeError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def search_backend(cfg: ExperimentConfig, corpus: Corpus | None) -> Retriever:
+    """The experiment's retriever: a local index is loaded or built over ``corpus``; a Milvus
+    collection is opened as it is (filling one is `efficientrag index`'s job), with no corpus."""
+    from efficientrag.retrieval.factory import build_retriever, load_retriever
+
+    if cfg.retriever.kind == "milvus":
+        return load_retriever(cfg.retriever, None, cfg.index_dir)
+    if corpus is None:
+        raise ValueError(f"retriever.kind={cfg.retriever.kind} needs the corpus to build or check its index")
+    return build_retriever(cfg.retriever, corpus, cfg.index_dir)
 
 
 def select_examples(cfg: ExperimentConfig, examples: list[Example]) -> list[Example]:

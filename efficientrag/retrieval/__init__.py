@@ -21,16 +21,26 @@ _LAZY = {
     "load_retriever": "efficientrag.retrieval.factory",
     "IndexMismatchError": "efficientrag.retrieval.errors",
     "IndexNotFoundError": "efficientrag.retrieval.errors",
+    "BackendUnavailableError": "efficientrag.retrieval.errors",
+    "MilvusConfig": "efficientrag.retrieval.milvus_config",
+    "MilvusRetriever": "efficientrag.retrieval.milvus",
+    "LangChainSearch": "efficientrag.retrieval.framework",
+    "LlamaIndexSearch": "efficientrag.retrieval.framework",
 }
 
 __all__ = [
     "BM25Retriever",
+    "BackendUnavailableError",
     "DenseRetriever",
     "EmbeddingStore",
     "Encoder",
     "Hit",
     "IndexMismatchError",
     "IndexNotFoundError",
+    "LangChainSearch",
+    "LlamaIndexSearch",
+    "MilvusConfig",
+    "MilvusRetriever",
     "Retriever",
     "RetrieverConfig",
     "build_retriever",
@@ -43,7 +53,10 @@ if TYPE_CHECKING:
     from efficientrag.retrieval.dense import DenseRetriever
     from efficientrag.retrieval.embedding_store import EmbeddingStore
     from efficientrag.retrieval.encoder import Encoder
-    from efficientrag.retrieval.errors import IndexMismatchError, IndexNotFoundError
+    from efficientrag.retrieval.errors import BackendUnavailableError, IndexMismatchError, IndexNotFoundError
     from efficientrag.retrieval.factory import build_retriever, load_retriever
+    from efficientrag.retrieval.framework import LangChainSearch, LlamaIndexSearch
+    from efficientrag.retrieval.milvus import MilvusRetriever
+    from efficientrag.retrieval.milvus_config import MilvusConfig
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Chunk
 
 
@@ -22,13 +21,13 @@ class Hit:
 
 @runtime_checkable
 class Retriever(Protocol):
-    """Batched top-k search over a fixed corpus. Hits are sorted by descending score.
+    """Batched top-k search. Hits are sorted by descending score and carry their chunk, so callers
+    need no in-process corpus: a Milvus collection or a LangChain/LlamaIndex retriever serves the
+    loop as well as the local indexes (which also keep theirs as ``.corpus``).
 
     Backends also set ``last_timings`` (seconds of the latest ``search`` call, split into
     ``encode``: turning queries into vectors or terms, and ``search``: the index lookup) so that
     latency breakdowns can tell the two apart; callers read it with ``getattr(..., None)``.
     """
-
-    corpus: Corpus
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]: ...

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from efficientrag.hub import OFFLINE_DEFAULT_ENCODER
+from efficientrag.retrieval.milvus_config import MilvusConfig
 
 BM25_METHODS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 # Fields that count something: >= 1 when set.
@@ -34,7 +35,8 @@ class RetrieverConfig:
     """
 
     # "hybrid": the dense and the BM25 retriever below, fused by reciprocal rank (retrieval/hybrid.py).
-    kind: Literal["dense", "bm25", "hybrid"] = "dense"
+    # "milvus": a Milvus collection (Lite file or server), settings under ``milvus`` below.
+    kind: Literal["dense", "bm25", "hybrid", "milvus"] = "dense"
 
     # --- dense: encoder ---------------------------------------------------------------------
     encoder: str = OFFLINE_DEFAULT_ENCODER
@@ -92,9 +94,13 @@ class RetrieverConfig:
     # Where the index is saved/loaded; None builds in memory.
     index_dir: str | None = None
 
+    # --- milvus (kind: milvus) ------------------------------------------------------------------
+    # The encoder fields above apply to its dense search, bm25_k1/bm25_b/stopwords to its BM25.
+    milvus: MilvusConfig = field(default_factory=MilvusConfig)
+
     def __post_init__(self) -> None:
-        if self.kind not in ("dense", "bm25", "hybrid"):
-            raise ValueError(f"kind must be 'dense', 'bm25' or 'hybrid', got {self.kind!r}")
+        if self.kind not in ("dense", "bm25", "hybrid", "milvus"):
+            raise ValueError(f"kind must be 'dense', 'bm25', 'hybrid' or 'milvus', got {self.kind!r}")
         if self.hybrid_rrf_k < 0 or self.hybrid_depth < 1:
             raise ValueError(
                 f"need hybrid_rrf_k >= 0 and hybrid_depth >= 1, got {self.hybrid_rrf_k}, {self.hybrid_depth}"

@@ -44,3 +44,10 @@ class IndexMismatchError(ValueError):
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+class BackendUnavailableError(RuntimeError):
+    """A search backend cannot be used: its package is not installed or its server does not answer.
+
+    One line that names the uri or the pip command; the CLI prints it instead of a traceback.
+    """

@@ -35,6 +35,12 @@ def build_retriever(
     discards ones that do not. An interrupted dense build resumes from its last complete shard.
     """
     index_dir = index_dir if index_dir is not None else cfg.index_dir
+    if cfg.kind == "milvus":
+        from efficientrag.retrieval.milvus import MilvusRetriever
+
+        return MilvusRetriever.build(
+            cfg, corpus, index_dir, rebuild=rebuild, encoder=encoder, show_progress=show_progress
+        )
     if cfg.kind == "hybrid":
         # Each half keeps its own folder (and its own metadata checks) under the hybrid's.
         parts = [
@@ -61,15 +67,22 @@ def build_retriever(
 
 def load_retriever(
     cfg: RetrieverConfig,
-    corpus: Corpus,
+    corpus: Corpus | None,
     index_dir: str | Path | None = None,
     *,
     encoder: Encoder | None = None,
     show_progress: bool = True,
 ) -> Retriever:
     """Open a saved index; IndexNotFoundError if there is none, IndexMismatchError if it was built
-    with other settings or another corpus."""
+    with other settings or another corpus. A Milvus collection needs no ``corpus`` (None): its hits
+    carry their chunks."""
     index_dir = index_dir if index_dir is not None else cfg.index_dir
+    if cfg.kind == "milvus":
+        from efficientrag.retrieval.milvus import MilvusRetriever
+
+        return MilvusRetriever.open(cfg, index_dir, encoder=encoder, show_progress=show_progress)
+    if corpus is None:
+        raise ValueError(f"a {cfg.kind} index is searched with its corpus; pass the corpus it was built from")
     if index_dir is None:
         raise ValueError("load_retriever needs an index_dir (argument or cfg.index_dir)")
     if cfg.kind == "hybrid":

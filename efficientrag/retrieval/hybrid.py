@@ -17,7 +17,7 @@ from efficientrag.retrieval.base import Hit, Retriever
 
 
 class HybridRetriever:
-    """Fuses any number of retrievers over the same corpus; itself a :class:`Retriever`."""
+    """Fuses any number of retrievers over the same chunks (ids); itself a :class:`Retriever`."""
 
     def __init__(
         self,
@@ -34,11 +34,13 @@ class HybridRetriever:
         weights = list(weights) if weights is not None else [1.0] * len(retrievers)
         if len(weights) != len(retrievers) or any(w < 0 for w in weights):
             raise ValueError(f"need one non-negative weight per retriever, got {weights}")
-        sizes = {len(r.corpus) for r in retrievers}
-        if len(sizes) != 1:
+        # Backends without an in-process corpus (Milvus, framework retrievers) cannot be compared.
+        corpora = [c for c in (getattr(r, "corpus", None) for r in retrievers) if c is not None]
+        sizes = {len(c) for c in corpora}
+        if len(sizes) > 1:
             raise ValueError(f"the fused retrievers index corpora of different sizes: {sorted(sizes)}")
         self.retrievers = list(retrievers)
-        self.corpus: Corpus = retrievers[0].corpus
+        self.corpus: Corpus | None = corpora[0] if corpora else None
         self.rrf_k, self.depth, self.weights = rrf_k, depth, weights
         self.last_timings: dict[str, float] = {}
 

@@ -1,0 +1,222 @@
+"""A LangChain or LlamaIndex retriever as the loop's search backend.
+
+Any LangChain ``BaseRetriever`` (so every vector store through ``.as_retriever()``: Chroma,
+pgvector, Elasticsearch, OpenSearch, Milvus ...) or LlamaIndex ``BaseRetriever`` becomes a
+:class:`~efficientrag.retrieval.base.Retriever`: ``search(queries, k)`` returns hits carrying
+their chunks, so EfficientRAG, the baselines and evaluation run on it with no corpus of their own.
+(``efficientrag.pipeline.langchain`` / ``.llamaindex`` go the other way: EfficientRAG *as* a
+framework retriever.)
+
+Mapping, the same for both frameworks:
+- chunk id: the metadata key ``id_key`` (default ``"id"``); a document without it stops the search
+  with an error naming the key and the keys it has (``id_key=None`` takes LangChain's
+  ``Document.id`` / LlamaIndex's ``node_id`` instead). Evaluation compares these ids to the
+  dataset's gold ids, so they must be the corpus ids.
+- title: the metadata key ``title_key`` (missing: ""); text: the page content / node content, with
+  a leading ``"{title}: "`` removed (what the package's own indexes store).
+- score: LlamaIndex's node score; for LangChain, whose retrievers return none, the metadata key
+  ``score_key`` when set and present, else ``1 / rank``.
+- ``k``: LangChain vector-store retrievers get ``k`` per call (their ``search_kwargs``), retrievers
+  with a ``k`` field a copy with it set; LlamaIndex retrievers with ``similarity_top_k`` get it set.
+  Others return what they are configured for, cut at ``k``.
+- batches: LangChain's ``batch`` / ``abatch`` (its thread pool, or the store's own batch where it
+  overrides them); LlamaIndex has no batch call, so ``search`` retrieves query by query and
+  ``asearch`` runs its ``aretrieve`` calls concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from efficientrag.retrieval.base import Hit
+from efficientrag.retrieval.chunk_text import chunk_from_stored
+from efficientrag.retrieval.queries import check_search_args
+
+
+class MissingChunkIdError(KeyError):
+    """A framework document has no usable chunk id."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; this one is a sentence
+        return str(self.args[0])
+
+
+class _FrameworkSearch:
+    framework = ""
+
+    def __init__(
+        self,
+        retriever: Any,
+        *,
+        id_key: str | None = "id",
+        title_key: str = "title",
+        score_key: str | None = None,
+    ) -> None:
+        self.retriever = retriever
+        self.id_key = id_key
+        self.title_key = title_key
+        self.score_key = score_key
+        self.last_timings: dict[str, float] = {}
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        queries, k = check_search_args(queries, k)
+        results: list[list[Hit]] = [[] for _ in queries]
+        live = [i for i, q in enumerate(queries) if q.strip()]
+        t0 = time.perf_counter()
+        if k > 0 and live:
+            found = self._retrieve([queries[i] for i in live], k)
+            for i, items in zip(live, found, strict=True):
+                results[i] = self._hits(queries[i], items, k)
+        # The framework embeds and searches in one call: the time is all "search".
+        self.last_timings = {"encode": 0.0, "search": time.perf_counter() - t0}
+        return results
+
+    async def asearch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        """``search`` through the framework's async calls."""
+        queries, k = check_search_args(queries, k)
+        results: list[list[Hit]] = [[] for _ in queries]
+        live = [i for i, q in enumerate(queries) if q.strip()]
+        if k > 0 and live:
+            found = await self._aretrieve([queries[i] for i in live], k)
+            for i, items in zip(live, found, strict=True):
+                results[i] = self._hits(queries[i], items, k)
+        return results
+
+    def _hits(self, query: str, items: Sequence[Any], k: int) -> list[Hit]:
+        hits = []
+        for rank, item in enumerate(items[:k], start=1):
+            chunk_id, title, text, score = self._fields(item)
+            if chunk_id is None:
+                raise MissingChunkIdError(self._missing_id_message(query, item))
+            score = float(score) if score is not None else 1.0 / rank
+            hits.append(Hit(chunk_from_stored(str(chunk_id), str(title or ""), text), score))
+        # Hits stay in the framework's order, whatever their scores.
+        return hits
+
+    def _missing_id_message(self, query: str, item: Any) -> str:
+        where = f"{self.framework} result for query {query[:60]!r}"
+        if self.id_key is None:
+            return f"{where} has no id; set id_key to the metadata key that holds your chunk ids"
+        keys = sorted(self._metadata(item))
+        return (
+            f"{where} has no metadata {self.id_key!r} (its keys: {keys}); set id_key to the key holding "
+            "your chunk ids, or add them to the documents' metadata when you index them"
+        )
+
+    # --- per framework -----------------------------------------------------------------------------
+
+    def _retrieve(self, queries: list[str], k: int) -> list[list[Any]]:
+        raise NotImplementedError
+
+    async def _aretrieve(self, queries: list[str], k: int) -> list[list[Any]]:
+        raise NotImplementedError
+
+    def _fields(self, item: Any) -> tuple[Any, Any, str, Any]:
+        raise NotImplementedError
+
+    def _metadata(self, item: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class LangChainSearch(_FrameworkSearch):
+    """A LangChain ``BaseRetriever`` as a search backend (see the module docstring)."""
+
+    framework = "LangChain"
+
+    def __init__(self, retriever: Any, *, max_concurrency: int | None = None, **kw: Any) -> None:
+        try:
+            from langchain_core.retrievers import BaseRetriever
+        except ImportError as exc:
+            raise ImportError(
+                f"LangChainSearch needs langchain-core ({exc}): pip install 'efficientrag[langchain]'"
+            ) from exc
+        if not isinstance(retriever, BaseRetriever):
+            raise TypeError(
+                f"LangChainSearch takes a langchain_core BaseRetriever, got {type(retriever).__name__}; "
+                "for a vector store pass store.as_retriever()"
+            )
+        super().__init__(retriever, **kw)
+        self.max_concurrency = max_concurrency
+        self._copies: dict[int, Any] = {}
+
+    def _target(self, k: int) -> tuple[Any, dict[str, Any]]:
+        """The retriever to call and the per-call kwargs that make it return ``k`` documents."""
+        from langchain_core.vectorstores import VectorStoreRetriever
+
+        if isinstance(self.retriever, VectorStoreRetriever):
+            return self.retriever, {"k": k}
+        if "k" in type(self.retriever).model_fields:
+            if k not in self._copies:
+                self._copies[k] = self.retriever.model_copy(update={"k": k})
+            return self._copies[k], {}
+        return self.retriever, {}
+
+    def _config(self) -> dict[str, Any]:
+        return {"max_concurrency": self.max_concurrency} if self.max_concurrency else {}
+
+    def _retrieve(self, queries: list[str], k: int) -> list[list[Any]]:
+        target, kwargs = self._target(k)
+        return target.batch(queries, config=self._config(), **kwargs)
+
+    async def _aretrieve(self, queries: list[str], k: int) -> list[list[Any]]:
+        target, kwargs = self._target(k)
+        return await target.abatch(queries, config=self._config(), **kwargs)
+
+    def _fields(self, doc: Any) -> tuple[Any, Any, str, Any]:
+        meta = doc.metadata or {}
+        chunk_id = getattr(doc, "id", None) if self.id_key is None else meta.get(self.id_key)
+        score = meta.get(self.score_key) if self.score_key else None
+        return chunk_id, meta.get(self.title_key), doc.page_content, score
+
+    def _metadata(self, doc: Any) -> dict[str, Any]:
+        return doc.metadata or {}
+
+
+class LlamaIndexSearch(_FrameworkSearch):
+    """A LlamaIndex ``BaseRetriever`` as a search backend (see the module docstring)."""
+
+    framework = "LlamaIndex"
+
+    def __init__(self, retriever: Any, *, max_concurrency: int = 8, **kw: Any) -> None:
+        try:
+            from llama_index.core.base.base_retriever import BaseRetriever
+        except ImportError as exc:
+            raise ImportError(
+                f"LlamaIndexSearch needs llama-index-core ({exc}): pip install 'efficientrag[llamaindex]'"
+            ) from exc
+        if not isinstance(retriever, BaseRetriever):
+            raise TypeError(
+                f"LlamaIndexSearch takes a llama_index BaseRetriever, got {type(retriever).__name__}; "
+                "for an index pass index.as_retriever()"
+            )
+        super().__init__(retriever, **kw)
+        self.max_concurrency = max_concurrency
+
+    def _set_k(self, k: int) -> None:
+        if hasattr(self.retriever, "similarity_top_k"):
+            self.retriever.similarity_top_k = k
+
+    def _retrieve(self, queries: list[str], k: int) -> list[list[Any]]:
+        self._set_k(k)
+        return [self.retriever.retrieve(q) for q in queries]
+
+    async def _aretrieve(self, queries: list[str], k: int) -> list[list[Any]]:
+        self._set_k(k)
+        gate = asyncio.Semaphore(self.max_concurrency)
+
+        async def one(query: str) -> list[Any]:
+            async with gate:
+                return await self.retriever.aretrieve(query)
+
+        return list(await asyncio.gather(*(one(q) for q in queries)))
+
+    def _fields(self, scored: Any) -> tuple[Any, Any, str, Any]:
+        node = scored.node
+        meta = node.metadata or {}
+        chunk_id = node.node_id if self.id_key is None else meta.get(self.id_key)
+        return chunk_id, meta.get(self.title_key), node.get_content(), scored.score
+
+    def _metadata(self, scored: Any) -> dict[str, Any]:
+        return scored.node.metadata or {}

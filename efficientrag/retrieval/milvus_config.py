@@ -1,0 +1,106 @@
+"""The ``retriever.milvus`` section: where the collection lives, what it holds and how it is searched.
+
+The same settings serve Milvus Lite (``uri`` a local ``.db`` path, served in-process by the
+``milvus-lite`` package) and a Milvus Standalone / Distributed server (``uri: http://host:19530``).
+See docs/backends.md for what differs between the two engines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+SEARCH_MODES = ("dense", "bm25", "hybrid")
+STORE_MODES = ("dense", "bm25", "both")
+# Milvus's own VARCHAR limit (bytes on a server; milvus-lite counts characters, a looser bound).
+VARCHAR_MAX = 65_535
+# Milvus caps the queries of one search call and its top-k at 16,384 each.
+MILVUS_MAX_NQ = 16_384
+
+
+@dataclass
+class MilvusConfig:
+    # None: ``<index_dir>/milvus.db`` (Milvus Lite). A path ending in ``.db`` is Milvus Lite;
+    # ``http://host:19530`` / ``https://...`` is a Milvus server or cluster.
+    uri: str | None = None
+    # Server credentials ("user:password" or an API key); None reads MILVUS_TOKEN. Never saved.
+    token: str | None = field(default=None, metadata={"secret": True})
+    db_name: str = ""
+    collection: str = "efficientrag"
+    # What a search runs: the package's encoder over the dense field, Milvus's BM25 function over
+    # the analyzed text field, or both fused by Milvus's reciprocal-rank ranker.
+    search: Literal["dense", "bm25", "hybrid"] = "dense"
+    # What `efficientrag index` writes; None: what ``search`` needs (hybrid: both). A BM25-only
+    # collection is filled without running the encoder at all.
+    store: Literal["dense", "bm25", "both"] | None = None
+    # Dense index and metric. FLAT + IP is exact and equals FAISS Flat; HNSW / IVF_FLAT for large
+    # collections; AUTOINDEX lets a server (or Zilliz Cloud) choose.
+    index_type: Literal["FLAT", "HNSW", "IVF_FLAT", "AUTOINDEX"] = "FLAT"
+    metric: Literal["IP", "COSINE", "L2"] = "IP"
+    hnsw_m: int = 32
+    hnsw_ef_construction: int = 200
+    hnsw_ef: int = 128
+    ivf_nlist: int = 1024
+    ivf_nprobe: int = 32
+    # BM25 analyzer (Milvus ``analyzer_params``); None: the standard tokenizer, lowercase and the
+    # English stop words of the bm25 backend (``retriever.stopwords``), which both engines accept.
+    analyzer_params: dict[str, Any] | None = None
+    # Hybrid: RRFRanker's k and each route's depth before fusion (as retriever.hybrid_* for bm25s+FAISS).
+    rrf_k: int = 60
+    hybrid_depth: int = 50
+    # Rows per insert call: the unit of resume after a killed `efficientrag index`.
+    insert_batch_size: int = 256
+    # Queries per search call (Milvus caps one call at 16,384).
+    search_batch_size: int = 1024
+    # Bytes of ``"{title}: {text}"`` the text field accepts; longer chunks stop indexing before any
+    # row is written (docs/backends.md, "Long chunks").
+    max_text_bytes: int = VARCHAR_MAX
+    # Seconds to wait for a server before failing with the uri in the error.
+    timeout_s: float = 10.0
+    # Field names, for a collection of your own (defaults: what `efficientrag index` creates). The
+    # text field holds ``"{title}: {text}"``; a stored text without that prefix is taken as is.
+    id_field: str = "id"
+    title_field: str = "title"
+    text_field: str = "contents"
+    dense_field: str = "dense"
+    sparse_field: str = "sparse"
+
+    def __post_init__(self) -> None:
+        if self.search not in SEARCH_MODES:
+            raise ValueError(f"milvus.search must be one of {list(SEARCH_MODES)}, got {self.search!r}")
+        if self.store is not None and self.store not in STORE_MODES:
+            raise ValueError(f"milvus.store must be one of {list(STORE_MODES)} or null, got {self.store!r}")
+        needs = self.required_store()
+        if self.store is not None and self.store != "both" and self.store != needs:
+            raise ValueError(
+                f"milvus.search={self.search!r} needs milvus.store={needs!r} or 'both', got {self.store!r}"
+            )
+        for name in ("insert_batch_size", "hybrid_depth", "hnsw_m", "hnsw_ef", "ivf_nlist", "ivf_nprobe"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"milvus.{name} must be >= 1, got {getattr(self, name)}")
+        if not 1 <= self.search_batch_size <= MILVUS_MAX_NQ:
+            raise ValueError(
+                f"milvus.search_batch_size must be in 1..{MILVUS_MAX_NQ}, got {self.search_batch_size}"
+            )
+        if not 1 <= self.max_text_bytes <= VARCHAR_MAX:
+            raise ValueError(f"milvus.max_text_bytes must be in 1..{VARCHAR_MAX}, got {self.max_text_bytes}")
+        if self.rrf_k < 0 or self.timeout_s <= 0:
+            raise ValueError(f"need milvus.rrf_k >= 0 and timeout_s > 0, got {self.rrf_k}, {self.timeout_s}")
+        if not self.collection:
+            raise ValueError("milvus.collection must name a collection")
+
+    def required_store(self) -> str:
+        return {"dense": "dense", "bm25": "bm25", "hybrid": "both"}[self.search]
+
+    @property
+    def stored(self) -> str:
+        """What the collection holds (or will hold)."""
+        return self.store or self.required_store()
+
+    @property
+    def has_dense(self) -> bool:
+        return self.stored in ("dense", "both")
+
+    @property
+    def has_bm25(self) -> bool:
+        return self.stored in ("bm25", "both")

@@ -1,0 +1,257 @@
+"""retriever.kind=milvus against the real Milvus Lite engine (the `milvus` extra): dense, BM25 and
+hybrid search, batch search, the checks on an existing collection, and the one-line errors."""
+
+from __future__ import annotations
+
+import socket
+import sys
+
+import pytest
+
+pytest.importorskip("pymilvus", reason="needs the milvus extra: pip install 'efficientrag[milvus]'")
+pytest.importorskip("milvus_lite", reason="needs the milvus extra: pip install 'efficientrag[milvus]'")
+
+from efficientrag.data.corpus import Corpus  # noqa: E402
+from efficientrag.data.schema import Chunk  # noqa: E402
+from efficientrag.retrieval.config import RetrieverConfig  # noqa: E402
+from efficientrag.retrieval.errors import (  # noqa: E402
+    BackendUnavailableError,
+    IndexMismatchError,
+    IndexNotFoundError,
+)
+from efficientrag.retrieval.factory import build_retriever, load_retriever  # noqa: E402
+from efficientrag.retrieval.milvus_config import MilvusConfig  # noqa: E402
+from efficientrag.testing.scripted_models import ALPHA_QUESTION, bridge_corpus  # noqa: E402
+
+pytestmark = pytest.mark.milvus
+
+QUERIES = [ALPHA_QUESTION, "Bob Stone", "Carla Moss Lyon", "", "the of was"]
+
+
+@pytest.fixture(scope="module")
+def encoder(minilm_path):
+    from efficientrag.retrieval.encoder import Encoder
+
+    return Encoder(minilm_path, show_progress=False)
+
+
+def milvus_cfg(uri, **kw) -> RetrieverConfig:
+    bm25 = {k: kw.pop(k) for k in ("bm25_stemmer", "stopwords") if k in kw}
+    return RetrieverConfig(kind="milvus", milvus=MilvusConfig(uri=str(uri), **kw), **bm25)
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory, encoder):
+    """The bridge corpus in one Lite file, holding dense vectors and BM25 (store: both)."""
+    uri = tmp_path_factory.mktemp("milvus") / "bridge.db"
+    retriever = build_retriever(
+        milvus_cfg(uri, store="both"), bridge_corpus(), encoder=encoder, show_progress=False
+    )
+    return uri, retriever
+
+
+def ids(results):
+    return [[h.id for h in hits] for hits in results]
+
+
+def test_dense_search_equals_faiss_flat_with_the_same_encoder(filled, encoder):
+    _, milvus = filled
+    faiss = build_retriever(RetrieverConfig(), bridge_corpus(), encoder=encoder, show_progress=False)
+    got, want = milvus.search(QUERIES, 4), faiss.search(QUERIES, 4)
+    assert ids(got) == ids(want)
+    assert ids(got)[0][:2] == ["alpha", "bob"] and ids(got)[3] == []
+    for a, b in zip(got, want, strict=True):
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-5)
+    # The chunk comes back whole from the collection's fields: no corpus is consulted.
+    assert got[0][0].chunk == bridge_corpus().get("alpha")
+    assert not hasattr(milvus, "corpus")
+
+
+def test_bm25_scores_are_positive_best_first_and_match_bm25s(filled, encoder):
+    uri, _ = filled
+    # `index` again with a BM25-only search finds the (complete, dense + BM25) collection and opens it.
+    bm25 = build_retriever(
+        milvus_cfg(uri, search="bm25"), bridge_corpus(), encoder=encoder, show_progress=False
+    )
+    assert bm25.meta["store"] == "both" and bm25.cfg.milvus.search == "bm25"
+    got = bm25.search(QUERIES, 6)
+    # Milvus Lite reports BM25 as a negative distance, smallest first; hits are larger-is-better.
+    for hits in got:
+        scores = [h.score for h in hits]
+        assert all(s > 0 for s in scores) and scores == sorted(scores, reverse=True)
+    assert ids(got)[1][0] == "bob" and ids(got)[2][0] == "carla"
+    # An empty query and a stop-word-only query get no hits, as on the bm25s backend.
+    assert got[3] == [] and got[4] == []
+    # Same analyzer (no stemmer, same stop words), same k1/b: the same chunks in the same order as
+    # bm25s. The scores differ: Milvus keeps the (k1 + 1) factor that bm25s's Lucene variant drops.
+    plain = build_retriever(
+        RetrieverConfig(kind="bm25", bm25_stemmer="none"), bridge_corpus(), show_progress=False
+    )
+    for q in ("Bob Stone", "Carla Moss Lyon", "film directed", ALPHA_QUESTION):
+        mine, theirs = bm25.search([q], 6)[0], plain.search([q], 6)[0]
+        assert [h.id for h in mine] == [h.id for h in theirs], q
+        assert all(a.score > b.score for a, b in zip(mine, theirs, strict=True))
+
+
+def test_hybrid_fuses_both_routes_by_reciprocal_rank(filled, encoder):
+    uri, _ = filled
+    hybrid = load_retriever(milvus_cfg(uri, search="hybrid", rrf_k=60), None, encoder=encoder)
+    got = hybrid.search(QUERIES[:3], 3)
+    assert ids(got)[0][0] == "alpha" and ids(got)[1][0] == "bob" and ids(got)[2][0] == "carla"
+    # First in both routes: 1/61 + 1/61.
+    assert got[1][0].score == pytest.approx(2 / 61, rel=1e-4)
+
+
+def test_batch_search_equals_one_query_at_a_time(filled, encoder):
+    uri, _ = filled
+    for mode in ("dense", "bm25", "hybrid"):
+        r = load_retriever(milvus_cfg(uri, search=mode, search_batch_size=3), None, encoder=encoder)
+        many = [f"{w} film" for w in ("Alpha", "Bob", "Omega", "Carla", "Lyon")] + ["", "Paris"]
+        batched = r.search(many, 3)
+        single = [r.search([q], 3)[0] for q in many]
+        assert ids(batched) == ids(single), mode
+
+
+def test_reopening_for_another_corpus_or_encoder_stops_and_rebuild_refills(tmp_path, encoder):
+    uri = tmp_path / "m.db"
+    cfg = milvus_cfg(uri, search="bm25")
+    build_retriever(cfg, bridge_corpus(), show_progress=False)
+    other = Corpus([*bridge_corpus(), Chunk("extra", "Extra", "One more chunk.")])
+    with pytest.raises(IndexMismatchError, match=r"corpus_size=.*'6'.*'7'.*--rebuild"):
+        build_retriever(cfg, other, show_progress=False)
+    with pytest.raises(IndexMismatchError, match="bm25_k1"):
+        build_retriever(RetrieverConfig(kind="milvus", bm25_k1=2.0, milvus=cfg.milvus), bridge_corpus())
+    rebuilt = build_retriever(cfg, other, rebuild=True, show_progress=False)
+    assert rebuilt.meta["rows"] == 7 and rebuilt.search(["one more chunk"], 1)[0][0].id == "extra"
+
+
+def test_wrong_dimension_of_a_users_own_collection(tmp_path, encoder):
+    from pymilvus import DataType, MilvusClient
+
+    uri = tmp_path / "own.db"
+    client = MilvusClient(str(uri))
+    schema = MilvusClient.create_schema(auto_id=False)
+    schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
+    schema.add_field("title", DataType.VARCHAR, max_length=64)
+    schema.add_field("contents", DataType.VARCHAR, max_length=256)
+    schema.add_field("dense", DataType.FLOAT_VECTOR, dim=8)
+    index = client.prepare_index_params()
+    index.add_index("dense", index_type="FLAT", metric_type="IP")
+    client.create_collection("docs", schema=schema, index_params=index)
+    client.insert("docs", [{"id": "a", "title": "A", "contents": "A: x", "dense": [1.0] + [0.0] * 7}])
+    with pytest.raises(IndexMismatchError, match=r"dim=8.*dim=384") as err:
+        load_retriever(milvus_cfg(uri, collection="docs"), None, encoder=encoder)
+    assert "\n" not in str(err.value)
+    with pytest.raises(IndexMismatchError, match="a field 'sparse'"):
+        load_retriever(milvus_cfg(uri, collection="docs", search="bm25"), None)
+
+
+def test_text_over_the_varchar_limit_stops_before_any_row(tmp_path):
+    uri = tmp_path / "long.db"
+    # 60 characters but 120 bytes: a server counts bytes, so the check does too.
+    corpus = Corpus([Chunk("ok", "T", "short"), Chunk("long", "T", "é" * 60)])
+    with pytest.raises(ValueError, match=r"chunk 'long' has a contents of 123 bytes, over .* 100 .*split"):
+        build_retriever(milvus_cfg(uri, search="bm25", max_text_bytes=100), corpus, show_progress=False)
+    from pymilvus import MilvusClient
+
+    assert not MilvusClient(str(uri)).has_collection("efficientrag")
+
+
+def test_missing_collection_and_missing_file(filled, tmp_path):
+    uri, _ = filled
+    with pytest.raises(
+        IndexNotFoundError, match=r"collection 'nope'.*no such collection.*efficientrag index"
+    ):
+        load_retriever(milvus_cfg(uri, collection="nope", search="bm25"), None)
+    with pytest.raises(IndexNotFoundError, match="no Milvus Lite database there"):
+        load_retriever(milvus_cfg(tmp_path / "absent.db", search="bm25"), None)
+
+
+def test_unreachable_server_names_the_uri():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    uri = f"http://127.0.0.1:{port}"
+    with pytest.raises(
+        BackendUnavailableError, match=rf"cannot reach Milvus at {uri} .*retriever.milvus.uri"
+    ) as err:
+        load_retriever(milvus_cfg(uri, timeout_s=2, search="bm25"), None)
+    assert "\n" not in str(err.value)
+
+
+def test_missing_milvus_lite_names_the_pip_command(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "milvus_lite", None)  # as if the package were not installed
+    with pytest.raises(
+        BackendUnavailableError, match=r"needs the milvus-lite package: pip install 'efficientrag\[milvus\]'"
+    ):
+        build_retriever(milvus_cfg(tmp_path / "x.db", search="bm25"), bridge_corpus(), show_progress=False)
+
+
+def test_config_rejects_a_store_the_search_cannot_use():
+    with pytest.raises(ValueError, match="needs milvus.store='both'"):
+        MilvusConfig(search="hybrid", store="dense")
+    assert MilvusConfig(search="hybrid").stored == "both" and MilvusConfig().has_bm25 is False
+
+
+def test_efficientrag_on_milvus_gives_the_in_process_backends_chunks(filled, encoder, saved_minilm_models):
+    """Scripted models (exact hop behaviour) and real MiniLM Labeler/Filter with random heads: the
+    loop keeps the same chunks on Milvus dense as on FAISS Flat, and on Milvus BM25 as on bm25s
+    without a stemmer (on this corpus; docs/backends.md lists where the two BM25s differ)."""
+    from efficientrag.models import Filter, Labeler
+    from efficientrag.pipeline.config import EfficientRAGConfig
+    from efficientrag.pipeline.efficientrag import EfficientRAG
+    from efficientrag.testing.scripted_models import (
+        OMEGA_QUESTION,
+        USEFUL_WORDS,
+        InfoOnlyFilter,
+        ScriptedLabeler,
+    )
+
+    uri, milvus_dense = filled
+    pairs = {
+        "dense": (
+            build_retriever(RetrieverConfig(), bridge_corpus(), encoder=encoder, show_progress=False),
+            milvus_dense,
+        ),
+        "bm25": (
+            build_retriever(
+                RetrieverConfig(kind="bm25", bm25_stemmer="none"), bridge_corpus(), show_progress=False
+            ),
+            load_retriever(milvus_cfg(uri, search="bm25", store="both"), None),
+        ),
+    }
+    cfg = EfficientRAGConfig(
+        top_k=3, max_hops=3, tag_threshold=0.3, token_threshold=0.3, filter_threshold=0.3
+    )
+    models = {
+        "scripted": (ScriptedLabeler(USEFUL_WORDS), InfoOnlyFilter()),
+        "minilm": (
+            Labeler.from_pretrained(saved_minilm_models / "labeler", device="cpu"),
+            Filter.from_pretrained(saved_minilm_models / "filter", device="cpu"),
+        ),
+    }
+    questions = [ALPHA_QUESTION, OMEGA_QUESTION, "Where is Paris?"]
+    for kind, (local, milvus) in pairs.items():
+        for name, (lab, fil) in models.items():
+            if (kind, name) == ("bm25", "minilm"):
+                continue  # the loop's code path is the same; one real-model run is enough
+            want = EfficientRAG(local, lab, fil, cfg).retrieve_batch(questions)
+            got = EfficientRAG(milvus, lab, fil, cfg).retrieve_batch(questions)
+            assert [r.chunk_ids for r in got] == [r.chunk_ids for r in want], (kind, name)
+            assert [len(r.trace) for r in got] == [len(r.trace) for r in want], (kind, name)
+    scripted = EfficientRAG(milvus_dense, *models["scripted"], cfg).retrieve(ALPHA_QUESTION)
+    assert set(scripted.chunk_ids) == {"alpha", "bob"}
+
+
+def test_a_staged_batch_is_used_only_for_the_same_ids(tmp_path):
+    import numpy as np
+
+    from efficientrag.retrieval.milvus_index import read_staged, write_staged
+
+    path = tmp_path / "c.pending.npz"
+    vectors = np.arange(6, dtype=np.float32).reshape(2, 3)
+    write_staged(path, ["a", "b"], vectors)
+    assert np.array_equal(read_staged(path, ["a", "b"]), vectors)
+    assert read_staged(path, ["b", "a"]) is None and read_staged(path, ["a"]) is None
+    path.write_bytes(b"torn")
+    assert read_staged(path, ["a", "b"]) is None
