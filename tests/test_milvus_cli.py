@@ -153,6 +153,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
         "retriever.milvus.timeout_s=2",
         "retriever.milvus.search=bm25",
     ]
-    assert main(["retrieve", *toy_args(work, *bad), "-q", "who?"]) == 2
+    # (eval with direct_r: `retrieve` would first ask for the trained model folders)
+    assert main(["eval", *toy_args(work, *bad), "--method", "direct_r"]) == 2
     err = capsys.readouterr().err.strip()
     assert "cannot reach Milvus at http://127.0.0.1:9" in err and "\n" not in err
