@@ -18,6 +18,8 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 
 import yaml
 
+from efficientrag.atomic import write_text_atomic
+
 T = TypeVar("T")
 
 BASE_KEY = "_base_"
@@ -134,8 +136,7 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 
 
 def save_config(cfg: Any, path: str | Path) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False), encoding="utf-8")
+    write_text_atomic(path, yaml.safe_dump(to_dict(cfg), sort_keys=False))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from efficientrag.atomic import write_text_atomic
 from efficientrag.config import ConfigError, save_config, to_dict
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.corpus import Corpus
@@ -232,8 +233,8 @@ def run_quickstart(cfg: QuickstartConfig) -> dict[str, Any]:
         direct, [("EfficientRAG", efficient)], paths.root / RECALL_PLOT, title=f"{cfg.data.dataset}: held-out"
     )
     report = _report(cfg, summary, table, plot)
-    (paths.root / "quickstart.md").write_text(report, encoding="utf-8")
-    (paths.root / "quickstart.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    write_text_atomic(paths.root / "quickstart.md", report)
+    write_text_atomic(paths.root / "quickstart.json", json.dumps(summary, indent=2))
     summary["table"] = table
     summary["report_path"] = str(paths.root / "quickstart.md")
     summary["plot_path"] = str(plot)
@@ -486,8 +487,7 @@ def _report(cfg: QuickstartConfig, summary: dict[str, Any], table: str, plot: Pa
 
 
 def _write_ids(path: Path, examples: Sequence[Example]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(f"{ex.id}\n" for ex in examples), encoding="utf-8")
+    write_text_atomic(path, "".join(f"{ex.id}\n" for ex in examples))
 
 
 class _timed:

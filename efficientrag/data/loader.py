@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from efficientrag.atomic import write_json_atomic
 from efficientrag.config import ConfigError
 from efficientrag.data.config import DataConfig, SourceConfig, ToyWorldConfig
 from efficientrag.data.corpus import Corpus
@@ -99,8 +99,8 @@ def save_prepared(pooled: PooledDataset, out_dir: str | Path) -> Path:
     pooled.corpus.save(out / "corpus.jsonl")
     write_jsonl(out / "examples.jsonl", (ex.to_dict() for ex in pooled.examples))
     write_jsonl(out / "skipped.jsonl", (s.to_dict() for s in pooled.skipped))
-    _write_json(out / "id_map.json", pooled.id_map)
-    _write_json(out / "stats.json", pooled.stats)
+    write_json_atomic(out / "id_map.json", pooled.id_map)
+    write_json_atomic(out / "stats.json", pooled.stats)
     return out
 
 
@@ -139,15 +139,6 @@ def load_prepared(out_dir: str | Path) -> PooledDataset:
     id_map = _read_json(out / "id_map.json", dict)
     stats = _read_json(out / "stats.json", dict)
     return PooledDataset(corpus=corpus, examples=examples, id_map=id_map, skipped=skipped, stats=stats)
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        json.dump(obj, fh, ensure_ascii=False, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def _read_json(path: Path, tp: type) -> Any:

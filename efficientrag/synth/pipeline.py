@@ -20,17 +20,19 @@ from typing import Any
 from efficientrag.config import save_config, to_dict
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
+from efficientrag.jsonl import read_records
 from efficientrag.retrieval.base import Retriever
 from efficientrag.synth.build import BuiltSets, build_rows, write_sets
 from efficientrag.synth.config import SynthConfig
 from efficientrag.synth.records import OUTPUT_FILES, STAGES
 from efficientrag.synth.stage import (
     StageError,
+    StageOptions,
     StageResult,
     clear_stage,
-    read_records,
     run_stage_async,
     stage_paths,
+    write_manifest,
 )
 from efficientrag.synth.stats import synthesis_stats
 from efficientrag.synth.steps import (
@@ -251,8 +253,8 @@ class _Run:
             "datasets": per_dataset,
             "stages": manifests,
         }
-        _write_json(self.out / "stats.json", stats)
-        _write_json(
+        write_manifest(self.out / "stats.json", stats)
+        write_manifest(
             stage_paths(self.out, "build")["done"],
             {"stage": "build", "files": stats["files"], "rows": _row_counts(built)},
         )
@@ -262,19 +264,15 @@ class _Run:
     # -- helpers ------------------------------------------------------------------------------
 
     async def _stage(self, name: str, items: Any, fn: Any, *, llm: bool = False, **kw: Any) -> StageResult:
-        return await run_stage_async(
-            name,
-            items,
-            fn,
-            self.out,
+        options = StageOptions(
             output=OUTPUT_FILES[name],
             concurrency=self.cfg.concurrency if llm else 1,
             retry_errors=self.cfg.retry_errors,
             max_errors=self.cfg.max_errors,
             progress=self.cfg.progress,
             postfix=self.teacher.progress,
-            **kw,
         )
+        return await run_stage_async(name, items, fn, self.out, options, **kw)
 
     def read(self, stage: str) -> dict[str, dict[str, Any]]:
         """The output of ``stage`` for this run's questions, by record id."""
@@ -329,9 +327,3 @@ def _row_counts(built: BuiltSets) -> dict[str, int]:
         for m, sets in (("labeler", built.labeler), ("filter", built.filter))
         for s, rows in sets.items()
     }
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
