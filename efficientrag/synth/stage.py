@@ -133,17 +133,11 @@ class StageOptions:
     progress: bool = True
 
 
-def run_stage(
-    name: str,
-    inputs: Iterable[Any],
-    fn: Callable[..., Any],
-    out_dir: str | Path,
-    options: StageOptions | None = None,
-    **settings: Any,
-) -> StageResult:
-    """Run one stage to completion (or resume it); ``settings`` are :class:`StageOptions` fields
-    that replace those of ``options``. See the module docstring."""
-    return asyncio.run(run_stage_async(name, inputs, fn, out_dir, options, **settings))
+def run_stage(*args: Any, **kwargs: Any) -> StageResult:
+    """``run_stage(name, inputs, fn, out_dir, options=None, **settings)``: run one stage to
+    completion (or resume it) in an event loop of its own; :func:`run_stage_async` is the same
+    for callers already inside one. See the module docstring."""
+    return asyncio.run(run_stage_async(*args, **kwargs))
 
 
 async def run_stage_async(
@@ -154,7 +148,8 @@ async def run_stage_async(
     options: StageOptions | None = None,
     **settings: Any,
 ) -> StageResult:
-    """:func:`run_stage` for callers already inside an event loop."""
+    """Run stage ``name``: ``fn`` over ``inputs`` into ``out_dir``; ``settings`` are
+    :class:`StageOptions` fields that replace those of ``options``."""
     opts = replace(options or StageOptions(), **settings)
     if opts.concurrency < 1:
         raise ValueError(f"stage {name}: concurrency must be >= 1, got {opts.concurrency}")
