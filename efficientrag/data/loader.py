@@ -8,7 +8,6 @@ agree on one corpus without re-reading the raw files.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from efficientrag.data.readers.hub import HUB_DEFAULTS, is_datasets_source, read
 from efficientrag.data.readers.jsonl_dataset import read_jsonl_dataset
 from efficientrag.data.readers.registry import READERS, canonical_dataset_name
 from efficientrag.data.readers.result import ReadResult
+from efficientrag.data.readers.source import parse_json, read_text
 from efficientrag.data.readers.toy import read_toy_world
 from efficientrag.data.schema import Example
 from efficientrag.jsonl import read_jsonl, write_jsonl
@@ -142,12 +142,7 @@ def load_prepared(out_dir: str | Path) -> PooledDataset:
 
 
 def _read_json(path: Path, tp: type) -> Any:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(
-            path, f"not valid JSON ({exc.msg} at column {exc.colno})", line=exc.lineno
-        ) from exc
+    obj = parse_json(path, read_text(path))
     if not isinstance(obj, tp):
         raise DataFormatError(path, f"expected a JSON {tp.__name__}, got {type(obj).__name__}")
     return obj

@@ -24,7 +24,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from efficientrag.jsonl import write_jsonl
 
@@ -81,6 +81,9 @@ FIELDS = {
         who_made="Who recorded {t}?", genres=("folk", "jazz", "rock", "blues", "electronic"),
     ),
 }  # fmt: skip
+
+
+E = TypeVar("E", bound="Entity")
 
 
 @dataclass
@@ -261,24 +264,10 @@ class World:
 
     # --- lookups -----------------------------------------------------------------------------
 
-    def country(self, name: str) -> Country:
+    def get(self, name: str, kind: type[E]) -> E:
+        """The entity called ``name``, which must be a ``kind``."""
         e = self.entities[name]
-        assert isinstance(e, Country)
-        return e
-
-    def city(self, name: str) -> City:
-        e = self.entities[name]
-        assert isinstance(e, City)
-        return e
-
-    def person(self, name: str) -> Person:
-        e = self.entities[name]
-        assert isinstance(e, Person)
-        return e
-
-    def org(self, name: str) -> Org:
-        e = self.entities[name]
-        assert isinstance(e, Org)
+        assert isinstance(e, kind)
         return e
 
     def same_kind(self, entity: Entity) -> list[Entity]:
@@ -422,15 +411,20 @@ def _any_work(world: World, rng: random.Random) -> tuple[Work, Field]:
     return rng.choice(world.works[fname]), FIELDS[fname]
 
 
+def _work_and_creator(world: World, rng: random.Random) -> tuple[Work, Field, Person, Step]:
+    """A random work, its field, its creator and the question's first hop ("Who directed T?")."""
+    work, fld = _any_work(world, rng)
+    person = world.get(work.creator, Person)
+    return work, fld, person, Step(fld.who_made.format(t=work.name), person.name, work.name)
+
+
 def _org_aliases(org: Org) -> list[str]:
     return [org.stem]
 
 
 def _bridge(world: World, rng: random.Random) -> QuestionSpec | None:
-    work, fld = _any_work(world, rng)
-    person = world.person(work.creator)
+    work, fld, person, first = _work_and_creator(world, rng)
     t, role = work.name, fld.role
-    first = Step(fld.who_made.format(t=t), person.name, work.name)
     kind = rng.randrange(7)
     if kind == 0:
         q, a = f"Where was the {role} of {t} born?", person.birthplace
@@ -449,12 +443,12 @@ def _bridge(world: World, rng: random.Random) -> QuestionSpec | None:
         steps = [first, Step("Who is #1 married to?", a, person.name)]
         return QuestionSpec("bridge", q, a, steps, hidden=[person.name])
     if kind == 3:
-        org = world.org(person.employer)
+        org = world.get(person.employer, Org)
         q = f"Which {fld.org_kind} has the {role} of {t} worked for?"
         steps = [first, Step(f"Which {fld.org_kind} has #1 worked for?", org.name, person.name)]
         return QuestionSpec("bridge", q, org.name, steps, aliases=_org_aliases(org), hidden=[person.name])
     if kind == 4:
-        org = world.org(work.org)
+        org = world.get(work.org, Org)
         q = f"In which city is the {fld.org_kind} that {fld.made} {t} headquartered?"
         steps = [
             Step(f"Which {fld.org_kind} {fld.made} {t}?", org.name, work.name),
@@ -462,16 +456,16 @@ def _bridge(world: World, rng: random.Random) -> QuestionSpec | None:
         ]
         return QuestionSpec("bridge", q, org.city, steps, hidden=[org.name])
     if kind == 5:
-        city = world.city(person.birthplace)
+        city = world.get(person.birthplace, City)
         q = f"In which country was {person.name} born?"
         steps = [
             Step(f"Where was {person.name} born?", city.name, person.name),
             Step("Which country is #1 in?", city.country, city.name),
         ]
-        official = world.country(city.country).official
+        official = world.get(city.country, Country).official
         return QuestionSpec("bridge", q, city.country, steps, aliases=[official], hidden=[city.name])
     org = rng.choice(world.orgs[rng.choice(list(FIELDS))])
-    city = world.city(org.city)
+    city = world.get(org.city, City)
     q = f"In what year was the city that is home to {org.name} founded?"
     steps = [
         Step(f"Where is {org.name} headquartered?", city.name, org.name),
@@ -481,14 +475,12 @@ def _bridge(world: World, rng: random.Random) -> QuestionSpec | None:
 
 
 def _compositional(world: World, rng: random.Random) -> QuestionSpec | None:
-    work, fld = _any_work(world, rng)
-    person = world.person(work.creator)
+    work, fld, person, first = _work_and_creator(world, rng)
     t, role = work.name, fld.role
-    first = Step(fld.who_made.format(t=t), person.name, work.name)
     kind = rng.randrange(4)
     if kind == 0:
-        city = world.city(person.birthplace)
-        country = world.country(city.country)
+        city = world.get(person.birthplace, City)
+        country = world.get(city.country, Country)
         q = f"In which country was the {role} of {t} born?"
         steps = [
             first,
@@ -499,7 +491,7 @@ def _compositional(world: World, rng: random.Random) -> QuestionSpec | None:
             "compositional", q, country.name, steps, [country.official], [person.name, city.name]
         )
     if kind == 1:
-        city = world.city(person.birthplace)
+        city = world.get(person.birthplace, City)
         q = f"When was the birthplace of the {role} of {t} founded?"
         a = str(city.founded)
         steps = [
@@ -509,9 +501,9 @@ def _compositional(world: World, rng: random.Random) -> QuestionSpec | None:
         ]
         return QuestionSpec("compositional", q, a, steps, hidden=[person.name, city.name])
     if kind == 2:
-        org = world.org(work.org)
-        city = world.city(org.city)
-        country = world.country(city.country)
+        org = world.get(work.org, Org)
+        city = world.get(org.city, City)
+        country = world.get(city.country, Country)
         q = f"In which country is the {fld.org_kind} that {fld.made} {t} headquartered?"
         steps = [
             Step(f"Which {fld.org_kind} {fld.made} {t}?", org.name, work.name),
@@ -521,7 +513,7 @@ def _compositional(world: World, rng: random.Random) -> QuestionSpec | None:
         return QuestionSpec(
             "compositional", q, country.name, steps, [country.official], [org.name, city.name]
         )
-    org = world.org(person.employer)
+    org = world.get(person.employer, Org)
     q = f"In what year was the {fld.org_kind} that employs the {role} of {t} founded?"
     a = str(org.founded)
     steps = [
@@ -569,7 +561,7 @@ def _comparison(world: World, rng: random.Random) -> QuestionSpec | None:
 def _bridge_comparison(world: World, rng: random.Random) -> QuestionSpec | None:
     fld = FIELDS[rng.choice(list(FIELDS))]
     a, b = rng.sample(world.works[fld.work], 2)
-    pa, pb = world.person(a.creator), world.person(b.creator)
+    pa, pb = world.get(a.creator, Person), world.get(b.creator, Person)
     if pa.born == pb.born:
         return None
     winner, other = (a, b) if pa.born < pb.born else (b, a)
@@ -578,7 +570,7 @@ def _bridge_comparison(world: World, rng: random.Random) -> QuestionSpec | None:
     q = f"Which {fld.work} has the {fld.role} who was born earlier, {shown[0]} or {shown[1]}?"
     steps: list[Step] = []
     for work in (other, winner):
-        creator = world.person(work.creator)
+        creator = world.get(work.creator, Person)
         k = len(steps) + 1
         steps += [
             Step(fld.who_made.format(t=work.name), creator.name, work.name),

@@ -26,7 +26,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import openai
@@ -550,21 +550,19 @@ class LLMClient:
         self, batch: Sequence[Messages], *, return_exceptions: bool = False, **kwargs: Any
     ) -> list[LLMResponse | BaseException]:
         """Many chats at once (bounded by ``concurrency``), results in input order."""
-
-        async def run_all() -> list[Any]:
-            return await asyncio.gather(
-                *(self.aclient.chat(m, **kwargs) for m in batch), return_exceptions=return_exceptions
-            )
-
-        return self._run(run_all())
+        return self._gather((self.aclient.chat(m, **kwargs) for m in batch), return_exceptions)
 
     def complete_many(
         self, prompts: Sequence[str], *, return_exceptions: bool = False, **kwargs: Any
     ) -> list[LLMResponse | BaseException]:
+        return self._gather((self.aclient.complete(p, **kwargs) for p in prompts), return_exceptions)
+
+    def _gather(self, calls: Iterator[Awaitable[Any]], return_exceptions: bool) -> list[Any]:
+        """``calls`` is a generator, so its coroutines are made inside the loop's thread, never
+        left un-awaited when the loop cannot take them."""
+
         async def run_all() -> list[Any]:
-            return await asyncio.gather(
-                *(self.aclient.complete(p, **kwargs) for p in prompts), return_exceptions=return_exceptions
-            )
+            return await asyncio.gather(*calls, return_exceptions=return_exceptions)
 
         return self._run(run_all())
 

@@ -34,7 +34,7 @@ from efficientrag.synth.stage import (
     stage_paths,
     write_manifest,
 )
-from efficientrag.synth.stats import synthesis_stats
+from efficientrag.synth.stats import StageOutputs, synthesis_stats
 from efficientrag.synth.steps import (
     StepContext,
     align_step,
@@ -51,16 +51,16 @@ from efficientrag.synth.teacher import Teacher, get_teacher
 
 log = logging.getLogger(__name__)
 
-UPSTREAM = {
-    "label": "decompose",
-    "align": "label",
-    "next_hop": "align",
-    "negatives": "next_hop",
-    "build": "negatives",
-}
+# Each stage reads the output of the one before it.
+UPSTREAM = dict(zip(STAGES[1:], STAGES[:-1], strict=True))
 
 
-def run_synthesis(
+def run_synthesis(cfg: SynthConfig, **held: Any) -> dict[str, Any]:
+    """:func:`run_synthesis_async` in an event loop of its own (``held``: its keywords)."""
+    return asyncio.run(run_synthesis_async(cfg, **held))
+
+
+async def run_synthesis_async(
     cfg: SynthConfig,
     *,
     corpus: Corpus | None = None,
@@ -75,20 +75,6 @@ def run_synthesis(
     replaces building ``cfg.retriever``, ``teacher`` replaces ``cfg.teacher``: for callers that
     already hold them (and tests).
     """
-    return asyncio.run(
-        run_synthesis_async(cfg, corpus=corpus, examples=examples, retriever=retriever, teacher=teacher)
-    )
-
-
-async def run_synthesis_async(
-    cfg: SynthConfig,
-    *,
-    corpus: Corpus | None = None,
-    examples: list[Example] | None = None,
-    retriever: Retriever | None = None,
-    teacher: Teacher | None = None,
-) -> dict[str, Any]:
-    """:func:`run_synthesis` for callers already inside an event loop."""
     if (corpus is None) != (examples is None):
         raise ValueError("pass both corpus and examples, or neither")
     if corpus is None:
@@ -213,33 +199,22 @@ class _Run:
         return await self._stage("negatives", items, fn, batch_size=cfg.negatives_batch_size, params=params)
 
     def build(self) -> dict[str, Any]:
-        decomposed = self.read("decompose")
-        aligned = self.read("align")
-        next_hop = self.read("next_hop")
-        negatives = self.read("negatives")
         cfg = self.cfg
+        got = StageOutputs(*(self.read(stage) for stage in ("decompose", "align", "next_hop", "negatives")))
         built = build_rows(
             self.qids,
-            decomposed,
-            aligned,
-            next_hop,
-            negatives,
+            got.decomposed,
+            got.aligned,
+            got.next_hop,
+            got.negatives,
             validation_ratio=cfg.validation_ratio,
             seed=cfg.seed,
             question_positives=cfg.question_positives,
         )
         files = write_sets(built, self.out)
         rejects = {s: read_records(stage_paths(self.out, s)["rejects"]) for s in STAGES if s != "build"}
-        per_dataset = synthesis_stats(
-            question_ids=self.qids,
-            dataset_of={q: self.by_id[q].dataset for q in self.qids},
-            decomposed=decomposed,
-            aligned=aligned,
-            next_hop=next_hop,
-            negatives=negatives,
-            rejects=rejects,
-            built=built,
-        )
+        dataset_of = {q: self.by_id[q].dataset for q in self.qids}
+        per_dataset = synthesis_stats(self.qids, dataset_of, got, rejects, built)
         manifests = {}
         for stage in STAGES[:-1]:
             done = stage_paths(self.out, stage)["done"]
