@@ -14,7 +14,7 @@ from efficientrag.lazy import lazy_exports
 _EXPORTS = {
     "AsyncLLMClient": "efficientrag.llm.client",
     "LLMClient": "efficientrag.llm.client",
-    "parse_retry_after": "efficientrag.llm.client",
+    "parse_retry_after": "efficientrag.llm.retry",
     "ResponseCache": "efficientrag.llm.cache",
     "cache_key": "efficientrag.llm.cache",
     "LLMConfig": "efficientrag.llm.config",
@@ -63,7 +63,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from efficientrag.llm.cache import ResponseCache, cache_key
-    from efficientrag.llm.client import AsyncLLMClient, LLMClient, parse_retry_after
+    from efficientrag.llm.client import AsyncLLMClient, LLMClient
     from efficientrag.llm.config import LLMConfig, ModelPrice
     from efficientrag.llm.errors import (
         EndpointUnreachableError,
@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     )
     from efficientrag.llm.json_output import parse_json_output
     from efficientrag.llm.response import LLMResponse, TokenLogprob, TokenUsage
+    from efficientrag.llm.retry import parse_retry_after
     from efficientrag.llm.usage import StageUsage, UsageTracker
 
 
