@@ -31,7 +31,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from real_llm_tables import method_dir, print_qa_table, print_synth_tables, read_records, synth_row  # noqa: E402
+from real_llm_tables import method_dir, print_qa_table, print_synth_tables, read_predictions, synth_row  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data"
 if not SHARED.is_dir():
@@ -323,7 +323,7 @@ def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
     out = Path(args.out)
     items: list[tuple[str, dict[str, Any]]] = []
     for name in args.methods:
-        for rec in read_records(method_dir(out, name)):
+        for rec in read_predictions(method_dir(out, name)):
             if rec.get("qa") and rec.get("answer") is not None:
                 items.append((name, rec))
     if not items:

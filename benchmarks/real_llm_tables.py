@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.eval.trigger_rate import trigger_rates
-from efficientrag.synth.stage_outcome import stage_outcome, stage_records
+from efficientrag.jsonl import read_records
+from efficientrag.synth.stage_outcome import stage_outcome
 from efficientrag.synth.teacher_agreement import bridge_share, label_agreement
 
 # Retrieval-only methods; with the answer call they write to ``<name>_qa``.
@@ -23,8 +24,8 @@ def method_dir(out: Path, name: str) -> Path:
     return answered if name in ANSWER_CALL and not (plain / "predictions.jsonl").is_file() else plain
 
 
-def read_records(run_dir: Path) -> list[dict[str, Any]]:
-    return stage_records(run_dir / "predictions.jsonl")
+def read_predictions(run_dir: Path) -> list[dict[str, Any]]:
+    return read_records(run_dir / "predictions.jsonl")
 
 
 def counter(rec: dict[str, Any], key: str) -> float:
@@ -38,7 +39,7 @@ def print_qa_table(out: Path, methods: list[str]) -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in methods:
-        recs = [r for r in read_records(method_dir(out, name)) if r.get("qa")]
+        recs = [r for r in read_predictions(method_dir(out, name)) if r.get("qa")]
         if not recs:
             continue
         n = len(recs)

@@ -12,6 +12,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
@@ -19,17 +20,28 @@ from efficientrag.retrieval.errors import BackendUnavailableError
 
 log = logging.getLogger("efficientrag")
 
-# Shorthand flag -> config key, per config family.
-_EXPERIMENT_FLAGS = {
-    "dataset": "data.dataset",
-    "data": "data.path",
-    "corpus": "data.corpus_path",
-    "work_dir": "work_dir",
-    "method": "eval.method",
-    "limit": "eval.limit",
-    "labeler": "efficientrag.labeler",
-    "filter": "efficientrag.filter",
+
+@dataclass(frozen=True)
+class Flag:
+    key: str  # the config key the flag is a shorthand for
+    help: str
+    type: type = str
+
+
+# Every shorthand flag of every command, once: ``--work-dir X`` is ``work_dir=X``. A command adds
+# the ones it takes (``_add_config_args``); ``_flag_overrides`` turns the given ones into overrides.
+FLAGS = {
+    "dataset": Flag("data.dataset", "hotpotqa | 2wikimultihopqa | musique | jsonl | toy (data.dataset)"),
+    "data": Flag("data.path", "dataset file (data.path)"),
+    "corpus": Flag("data.corpus_path", "corpus JSONL for --dataset jsonl (data.corpus_path)"),
+    "work_dir": Flag("work_dir", "where data, index, models and results go (work_dir)"),
+    "method": Flag("eval.method", "method name (eval.method)"),
+    "limit": Flag("eval.limit", "evaluate the first N questions (eval.limit)", int),
+    "labeler": Flag("efficientrag.labeler", "trained Labeler folder (efficientrag.labeler)"),
+    "filter": Flag("efficientrag.filter", "trained Filter folder (efficientrag.filter)"),
 }
+DATA_FLAGS = ("dataset", "data", "corpus", "work_dir")
+MODEL_FLAGS = ("labeler", "filter")
 
 
 # Commands whose own entry (shared with a script under synth/ or train/) parses the arguments.
@@ -211,18 +223,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_quickstart(args: argparse.Namespace) -> int:
     from efficientrag.quickstart import QuickstartConfig, run_quickstart
 
-    flags = {
-        "dataset": "data.dataset",
-        "data": "data.path",
-        "corpus": "data.corpus_path",
-        "work_dir": "work_dir",
-    }
-    overrides = [
-        f"{key}={getattr(args, f)}" for f, key in flags.items() if getattr(args, f, None) is not None
-    ]
     if args.dataset and args.dataset != "toy" and not args.data:
         raise ValueError(f"--dataset {args.dataset} needs --data PATH (the dataset file)")
-    cfg = load_config(QuickstartConfig, args.config, [*overrides, *args.overrides])
+    cfg = load_config(QuickstartConfig, args.config, [*_flag_overrides(args), *args.overrides])
     summary = run_quickstart(cfg)
     print()
     print(summary["table"])
@@ -271,11 +274,7 @@ def _lazy_generator(cfg):
 def _experiment_config(args: argparse.Namespace):
     from efficientrag.experiment import ExperimentConfig
 
-    overrides = [
-        f"{key}={getattr(args, flag)}"
-        for flag, key in _EXPERIMENT_FLAGS.items()
-        if getattr(args, flag, None) is not None
-    ]
+    overrides = _flag_overrides(args)
     if getattr(args, "corpus", None) and not args.dataset and not args.data and not args.config:
         # Only a corpus: the user's own documents, asked with -q (or indexed), no question file.
         overrides.insert(0, "data.dataset=jsonl")
@@ -284,13 +283,25 @@ def _experiment_config(args: argparse.Namespace):
     return load_config(ExperimentConfig, args.config, [*overrides, *args.overrides])
 
 
-def _add_experiment_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", "-c", help="experiment preset (YAML), e.g. configs/experiments/toy.yaml")
-    p.add_argument("--dataset", help="hotpotqa | 2wikimultihopqa | musique | jsonl | toy (data.dataset)")
-    p.add_argument("--data", help="dataset file (data.path)")
-    p.add_argument("--corpus", help="corpus JSONL for --dataset jsonl (data.corpus_path)")
-    p.add_argument("--work-dir", dest="work_dir", help="where data, index and results go (work_dir)")
+def _flag_overrides(args: argparse.Namespace) -> list[str]:
+    return [
+        f"{flag.key}={getattr(args, name)}"
+        for name, flag in FLAGS.items()
+        if getattr(args, name, None) is not None
+    ]
+
+
+def _add_config_args(p: argparse.ArgumentParser, preset: str, flags: Sequence[str] = DATA_FLAGS) -> None:
+    """``--config``, the shorthand ``flags`` (names in :data:`FLAGS`) and trailing ``key=value``."""
+    p.add_argument("--config", "-c", help=f"preset (YAML), e.g. {preset}")
+    for name in flags:
+        flag = FLAGS[name]
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=flag.type, help=flag.help)
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+
+
+def _add_experiment_args(p: argparse.ArgumentParser, extra_flags: Sequence[str] = ()) -> None:
+    _add_config_args(p, "configs/experiments/toy.yaml", (*DATA_FLAGS, *extra_flags))
 
 
 def _add_verbose(p: argparse.ArgumentParser) -> None:
@@ -302,11 +313,7 @@ _REPORT_HELP = "one Markdown report (tables + plots) over several eval run folde
 
 
 def _add_eval_args(p: argparse.ArgumentParser) -> None:
-    _add_experiment_args(p)
-    p.add_argument("--method", help="method name (eval.method)")
-    p.add_argument("--limit", type=int, help="evaluate the first N questions (eval.limit)")
-    p.add_argument("--labeler", help="trained Labeler folder (efficientrag.labeler)")
-    p.add_argument("--filter", help="trained Filter folder (efficientrag.filter)")
+    _add_experiment_args(p, ("method", "limit", *MODEL_FLAGS))
     p.add_argument("--no-resume", action="store_true", help="start over instead of continuing")
     p.set_defaults(handler=cmd_eval)
 
@@ -345,10 +352,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_eval_args(sub.add_parser("eval", help=_EVAL_HELP))
 
     p = sub.add_parser("retrieve", help="run EfficientRAG on one question and print the hops")
-    _add_experiment_args(p)
+    _add_experiment_args(p, MODEL_FLAGS)
     p.add_argument("--question", "-q", required=True)
-    p.add_argument("--labeler", help="trained Labeler folder (efficientrag.labeler)")
-    p.add_argument("--filter", help="trained Filter folder (efficientrag.filter)")
     p.add_argument("--json", action="store_true", help="print the result and trace as JSON")
     p.set_defaults(handler=cmd_retrieve)
 
@@ -364,12 +369,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "quickstart",
         help="toy world (or --dataset/--data) -> synthesis -> train Labeler+Filter -> EfficientRAG vs Direct-R",
     )
-    p.add_argument("--config", "-c", help="quickstart preset (YAML), e.g. configs/quickstart/hotpotqa.yaml")
-    p.add_argument("--dataset", help="toy (default) | hotpotqa | 2wikimultihopqa | musique | jsonl")
-    p.add_argument("--data", help="dataset file (data.path)")
-    p.add_argument("--corpus", help="corpus JSONL for --dataset jsonl (data.corpus_path)")
-    p.add_argument("--work-dir", dest="work_dir", help="where everything goes (default runs/quickstart)")
-    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    _add_config_args(p, "configs/quickstart/hotpotqa.yaml")
     p.set_defaults(handler=cmd_quickstart)
     return parser
 

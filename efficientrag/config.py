@@ -18,9 +18,14 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 
 import yaml
 
+from efficientrag.atomic import write_text_atomic
+
 T = TypeVar("T")
 
 BASE_KEY = "_base_"
+# A config class may list keys it no longer has as ``RENAMED_KEYS = {"old": "new.dotted.key"}`` (a
+# ClassVar): a preset still using an old key then fails with one line naming the new one.
+RENAMED_KEYS_ATTR = "RENAMED_KEYS"
 
 
 class ConfigError(ValueError):
@@ -42,7 +47,7 @@ def load_config(
     merged: dict[str, Any] = {}
     origin = "<defaults>"
     if path is not None:
-        merged = _read_yaml(Path(path))
+        merged = read_yaml(path)
         origin = str(path)
     if data:
         merged = _deep_merge(merged, dict(data))
@@ -97,6 +102,9 @@ def from_dict(cls: type[T], data: Mapping[str, Any], *, origin: str = "<dict>", 
     if unknown:
         key = unknown[0]
         full = f"{prefix}{key}"
+        renamed = getattr(cls, RENAMED_KEYS_ATTR, {})
+        if key in renamed:
+            raise ConfigError(f"{origin}: config key '{full}' is now '{prefix}{renamed[key]}'; rename it")
         close = difflib.get_close_matches(str(key), list(fields), n=1)
         hint = f"; did you mean '{prefix}{close[0]}'?" if close else ""
         known = ", ".join(sorted(fields))
@@ -134,15 +142,21 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 
 
 def save_config(cfg: Any, path: str | Path) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False), encoding="utf-8")
+    write_text_atomic(path, yaml.safe_dump(to_dict(cfg), sort_keys=False))
 
 
 # ---------------------------------------------------------------------------------------------
 
 
-def _read_yaml(path: Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
-    path = path.expanduser()
+def read_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A YAML preset as plain data, its ``_base_`` includes resolved.
+
+    ``_base_`` (a path or a list of paths, relative to the file that names it) may stand at the
+    top, where the file extends whole presets, or inside a section, where that section extends
+    them: ``labeler: {_base_: ../labeler/minilm-cpu.yaml, epochs: 2}`` is the MiniLM training
+    preset with two epochs. So a preset reuses another's values instead of restating them.
+    """
+    path = Path(path).expanduser()
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     if path.resolve() in _seen:
@@ -155,13 +169,23 @@ def _read_yaml(path: Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
         loaded = {}
     if not isinstance(loaded, dict):
         raise ConfigError(f"{path}: top level must be a mapping, got {type(loaded).__name__}")
-    bases = loaded.pop(BASE_KEY, None)
+    return _with_bases(loaded, path, (*_seen, path.resolve()))
+
+
+def _with_bases(node: Any, path: Path, seen: tuple[Path, ...]) -> Any:
+    """``node`` with every ``_base_`` in it (at any depth) replaced by the files it names."""
+    if isinstance(node, list):
+        return [_with_bases(item, path, seen) for item in node]
+    if not isinstance(node, dict):
+        return node
+    own = {key: _with_bases(value, path, seen) for key, value in node.items() if key != BASE_KEY}
+    bases = node.get(BASE_KEY)
     if bases is None:
-        return loaded
+        return own
     merged: dict[str, Any] = {}
     for base in [bases] if isinstance(bases, str) else list(bases):
-        merged = _deep_merge(merged, _read_yaml(path.parent / base, _seen + (path.resolve(),)))
-    return _deep_merge(merged, loaded)
+        merged = _deep_merge(merged, read_yaml(path.parent / base, seen))
+    return _deep_merge(merged, own)
 
 
 def _field_default(f: dataclasses.Field) -> Any:

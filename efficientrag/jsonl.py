@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from efficientrag.atomic import atomic_open
 from efficientrag.data.errors import DataFormatError
 
 
@@ -57,18 +58,13 @@ def not_utf8_message(exc: UnicodeDecodeError, base_offset: int = 0) -> str:
 
 
 def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
-    """Write all records atomically (temp file + rename): readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    """Write all records atomically (:func:`efficientrag.atomic.atomic_open`): readers never see
+    half a file."""
     n = 0
-    with tmp.open("w", encoding="utf-8") as fh:
+    with atomic_open(path) as fh:
         for rec in records:
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
             n += 1
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
     return n
 
 
@@ -146,9 +142,13 @@ class JsonlAppender:
         self.close()
 
 
+def read_records(path: str | Path) -> list[dict[str, Any]]:
+    """The records a resumable job has written so far: none before the file exists, and the torn
+    last line a killed writer may leave is skipped (its rerun repairs it and redoes the record)."""
+    path = Path(path)
+    return list(read_jsonl(path, allow_torn_tail=True)) if path.is_file() else []
+
+
 def read_done_ids(path: str | Path, key: str = "id") -> set[str]:
     """Ids already written to a JSONL output (tolerating a torn last line)."""
-    path = Path(path)
-    if not path.is_file():
-        return set()
-    return {str(r[key]) for r in read_jsonl(path, allow_torn_tail=True) if key in r}
+    return {str(r[key]) for r in read_records(path) if key in r}

@@ -5,9 +5,10 @@ training questions (annotation teacher: no LLM) -> train both models -> index th
 evaluate Direct-R and EfficientRAG on the held-out questions -> table + recall-vs-chunks plot.
 
 Every step keeps its output under ``work_dir`` and is skipped (or resumed) when run again, so an
-interrupted quickstart continues where it stopped. The defaults are embedded here (toy world,
-all-MiniLM-L6-v2 from the ``offline`` extra, CPU-sized training) so the command needs no file and
-no network; ``configs/quickstart/*.yaml`` and ``key=value`` overrides change them. The benchmark
+interrupted quickstart continues where it stopped. The defaults (toy world, all-MiniLM-L6-v2 from
+the ``offline`` extra, CPU-sized training) need no file argument and no network: the model recipes
+are ``configs/quickstart/toy.yaml``, which extends the MiniLM CPU training presets; the other
+``configs/quickstart/*.yaml`` and ``key=value`` overrides change them. The benchmark
 ``benchmarks/retrieval_efficientrag.py`` drives the same steps on the shared real data.
 """
 
@@ -21,13 +22,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from efficientrag.config import ConfigError, save_config, to_dict
+from efficientrag.atomic import write_text_atomic
+from efficientrag.config import ConfigError, from_dict, save_config, to_dict
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.presets import preset_path, read_preset
 from efficientrag.retrieval.base import Retriever
 from efficientrag.retrieval.config import RetrieverConfig
+from efficientrag.synth.config import SynthConfig
 from efficientrag.synth.split import VALIDATION, split_of
 from efficientrag.training.config import TrainConfig
 
@@ -36,57 +40,23 @@ log = logging.getLogger(__name__)
 RECALL_PLOT = "recall_vs_chunks.png"
 
 
-def _labeler_defaults() -> TrainConfig:
-    """The MiniLM CPU recipe of ``configs/labeler/minilm-cpu.yaml`` (pair pooling, class-weighted
-    token loss, lr 1e-4; see the comments there), with fewer passes: the toy world's short
-    paragraphs are learned in 2 epochs."""
-    return TrainConfig(
-        model="labeler",
-        pooling="pair",
-        class_weights="auto",
-        learning_rate=1e-4,
-        epochs=2,
-        batch_size=16,
-        eval_batch_size=32,
-        max_length=256,
-        warmup_steps=30,
-        mixed_precision="no",
-        eval_steps=0,
-        save_steps=100,
-        logging_steps=10,
-        max_eval_rows=500,
-    )
+# The quickstart's model recipes: this preset's ``labeler`` and ``filter`` sections, which extend the
+# MiniLM CPU training presets (configs/labeler/minilm-cpu.yaml, configs/filter/minilm-cpu.yaml)
+# through ``_base_`` with fewer passes for the toy world. Written there once, not here again.
+DEFAULT_PRESET = "quickstart/toy.yaml"
+
+# SynthConfig keys the quickstart sets itself (from its own key, in the value).
+_OWN_SYNTH_KEYS = {
+    "data": "data",
+    "retriever": "retriever",
+    "out_dir": "work_dir",
+    "seed": "split_seed",
+    "progress": "progress",
+}
 
 
-def _filter_defaults() -> TrainConfig:
-    return TrainConfig(
-        model="filter",
-        learning_rate=1e-4,
-        epochs=10,
-        batch_size=32,
-        eval_batch_size=64,
-        max_length=128,
-        warmup_steps=20,
-        mixed_precision="no",
-        eval_steps=0,
-        save_steps=100,
-        logging_steps=10,
-        max_eval_rows=500,
-    )
-
-
-@dataclass
-class QuickSynthSettings:
-    """The synthesis knobs the quickstart exposes; data, retriever and output folder are its own."""
-
-    teacher: str = "annotations"
-    validation_ratio: float = 0.1
-    negatives_top_k: int = 10
-    # 4 negatives per query and question positives (docs/synthesis.md, "More negatives"): with a
-    # few hundred questions, the official one-negative data leaves the Tagger at chance.
-    negatives_per_query: int = 4
-    question_positives: bool = True
-    min_align_rate: float = 0.8
+def _model_recipe(kind: str) -> TrainConfig:
+    return from_dict(TrainConfig, read_preset(DEFAULT_PRESET)[kind], origin=str(preset_path(DEFAULT_PRESET)))
 
 
 @dataclass
@@ -101,10 +71,12 @@ class QuickstartConfig:
     # Evaluate at most this many held-out questions (None: all).
     eval_limit: int | None = None
     retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
-    synth: QuickSynthSettings = field(default_factory=QuickSynthSettings)
+    # Synthesis settings (teacher, negatives, validation_ratio, ...); its data, retriever, output
+    # folder, seed and progress are the quickstart's own (_OWN_SYNTH_KEYS).
+    synth: SynthConfig = field(default_factory=SynthConfig)
     # Training settings; data_dir and output_dir are set by the quickstart (under work_dir).
-    labeler: TrainConfig = field(default_factory=_labeler_defaults)
-    filter: TrainConfig = field(default_factory=_filter_defaults)
+    labeler: TrainConfig = field(default_factory=lambda: _model_recipe("labeler"))
+    filter: TrainConfig = field(default_factory=lambda: _model_recipe("filter"))
     efficientrag: EfficientRAGConfig = field(default_factory=EfficientRAGConfig)
     # Training questions from other files than the evaluated ones (a dataset's train split, or other
     # datasets for transfer): each is synthesized over its own pooled corpus, the training sets are
@@ -120,6 +92,10 @@ class QuickstartConfig:
         if self.labeler.model not in ("", "labeler") or self.filter.model not in ("", "filter"):
             raise ValueError("labeler.model / filter.model cannot be changed in a quickstart config")
         self.labeler.model, self.filter.model = "labeler", "filter"  # type: ignore[assignment]
+        unset = SynthConfig()
+        for key, own in _OWN_SYNTH_KEYS.items():
+            if getattr(self.synth, key) != getattr(unset, key):
+                raise ValueError(f"synth.{key} is set by the quickstart from '{own}'; set {own} instead")
 
 
 @dataclass
@@ -232,8 +208,8 @@ def run_quickstart(cfg: QuickstartConfig) -> dict[str, Any]:
         direct, [("EfficientRAG", efficient)], paths.root / RECALL_PLOT, title=f"{cfg.data.dataset}: held-out"
     )
     report = _report(cfg, summary, table, plot)
-    (paths.root / "quickstart.md").write_text(report, encoding="utf-8")
-    (paths.root / "quickstart.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    write_text_atomic(paths.root / "quickstart.md", report)
+    write_text_atomic(paths.root / "quickstart.json", json.dumps(summary, indent=2))
     summary["table"] = table
     summary["report_path"] = str(paths.root / "quickstart.md")
     summary["plot_path"] = str(plot)
@@ -251,19 +227,13 @@ def synthesize(
     retriever: Retriever,
 ) -> dict[str, Any]:
     """Labeler/Filter training sets from ``examples`` (resumable: finished stages are skipped)."""
-    from efficientrag.synth.config import SynthConfig
     from efficientrag.synth.pipeline import run_synthesis
 
-    scfg = SynthConfig(
+    scfg = replace(
+        cfg.synth,
         data=cfg.data,
         retriever=cfg.retriever,
-        teacher=cfg.synth.teacher,
         out_dir=str(paths.synth),
-        validation_ratio=cfg.synth.validation_ratio,
-        negatives_top_k=cfg.synth.negatives_top_k,
-        negatives_per_query=cfg.synth.negatives_per_query,
-        question_positives=cfg.synth.question_positives,
-        min_align_rate=cfg.synth.min_align_rate,
         # Another seed than the held-out split's: with the same hash, the training pool (which is
         # what is left after the held-out draw) would have no question on the validation side.
         seed=cfg.split_seed + 1,
@@ -486,8 +456,15 @@ def _report(cfg: QuickstartConfig, summary: dict[str, Any], table: str, plot: Pa
 
 
 def _write_ids(path: Path, examples: Sequence[Example]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(f"{ex.id}\n" for ex in examples), encoding="utf-8")
+    write_text_atomic(path, "".join(f"{ex.id}\n" for ex in examples))
+
+
+def __getattr__(name: str) -> Any:
+    if name == "QuickSynthSettings":
+        raise AttributeError(
+            "QuickSynthSettings is now efficientrag.synth.config.SynthConfig (QuickstartConfig.synth)"
+        )
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _timed:

@@ -1,5 +1,5 @@
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 import pytest
 
@@ -100,3 +100,37 @@ def test_a_partial_nested_mapping_extends_the_fields_own_default(tmp_path):
     cfg = load_config(Tuned, p)
     assert (cfg.inner.k, cfg.inner.name) == (5, "tuned")
     assert load_config(Tuned).inner.k == 99
+
+
+def test_a_section_extends_another_preset_through_its_own_base(tmp_path):
+    (tmp_path / "presets").mkdir()
+    (tmp_path / "presets" / "inner.yaml").write_text("k: 3\nname: x\n")
+    (tmp_path / "run.yaml").write_text("rate: 0.2\ninner:\n  _base_: presets/inner.yaml\n  k: 4\n")
+    cfg = load_config(Outer, tmp_path / "run.yaml")
+    assert (cfg.inner.k, cfg.inner.name, cfg.rate) == (4, "x", 0.2)
+    # A file extending that one keeps the section's base and adds to it.
+    (tmp_path / "child.yaml").write_text("_base_: run.yaml\ninner:\n  kind: bm25\n")
+    cfg = load_config(Outer, tmp_path / "child.yaml", ["inner.k=5"])
+    assert (cfg.inner.k, cfg.inner.name, cfg.inner.kind, cfg.rate) == (5, "x", "bm25", 0.2)
+
+
+def test_a_section_base_that_includes_itself_is_a_cycle(tmp_path):
+    (tmp_path / "loop.yaml").write_text("inner:\n  _base_: loop.yaml\n")
+    with pytest.raises(ConfigError, match="cycle"):
+        load_config(Outer, tmp_path / "loop.yaml")
+
+
+@dataclass
+class Renamed:
+    RENAMED_KEYS: ClassVar[dict[str, str]] = {"top_k": "retrieval.k"}
+    inner: Inner = field(default_factory=Inner)
+
+
+def test_a_renamed_key_fails_with_one_line_naming_the_new_key(tmp_path):
+    p = tmp_path / "old.yaml"
+    p.write_text("top_k: 3\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(Renamed, p)
+    assert str(err.value) == f"{p}: config key 'top_k' is now 'retrieval.k'; rename it"
+    with pytest.raises(ConfigError, match="unknown config key 'other'"):
+        load_config(Renamed, None, ["other=1"])

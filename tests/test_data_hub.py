@@ -160,3 +160,14 @@ def test_hub_names_pick_repository_config_and_split_and_unreachable_hubs_get_the
         hub_repo("musique", "hub:")
     with pytest.raises(ConfigError, match="path=hub"):
         load_data(DataConfig(dataset="musique"))
+
+
+def test_a_saved_single_dataset_is_any_split_to_read_but_only_train_to_train_on(tmp_path):
+    from efficientrag.data.readers.hub import load_saved_split
+    from efficientrag.training import training_set
+
+    Dataset.from_list([{"a": 1}, {"a": 2}]).save_to_disk(str(tmp_path / "one"))
+    assert len(load_saved_split(tmp_path / "one", "validation")) == 2
+    assert len(training_set.load_saved_split(tmp_path / "one", "train")) == 2
+    with pytest.raises(DataFormatError, match="single Dataset; it has no 'validation' split"):
+        training_set.load_saved_split(tmp_path / "one", "validation")

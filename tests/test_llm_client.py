@@ -26,7 +26,7 @@ from efficientrag.llm import (
     TruncatedOutputError,
     parse_retry_after,
 )
-from efficientrag.llm.client import UNREACHABLE_RETRY_DELAY_S
+from efficientrag.llm.retry import UNREACHABLE_RETRY_DELAY_S
 from efficientrag.testing.fake_openai import (
     FakeOpenAIServer,
     ScriptedReply,

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from efficientrag.cli import main
-from efficientrag.config import load_config
+from efficientrag.config import ConfigError, load_config
 from efficientrag.quickstart import QuickstartConfig, run_quickstart, split_examples
 
 pytestmark = pytest.mark.usefixtures("minilm_path")
@@ -126,6 +126,87 @@ def test_the_toy_preset_is_the_embedded_default(repo_root):
 
     preset = load_config(QuickstartConfig, repo_root / "configs" / "quickstart" / "toy.yaml")
     assert to_dict(preset) == to_dict(QuickstartConfig())
+
+
+# The recipes quickstart.py embedded in Python before they came from configs/quickstart/toy.yaml
+# (issue 27): the defaults must not have moved.
+EMBEDDED_LABELER = dict(
+    model="labeler",
+    pooling="pair",
+    class_weights="auto",
+    learning_rate=1e-4,
+    epochs=2,
+    batch_size=16,
+    eval_batch_size=32,
+    max_length=256,
+    warmup_steps=30,
+    mixed_precision="no",
+    eval_steps=0,
+    save_steps=100,
+    logging_steps=10,
+    max_eval_rows=500,
+)
+EMBEDDED_FILTER = dict(
+    model="filter",
+    learning_rate=1e-4,
+    epochs=10,
+    batch_size=32,
+    eval_batch_size=64,
+    max_length=128,
+    warmup_steps=20,
+    mixed_precision="no",
+    eval_steps=0,
+    save_steps=100,
+    logging_steps=10,
+    max_eval_rows=500,
+)
+EMBEDDED_SYNTH = dict(
+    teacher="annotations",
+    validation_ratio=0.1,
+    negatives_top_k=10,
+    negatives_per_query=4,
+    question_positives=True,
+    min_align_rate=0.8,
+)
+
+
+def test_the_model_recipes_from_the_presets_are_the_ones_once_embedded():
+    from efficientrag.config import to_dict
+    from efficientrag.training.config import TrainConfig
+
+    cfg = QuickstartConfig()
+    for got, embedded in ((cfg.labeler, EMBEDDED_LABELER), (cfg.filter, EMBEDDED_FILTER)):
+        # output_dir is the quickstart's own (work_dir/models/<kind>), whatever the preset says.
+        got, was = to_dict(got), to_dict(TrainConfig(**embedded))
+        got.pop("output_dir"), was.pop("output_dir")
+        assert got == was
+    assert {key: getattr(cfg.synth, key) for key in EMBEDDED_SYNTH} == EMBEDDED_SYNTH
+
+
+def test_synthesis_runs_on_the_quickstart_data_retriever_and_folder(tmp_path, monkeypatch):
+    from efficientrag import quickstart
+    from efficientrag.quickstart import QuickstartPaths, synthesize
+    from efficientrag.synth import pipeline
+
+    seen = []
+    monkeypatch.setattr(pipeline, "run_synthesis", lambda scfg, **kw: seen.append(scfg) or {})
+    cfg = small_config(tmp_path, "synth.negatives_per_query=2", "synth.max_errors=3", "split_seed=4")
+    synthesize(cfg, QuickstartPaths(tmp_path), None, [], None)
+    (scfg,) = seen
+    assert (scfg.data, scfg.retriever, scfg.out_dir) == (cfg.data, cfg.retriever, str(tmp_path / "synth"))
+    assert (scfg.seed, scfg.progress, scfg.negatives_per_query, scfg.max_errors) == (5, False, 2, 3)
+    with pytest.raises(ConfigError, match="synth.out_dir is set by the quickstart from 'work_dir'"):
+        small_config(tmp_path, "synth.out_dir=elsewhere")
+    with pytest.raises(AttributeError, match="now efficientrag.synth.config.SynthConfig"):
+        quickstart.QuickSynthSettings  # noqa: B018
+
+
+def test_without_the_presets_the_defaults_fail_naming_the_file(monkeypatch, tmp_path):
+    from efficientrag import presets
+
+    monkeypatch.setattr(presets, "CANDIDATES", (tmp_path / "nowhere",))
+    with pytest.raises(ConfigError, match=r"preset configs/quickstart/toy.yaml not found.*pip install -e"):
+        QuickstartConfig()
 
 
 def test_train_sets_train_on_other_files_and_evaluate_every_question(tmp_path):

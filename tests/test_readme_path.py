@@ -13,7 +13,7 @@ from efficientrag.cli import main as cli_main
 from efficientrag.config import load_config
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG
-from efficientrag.quickstart import QuickSynthSettings
+from efficientrag.quickstart import QuickstartConfig
 from efficientrag.synth.config import SynthConfig
 from efficientrag.testing.scripted_models import (
     ALPHA_QUESTION,
@@ -50,7 +50,7 @@ def test_train_takes_dash_c(capsys):
 @pytest.mark.parametrize("dataset", ["hotpotqa", "2wikimultihopqa", "musique", "toy"])
 def test_synthesis_presets_make_the_data_the_minilm_presets_are_tuned_for(dataset):
     cfg = load_config(SynthConfig, REPO / f"configs/synth/{dataset}.yaml")
-    recipe = QuickSynthSettings()
+    recipe = QuickstartConfig().synth
     assert cfg.negatives_per_query == recipe.negatives_per_query == 4
     assert cfg.question_positives is recipe.question_positives is True
 

@@ -18,10 +18,8 @@ from efficientrag.llm.config import LLMConfig, ModelPrice
 from efficientrag.synth.config import SynthConfig
 from efficientrag.synth.next_hop import R_FILTER_ALIGN
 from efficientrag.synth.pipeline import run_synthesis
-from efficientrag.synth.prompts import PROMPT_VERSION, prompt_digest
-from efficientrag.synth.prompts import hotpotqa as hotpot_prompts
+from efficientrag.synth.prompts import PROMPT_SETS, PROMPT_VERSION, prompt_digest
 from efficientrag.synth.prompts import instructions as ins
-from efficientrag.synth.prompts import twowiki as wiki_prompts
 from efficientrag.synth.prompts.render import STEPS_HEADER, TRIPLES_HEADER
 from efficientrag.synth.records import R_COUNT, R_DEPENDENCY, R_EMPTY, DecomposedRecord, Reject, SubQuestion
 from efficientrag.synth.replies import R_DOCUMENT, R_NO_JSON, R_SHAPE, R_TRUNCATED
@@ -60,6 +58,8 @@ WIKI = Example(
     ["c0", "c1", "c2"],
     {"evidences": [["Ashen Shore", "director", "Rolf Amsel"], ["Rolf Amsel", "place of birth", "Kessel"]]},
 )
+
+HOTPOT_PROMPTS, WIKI_PROMPTS = PROMPT_SETS["hotpotqa"], PROMPT_SETS["2wikimultihopqa"]
 
 
 @pytest.fixture(scope="module")
@@ -158,8 +158,8 @@ def test_decompose_reply_with_chatter_becomes_a_validated_record(srv):
     # 2Wiki compositional: the dataset's compositional and inference examples, then the record.
     shown = [m["content"] for m in messages[1:-1] if m["role"] == "user"]
     assert [s.split("\n")[0] for s in shown] == [
-        f"Question: {wiki_prompts.COMPOSITIONAL.question}",
-        f"Question: {wiki_prompts.INFERENCE.question}",
+        f"Question: {WIKI_PROMPTS.shapes['compositional'][0].question}",
+        f"Question: {WIKI_PROMPTS.shapes['inference'][0].question}",
     ]
     user = request_text(body)
     assert user.startswith(f"Question: {WIKI.question}\nFinal answer: Kessel\nQuestion type: compositional (")
@@ -258,7 +258,10 @@ def test_hotpotqa_bridge_gets_the_bridge_examples(srv):
     )
     assert rec["type"] == "bridge" and rec["sub_questions"][1]["dependency"] == [1]
     text = json.dumps(srv.request_bodies("chat")[0]["messages"])
-    assert hotpot_prompts.BRIDGE.question in text and hotpot_prompts.COMPARISON.question not in text
+    assert (
+        HOTPOT_PROMPTS.shapes["bridge"][0].question in text
+        and HOTPOT_PROMPTS.shapes["comparison"][0].question not in text
+    )
     user = request_text(srv.request_bodies("chat")[0])
     assert TRIPLES_HEADER not in user and STEPS_HEADER not in user
 
@@ -288,7 +291,10 @@ def test_hotpotqa_ircot_record_without_type_gets_one_inferred(srv):
     assert rec["type"] == "comparison"
     assert [s["chunk_id"] for s in rec["sub_questions"]] == ["h0", "h1"]  # a title names its paragraph
     text = json.dumps(srv.request_bodies("chat")[0]["messages"])
-    assert hotpot_prompts.YES_NO.question in text and hotpot_prompts.BRIDGE.question not in text
+    assert (
+        HOTPOT_PROMPTS.shapes["comparison"][1].question in text
+        and HOTPOT_PROMPTS.shapes["bridge"][0].question not in text
+    )
 
 
 def musique_case():
@@ -373,7 +379,7 @@ def test_label_reply_is_aligned_onto_the_chunk(srv):
     assert request_text(body) == (
         "Sub-question: Where was Rolf Amsel born?\nAnswer: Kessel\nParagraph: " + DIRECTOR.contents
     )
-    assert wiki_prompts.PROMPTS.label[0].extracted_words in json.dumps(body["messages"])
+    assert WIKI_PROMPTS.label[0].extracted_words in json.dumps(body["messages"])
 
 
 def test_invented_label_words_fail_alignment_with_the_words_named(srv):

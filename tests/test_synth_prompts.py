@@ -155,3 +155,10 @@ def test_prompt_digest_covers_the_examples(monkeypatch):
     finally:
         monkeypatch.setitem(PROMPT_SETS, "generic", ps)
         prompt_digest.cache_clear()
+
+
+def test_the_examples_are_the_ones_every_llm_synthesis_run_was_bound_to():
+    """The digest of the examples when they were written in Python (before issue 27 moved them to
+    YAML). It is part of every LLM-teacher stage's params: changing it refuses resuming those runs,
+    so a change must be deliberate (bump PROMPT_VERSION and this value together)."""
+    assert prompt_digest() == "8f325b06a95e"

@@ -9,7 +9,7 @@ import pytest
 
 from efficientrag.jsonl import read_jsonl
 from efficientrag.synth.records import Reject
-from efficientrag.synth.stage import StageError, run_stage, then
+from efficientrag.synth.stage import StageError, StageOptions, run_stage, then
 
 
 def items(n):
@@ -202,6 +202,25 @@ def test_batched_functions_get_lists_and_may_reject_single_items(tmp_path):
     res = run_stage("b", items(10), batch, tmp_path, batch_size=4, progress=False)
     accounted(tmp_path, "b", 10)
     assert sizes == [4, 4, 2] and res.written == 5 and res.reasons == {"odd": 5}
+
+
+def test_an_options_object_carries_the_settings_and_keywords_override_it(tmp_path):
+    sizes = []
+
+    def batch(group):
+        sizes.append(len(group))
+        return [{"y": it["x"]} for it in group]
+
+    shared = StageOptions(batch_size=4, params={"rate": 0.5}, progress=False)
+    run_stage("o", items(6), batch, tmp_path, shared)
+    assert sizes == [4, 2]
+    # A keyword replaces that one field of the options; the others (params) still hold.
+    with pytest.raises(StageError, match="rate"):
+        run_stage("o", items(6), batch, tmp_path, shared, params={"rate": 0.9})
+    run_stage("o2", items(6), batch, tmp_path, shared, batch_size=3)
+    assert sizes == [4, 2, 3, 3]
+    with pytest.raises(TypeError, match="batch_sise"):
+        run_stage("o3", items(2), batch, tmp_path, shared, batch_sise=2)
 
 
 def test_a_batch_that_raises_rejects_all_its_items_as_errors(tmp_path):

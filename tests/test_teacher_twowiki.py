@@ -1,10 +1,10 @@
 import pytest
 
 from efficientrag.data.corpus import Corpus
+from efficientrag.data.readers.wiki_context import join_sentences
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.synth.records import Reject, validate_decomposition
 from efficientrag.synth.teacher.annotations import AnnotationTeacher
-from efficientrag.synth.teacher.paragraphs import join_sentences
 
 CONTEXT = [
     [

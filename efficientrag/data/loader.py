@@ -8,11 +8,10 @@ agree on one corpus without re-reading the raw files.
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 from pathlib import Path
 from typing import Any
 
+from efficientrag.atomic import write_json_atomic
 from efficientrag.config import ConfigError
 from efficientrag.data.config import DataConfig, SourceConfig, ToyWorldConfig
 from efficientrag.data.corpus import Corpus
@@ -24,6 +23,7 @@ from efficientrag.data.readers.hub import HUB_DEFAULTS, is_datasets_source, read
 from efficientrag.data.readers.jsonl_dataset import read_jsonl_dataset
 from efficientrag.data.readers.registry import READERS, canonical_dataset_name
 from efficientrag.data.readers.result import ReadResult
+from efficientrag.data.readers.source import parse_json, read_text
 from efficientrag.data.readers.toy import read_toy_world
 from efficientrag.data.schema import Example
 from efficientrag.jsonl import read_jsonl, write_jsonl
@@ -99,8 +99,8 @@ def save_prepared(pooled: PooledDataset, out_dir: str | Path) -> Path:
     pooled.corpus.save(out / "corpus.jsonl")
     write_jsonl(out / "examples.jsonl", (ex.to_dict() for ex in pooled.examples))
     write_jsonl(out / "skipped.jsonl", (s.to_dict() for s in pooled.skipped))
-    _write_json(out / "id_map.json", pooled.id_map)
-    _write_json(out / "stats.json", pooled.stats)
+    write_json_atomic(out / "id_map.json", pooled.id_map)
+    write_json_atomic(out / "stats.json", pooled.stats)
     return out
 
 
@@ -141,22 +141,8 @@ def load_prepared(out_dir: str | Path) -> PooledDataset:
     return PooledDataset(corpus=corpus, examples=examples, id_map=id_map, skipped=skipped, stats=stats)
 
 
-def _write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        json.dump(obj, fh, ensure_ascii=False, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def _read_json(path: Path, tp: type) -> Any:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(
-            path, f"not valid JSON ({exc.msg} at column {exc.colno})", line=exc.lineno
-        ) from exc
+    obj = parse_json(path, read_text(path))
     if not isinstance(obj, tp):
         raise DataFormatError(path, f"expected a JSON {tp.__name__}, got {type(obj).__name__}")
     return obj

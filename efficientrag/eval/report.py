@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from efficientrag.atomic import write_text_atomic
 from efficientrag.eval.paper_numbers import PaperNumber, all_numbers, lookup
 from efficientrag.eval.plots import Point, plot_quality_vs_calls, plot_recall_vs_chunks
 from efficientrag.eval.run_binding import fingerprint_id, read_fingerprint
@@ -148,22 +149,17 @@ def write_report(
     lines += [f"![quality vs LLM calls]({PLOT_QUALITY})", "", f"![recall vs chunks]({PLOT_RECALL})", ""]
     lines += [_split_note(runs), "", METRIC_NOTES, "", PAPER_NOTES, ""]
     md_path = out / "report.md"
-    md_path.write_text("\n".join(lines), encoding="utf-8")
+    write_text_atomic(md_path, "\n".join(lines))
 
     _plots(runs, quality, retrieval, cost, numbers, out)
-    (out / "report.json").write_text(
-        json.dumps(
-            {
-                "title": title,
-                "qa_source_note": qa_source_note,
-                "quality": [_row_json(r) for r in quality],
-                "retrieval": [_row_json(r) for r in retrieval],
-                "cost": [_row_json(r) for r in cost],
-            },
-            indent=2,
-        ),
-        encoding="utf-8",
-    )
+    report = {
+        "title": title,
+        "qa_source_note": qa_source_note,
+        "quality": [_row_json(r) for r in quality],
+        "retrieval": [_row_json(r) for r in retrieval],
+        "cost": [_row_json(r) for r in cost],
+    }
+    write_text_atomic(out / "report.json", json.dumps(report, indent=2))
     return md_path
 
 

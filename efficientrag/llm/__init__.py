@@ -7,32 +7,33 @@ a worker process) does not pay for importing the ``openai`` SDK.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from efficientrag.lazy import lazy_exports
 
 _EXPORTS = {
-    "AsyncLLMClient": "client",
-    "LLMClient": "client",
-    "parse_retry_after": "client",
-    "ResponseCache": "cache",
-    "cache_key": "cache",
-    "LLMConfig": "config",
-    "ModelPrice": "config",
-    "EndpointUnreachableError": "errors",
-    "LLMAuthError": "errors",
-    "LLMConfigError": "errors",
-    "LLMError": "errors",
-    "LLMOutputError": "errors",
-    "LLMRequestError": "errors",
-    "MalformedResponseError": "errors",
-    "RetriesExhaustedError": "errors",
-    "TruncatedOutputError": "errors",
-    "parse_json_output": "json_output",
-    "LLMResponse": "response",
-    "TokenLogprob": "response",
-    "TokenUsage": "response",
-    "StageUsage": "usage",
-    "UsageTracker": "usage",
+    "AsyncLLMClient": "efficientrag.llm.client",
+    "LLMClient": "efficientrag.llm.client",
+    "parse_retry_after": "efficientrag.llm.retry",
+    "ResponseCache": "efficientrag.llm.cache",
+    "cache_key": "efficientrag.llm.cache",
+    "LLMConfig": "efficientrag.llm.config",
+    "ModelPrice": "efficientrag.llm.config",
+    "EndpointUnreachableError": "efficientrag.llm.errors",
+    "LLMAuthError": "efficientrag.llm.errors",
+    "LLMConfigError": "efficientrag.llm.errors",
+    "LLMError": "efficientrag.llm.errors",
+    "LLMOutputError": "efficientrag.llm.errors",
+    "LLMRequestError": "efficientrag.llm.errors",
+    "MalformedResponseError": "efficientrag.llm.errors",
+    "RetriesExhaustedError": "efficientrag.llm.errors",
+    "TruncatedOutputError": "efficientrag.llm.errors",
+    "parse_json_output": "efficientrag.llm.json_output",
+    "LLMResponse": "efficientrag.llm.response",
+    "TokenLogprob": "efficientrag.llm.response",
+    "TokenUsage": "efficientrag.llm.response",
+    "StageUsage": "efficientrag.llm.usage",
+    "UsageTracker": "efficientrag.llm.usage",
 }
 
 __all__ = [
@@ -62,7 +63,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from efficientrag.llm.cache import ResponseCache, cache_key
-    from efficientrag.llm.client import AsyncLLMClient, LLMClient, parse_retry_after
+    from efficientrag.llm.client import AsyncLLMClient, LLMClient
     from efficientrag.llm.config import LLMConfig, ModelPrice
     from efficientrag.llm.errors import (
         EndpointUnreachableError,
@@ -77,17 +78,8 @@ if TYPE_CHECKING:
     )
     from efficientrag.llm.json_output import parse_json_output
     from efficientrag.llm.response import LLMResponse, TokenLogprob, TokenUsage
+    from efficientrag.llm.retry import parse_retry_after
     from efficientrag.llm.usage import StageUsage, UsageTracker
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'efficientrag.llm' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"efficientrag.llm.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

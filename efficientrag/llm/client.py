@@ -15,18 +15,14 @@ One :class:`AsyncLLMClient` belongs to one event loop. Scripts that are not asyn
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import functools
 import inspect
 import json
 import logging
-import math
 import random
-import socket
 import sqlite3
 import threading
-import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import openai
@@ -42,7 +38,8 @@ from efficientrag.llm.errors import (
     RetriesExhaustedError,
     TruncatedOutputError,
 )
-from efficientrag.llm.response import LLMResponse, TokenLogprob, TokenUsage
+from efficientrag.llm.response import LLMResponse, parse_response
+from efficientrag.llm.retry import RETRYABLE, UNREACHABLE_RETRY_DELAY_S, parse_retry_after, unreachable_reason
 from efficientrag.llm.usage import UsageTracker
 
 log = logging.getLogger(__name__)
@@ -248,7 +245,7 @@ class AsyncLLMClient:
             try:
                 async with self._semaphore:
                     body = await self._post(kind, request, extra_body)
-                return _parse_response(kind, body)
+                return parse_response(kind, body)
             except (openai.APIError, MalformedResponseError) as exc:
                 error_kind, retry_after = self._classify(exc)
                 self.usage.record_error(stage, error_kind)
@@ -264,7 +261,7 @@ class AsyncLLMClient:
                     self.usage.record_retry(stage)
                     await self._sleep(UNREACHABLE_RETRY_DELAY_S)
                     continue
-                if error_kind not in _RETRYABLE:
+                if error_kind not in RETRYABLE:
                     self.usage.record_failure(stage)
                     error = self._request_error(exc, error_kind)
                     # A 401's chained SDK error may quote part of the key; others are useful context.
@@ -376,118 +373,6 @@ def _known_params(kind: str) -> frozenset[str]:
     return frozenset(set(inspect.signature(create).parameters) - skip)
 
 
-_RETRYABLE = frozenset({"rate_limit", "server_error", "timeout", "connection", "malformed"})
-# Pause before the short retries of an unreachable endpoint (a server that is just starting).
-UNREACHABLE_RETRY_DELAY_S = 0.5
-
-
-def unreachable_reason(exc: BaseException) -> str | None:
-    """Why a connection could not be opened at all ("connection refused", "unknown host ..."), or
-    None when the error is something else (a dropped connection, a timeout: those are transient).
-
-    The SDK wraps the transport's ConnectError (httpx or httpx2, by SDK version) around the socket
-    error, so the cause chain is walked instead of matching one library's classes.
-    """
-    seen: set[int] = set()
-    node: BaseException | None = exc
-    connect_error: str | None = None
-    while node is not None and id(node) not in seen:
-        seen.add(id(node))
-        if isinstance(node, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(node, socket.gaierror):
-            return f"unknown host: {node.strerror or node}"
-        if type(node).__name__ == "ConnectError" and connect_error is None:
-            connect_error = str(node) or "connection failed"
-        node = node.__cause__ or node.__context__
-    return connect_error
-
-
-def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), else None."""
-    if not headers:
-        return None
-    value = headers.get("retry-after-ms")
-    if value is not None:
-        try:
-            ms = float(value)
-            if math.isfinite(ms):
-                return ms / 1000.0
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-        return seconds if math.isfinite(seconds) else None
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-# -- response parsing -----------------------------------------------------------------------------
-
-
-def _parse_response(kind: str, body: Any) -> LLMResponse:
-    try:
-        choice = body["choices"][0]
-        usage_raw = body.get("usage") or {}
-        usage = TokenUsage(
-            int(usage_raw.get("prompt_tokens") or 0), int(usage_raw.get("completion_tokens") or 0)
-        )
-        if kind == "chat":
-            message = choice["message"]
-            text = message.get("content") or ""
-            logprobs = _chat_logprobs(choice.get("logprobs"))
-        else:
-            text = choice["text"]
-            logprobs = _completion_logprobs(choice.get("logprobs"))
-        if not isinstance(text, str):
-            raise TypeError(f"text is {type(text).__name__}")
-        return LLMResponse(
-            text=text,
-            finish_reason=choice.get("finish_reason"),
-            usage=usage,
-            logprobs=logprobs,
-            model=body.get("model"),
-        )
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-        raise MalformedResponseError(
-            f"response is not a {kind} completion ({type(exc).__name__}: {exc})"
-        ) from exc
-
-
-def _chat_logprobs(raw: Any) -> list[TokenLogprob] | None:
-    if not raw or raw.get("content") is None:
-        return None
-    out = []
-    for item in raw["content"]:
-        top = {str(t["token"]): float(t["logprob"]) for t in item.get("top_logprobs") or []}
-        out.append(TokenLogprob(str(item["token"]), float(item["logprob"]), top))
-    return out
-
-
-def _completion_logprobs(raw: Any) -> list[TokenLogprob] | None:
-    if not raw or raw.get("tokens") is None:
-        return None
-    tokens = raw["tokens"]
-    values = raw.get("token_logprobs") or []
-    tops = raw.get("top_logprobs") or [None] * len(tokens)
-    if len(values) != len(tokens) or len(tops) != len(tokens):
-        raise ValueError("logprobs arrays have different lengths")
-    out = []
-    for tok, lp, top in zip(tokens, values, tops, strict=True):
-        # The first token of an echoed prompt has no logprob; vLLM and OpenAI send null there.
-        value = float("nan") if lp is None else float(lp)
-        out.append(TokenLogprob(str(tok), value, {str(k): float(v) for k, v in (top or {}).items()}))
-    return out
-
-
 def _check_messages(messages: Messages) -> list[dict[str, Any]]:
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence) or not messages:
         raise LLMConfigError("messages must be a non-empty list of {'role', 'content'} dicts")
@@ -550,21 +435,19 @@ class LLMClient:
         self, batch: Sequence[Messages], *, return_exceptions: bool = False, **kwargs: Any
     ) -> list[LLMResponse | BaseException]:
         """Many chats at once (bounded by ``concurrency``), results in input order."""
-
-        async def run_all() -> list[Any]:
-            return await asyncio.gather(
-                *(self.aclient.chat(m, **kwargs) for m in batch), return_exceptions=return_exceptions
-            )
-
-        return self._run(run_all())
+        return self._gather((self.aclient.chat(m, **kwargs) for m in batch), return_exceptions)
 
     def complete_many(
         self, prompts: Sequence[str], *, return_exceptions: bool = False, **kwargs: Any
     ) -> list[LLMResponse | BaseException]:
+        return self._gather((self.aclient.complete(p, **kwargs) for p in prompts), return_exceptions)
+
+    def _gather(self, calls: Iterator[Awaitable[Any]], return_exceptions: bool) -> list[Any]:
+        """``calls`` is a generator, so its coroutines are made inside the loop's thread, never
+        left un-awaited when the loop cannot take them."""
+
         async def run_all() -> list[Any]:
-            return await asyncio.gather(
-                *(self.aclient.complete(p, **kwargs) for p in prompts), return_exceptions=return_exceptions
-            )
+            return await asyncio.gather(*calls, return_exceptions=return_exceptions)
 
         return self._run(run_all())
 

@@ -51,6 +51,19 @@ from efficientrag.llm.generator import (
     is_chat_prompt,
 )
 from efficientrag.llm.generator_config import HFGeneratorConfig
+from efficientrag.llm.hf_decoding import (
+    LogitBias,
+    StopStrings,
+    accepts,
+    common_prefix,
+    eos_ids,
+    last_attention_module,
+    max_positions,
+    neutral_generation_config,
+    probs_and_entropies,
+    spans,
+    stop_completed_at,
+)
 
 # Prompt tokens decoded in front of the generated ones, so a leading space of the first generated
 # token survives tokenizers (SentencePiece) that drop it at the start of a decode.
@@ -87,7 +100,7 @@ class HFGenerator:
         self._sample_calls = 0
         self._torch = torch
 
-        self._eos_ids = _eos_ids(model, tokenizer)
+        self._eos_ids = eos_ids(model, tokenizer)
         if tokenizer.pad_token_id is not None:
             self._pad_id = int(tokenizer.pad_token_id)
         elif self._eos_ids:
@@ -95,8 +108,8 @@ class HFGenerator:
         else:
             raise ValueError(f"{self.name}: the tokenizer has neither a pad nor an end-of-sequence token")
         self.checkpoint_generation_config = model.generation_config
-        self.model.generation_config = _neutral_generation_config(model, self._eos_ids, self._pad_id)
-        self.max_positions = _max_positions(model)
+        self.model.generation_config = neutral_generation_config(model, self._eos_ids, self._pad_id)
+        self.max_positions = max_positions(model)
         self.supports = GeneratorSupport(
             token_probs=True,
             entropies=True,
@@ -175,7 +188,7 @@ class HFGenerator:
         else:
             ids = list(self.tokenizer(text, add_special_tokens=add_special)["input_ids"])
             pieces = self._pieces([], ids, skip_special=False)[1]
-            offsets = _spans(pieces)
+            offsets = spans(pieces)
         if not ids:
             raise ValueError("prompt encodes to zero tokens; give the model some text to continue")
         return EncodedPrompt(text, ids, offsets)
@@ -287,20 +300,20 @@ class HFGenerator:
             gen_cfg.temperature = float(temperature)
             gen_cfg.top_k = 0
             gen_cfg.top_p = 1.0
-        criteria = StoppingCriteriaList([_StopStrings(self, stops, width)]) if stops else None
+        criteria = StoppingCriteriaList([StopStrings(self, stops, width)]) if stops else None
         with torch.inference_mode(), self._rng_for(sampling):
             out = self.model.generate(
                 input_ids=input_ids.to(device),
                 attention_mask=attention_mask.to(device),
                 generation_config=gen_cfg,
                 stopping_criteria=criteria,
-                logits_processor=LogitsProcessorList([_LogitBias(bias)]) if bias else None,
+                logits_processor=LogitsProcessorList([LogitBias(bias)]) if bias else None,
             )
         sequences = out.sequences[:, width:].tolist()
         steps = len(sequences[0]) if sequences else 0
         probs_all = ents_all = None
         if want_logits and out.logits:
-            probs_all, ents_all = _probs_and_entropies(torch, out.logits, out.sequences[:, width:])
+            probs_all, ents_all = probs_and_entropies(torch, out.logits, out.sequences[:, width:])
 
         results = []
         prompt_tokens = completion_tokens = 0
@@ -310,7 +323,7 @@ class HFGenerator:
             full_text, pieces = self._pieces(enc.ids, content)
             cut = first_stop(full_text, stops) if stops else None
             if cut is not None:
-                n_done = _stop_completed_at(pieces, stops)
+                n_done = stop_completed_at(pieces, stops)
                 pieces = clip_pieces(pieces, cut)
                 finish = "stop"
             kept = len(pieces)
@@ -365,7 +378,7 @@ class HFGenerator:
         pieces: list[str] = []
         done = 0
         for partial in texts:
-            stable = max(done, _common_prefix(partial, final))
+            stable = max(done, common_prefix(partial, final))
             pieces.append(final[done:stable])
             done = stable
         if pieces:
@@ -406,7 +419,7 @@ class HFGenerator:
         heads = self._last_layer_attention(ids)
         n_prompt = len(prompt_offsets)
         base = len(prompt_text)
-        offsets = list(prompt_offsets) + [(base + a, base + b) for a, b in _spans(pieces)]
+        offsets = list(prompt_offsets) + [(base + a, base + b) for a, b in spans(pieces)]
         text = prompt_text + "".join(pieces)
         tokens = [text[a:b] for a, b in offsets]
         return AttentionView(
@@ -423,9 +436,9 @@ class HFGenerator:
         """``[heads, seq, seq]`` attention probabilities of the last layer, from one forward pass."""
         torch = self._torch
         input_ids = torch.tensor([ids], dtype=torch.long, device=self._input_device())
-        found = _last_attention_module(self.model)
+        found = last_attention_module(self.model)
         kwargs: dict[str, Any] = {"use_cache": False}
-        if _accepts(self.model, "logits_to_keep"):
+        if accepts(self.model, "logits_to_keep"):
             kwargs["logits_to_keep"] = 1  # the logits are not needed; skip the big vocabulary matmul
         captured: list[Any] = []
         with torch.inference_mode(), self._eager_attention():
@@ -482,158 +495,3 @@ class HFGenerator:
             torch.manual_seed(self.cfg.seed + self._sample_calls)
             self._sample_calls += 1
             yield
-
-
-class _LogitBias:
-    """Adds fixed values to the logits of chosen tokens before the next token is picked."""
-
-    def __init__(self, bias: dict[int, float]) -> None:
-        self.ids = list(bias)
-        self.values = list(bias.values())
-
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        import torch
-
-        add = torch.tensor(self.values, dtype=scores.dtype, device=scores.device)
-        scores = scores.clone()
-        scores[:, self.ids] += add
-        return scores
-
-
-class _StopStrings:
-    """Stopping criterion: a row is done once its generated text contains a stop sequence.
-
-    Only the tail of each row is decoded: a stop of ``L`` characters lies within the last
-    ``4 * L + 4`` tokens (a byte-level token can carry as little as one byte of a character)."""
-
-    def __init__(self, generator: HFGenerator, stops: list[str], prompt_width: int) -> None:
-        self.generator = generator
-        self.stops = stops
-        self.prompt_width = prompt_width
-        self.tail = 4 * max(len(s) for s in stops) + 4
-
-    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-        torch = self.generator._torch
-        gen = input_ids[:, self.prompt_width :]
-        tail = gen[:, -self.tail :].tolist()
-        done = [
-            any(s in self.generator.tokenizer.decode(row, skip_special_tokens=True) for s in self.stops)
-            for row in tail
-        ]
-        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
-
-
-# -- module helpers -----------------------------------------------------------------------------------
-
-
-def _probs_and_entropies(torch: Any, logits: Sequence[Any], chosen: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Per step and row: probability of the chosen token and entropy, from raw logits."""
-    probs, ents = [], []
-    for step, step_logits in enumerate(logits):
-        logp = torch.log_softmax(step_logits.float(), dim=-1)
-        p = logp.exp()
-        ents.append(-(p * logp.masked_fill(p == 0, 0.0)).sum(-1))
-        probs.append(p.gather(-1, chosen[:, step : step + 1].to(p.device)).squeeze(-1))
-    return torch.stack(probs, 1).cpu().numpy(), torch.stack(ents, 1).cpu().numpy()
-
-
-def _stop_completed_at(pieces: list[str], stops: list[str]) -> int:
-    """Number of tokens generated when a stop sequence first became fully visible."""
-    text = ""
-    for i, piece in enumerate(pieces):
-        text += piece
-        if any(s in text for s in stops):
-            return i + 1
-    return len(pieces)
-
-
-def _spans(pieces: Sequence[str]) -> list[tuple[int, int]]:
-    spans, pos = [], 0
-    for piece in pieces:
-        spans.append((pos, pos + len(piece)))
-        pos += len(piece)
-    return spans
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
-def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
-    ids: list[int] = []
-    for source in (model.generation_config.eos_token_id, tokenizer.eos_token_id):
-        if source is None:
-            continue
-        for tok in source if isinstance(source, (list, tuple)) else [source]:
-            if int(tok) not in ids:
-                ids.append(int(tok))
-    return ids
-
-
-def _neutral_generation_config(model: Any, eos_ids: list[int], pad_id: int) -> Any:
-    """A generation config with the checkpoint's special tokens and none of its decoding choices."""
-    from transformers import GenerationConfig
-
-    bos = model.generation_config.bos_token_id
-    return GenerationConfig(bos_token_id=bos, eos_token_id=eos_ids or None, pad_token_id=pad_id)
-
-
-def _max_positions(model: Any) -> int | None:
-    cfg = model.config
-    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
-        value = getattr(cfg, name, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
-
-
-def _accepts(model: Any, param: str) -> bool:
-    import inspect
-
-    try:
-        return param in inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def _last_attention_module(model: Any) -> tuple[Any, int] | None:
-    """The module whose output carries the last layer's attention weights, and their index in its
-    output tuple, from the model's own output-recording spec (``_can_record_outputs``, transformers
-    5); None when the model has no such spec (then ``output_attentions=True`` is used)."""
-    try:
-        from transformers import PreTrainedModel
-        from transformers.utils.output_capturing import OutputRecorder
-    except ImportError:
-        return None
-    spec = None
-    for module in model.modules():
-        if isinstance(module, PreTrainedModel):
-            spec = (getattr(module, "_can_record_outputs", None) or {}).get("attentions")
-            if spec:
-                break
-    if not spec:
-        return None
-    recorders = []
-    for item in spec if isinstance(spec, list) else [spec]:
-        if isinstance(item, OutputRecorder):
-            recorders.append(item)
-        elif isinstance(item, str):
-            recorders.append(OutputRecorder(target_class=None, index=1, class_name=item))
-        else:
-            recorders.append(OutputRecorder(target_class=item, index=1))
-    matches: list[tuple[Any, int]] = []
-    for name, module in model.named_modules():
-        for rec in recorders:
-            hit = (rec.target_class is not None and isinstance(module, rec.target_class)) or (
-                rec.class_name is not None and name.endswith(rec.class_name)
-            )
-            if hit and rec.layer_name is not None:
-                hit = f".{rec.layer_name.strip('.')}." in f".{name}."
-            if hit:
-                matches.append((module, rec.index))
-                break
-    return matches[-1] if matches else None

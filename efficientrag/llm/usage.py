@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from efficientrag.atomic import write_text_atomic
 from efficientrag.llm.config import ModelPrice
 from efficientrag.llm.response import TokenUsage
 
@@ -217,9 +218,5 @@ def add_run_to_usage_file(path: str | os.PathLike[str], model: str, run: Mapping
         "total": total.as_dict(),
         "runs": runs,
     }
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(out, fh, indent=2)
-        fh.write("\n")
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(out, indent=2) + "\n")
     return out

@@ -23,6 +23,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import AutoModel, PreTrainedTokenizerBase
 
+from efficientrag.atomic import atomic_folder
 from efficientrag.hub import download_model_folder, hub_offline, looks_like_repo_id, resolve_model_path
 from efficientrag.models.batching import Collator
 from efficientrag.models.card import (
@@ -450,25 +451,16 @@ def write_model_folder(
 
     ``carry_from``: a folder whose run files (card, train_config.yaml, metrics.json) are copied over.
     """
-    folder = Path(folder)
-    tmp = folder.with_name(folder.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
     if state_dict is not None:
         state_dict = {k: v.detach().to("cpu").contiguous() for k, v in state_dict.items()}
-    network.save_pretrained(str(tmp), state_dict=state_dict)
-    tokenizer.save_pretrained(str(tmp))
-    write_model_card(tmp, network.config, training)
-    for name in RUN_FILES if carry_from is not None else ():
-        if (carry_from / name).is_file():
-            shutil.copyfile(carry_from / name, tmp / name)
-    old = folder.with_name(folder.name + ".old")
-    shutil.rmtree(old, ignore_errors=True)
-    if folder.exists():
-        folder.rename(old)
-    tmp.rename(folder)
-    shutil.rmtree(old, ignore_errors=True)
-    return folder
+    with atomic_folder(folder) as tmp:
+        network.save_pretrained(str(tmp), state_dict=state_dict)
+        tokenizer.save_pretrained(str(tmp))
+        write_model_card(tmp, network.config, training)
+        for name in RUN_FILES if carry_from is not None else ():
+            if (carry_from / name).is_file():
+                shutil.copyfile(carry_from / name, tmp / name)
+    return Path(folder)
 
 
 def _saved_kind(config_path: Path, kind: str) -> str:

@@ -9,7 +9,6 @@ the FAISS index is filled shard by shard from memory-mapped files.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
@@ -19,9 +18,10 @@ from typing import Any, Protocol
 import numpy as np
 from tqdm.auto import tqdm
 
+from efficientrag.atomic import atomic_open, write_json_atomic
 from efficientrag.data.corpus import Corpus
 from efficientrag.retrieval.errors import IndexMismatchError
-from efficientrag.retrieval.meta import read_json, write_json_atomic
+from efficientrag.retrieval.meta import read_json
 
 MANIFEST_FILE = "manifest.json"
 
@@ -155,13 +155,8 @@ class EmbeddingStore:
         return todo
 
     def _write_shard(self, shard: int, emb: np.ndarray) -> None:
-        path = self.shard_path(shard)
-        tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("wb") as fh:
+        with atomic_open(self.shard_path(shard), "wb") as fh:
             np.save(fh, np.ascontiguousarray(emb, dtype=np.float32), allow_pickle=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
 
     def _write_manifest(self) -> None:
         done = sum(1 for i in range(self.num_shards) if self.shard_path(i).is_file())

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import faiss
 import numpy as np
 from tqdm.auto import tqdm
 
+from efficientrag.atomic import atomic_path
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.retrieval.embedding_store import EmbeddingStore
 
@@ -75,9 +75,8 @@ def configure_search(index: faiss.Index, cfg: RetrieverConfig) -> None:
 
 
 def write_index(index: faiss.Index, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    faiss.write_index(index, str(tmp))
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        faiss.write_index(index, str(tmp))
 
 
 def read_index(path: Path) -> faiss.Index:

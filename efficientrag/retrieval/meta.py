@@ -7,13 +7,13 @@ Everything is JSON: nothing a user downloads from elsewhere is ever unpickled.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from efficientrag import __version__
+from efficientrag.atomic import write_json_atomic
 from efficientrag.data.corpus import Corpus
 from efficientrag.retrieval.errors import IndexMismatchError, IndexNotFoundError
 
@@ -34,17 +34,6 @@ def new_meta(kind: str, corpus: Corpus) -> dict[str, Any]:
         "efficientrag_version": __version__,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-
-
-def write_json_atomic(path: Path, obj: Any) -> None:
-    """Temp file + fsync + rename: a reader (or a resumed run) never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        json.dump(obj, fh, ensure_ascii=False, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def read_json(path: Path) -> Any:

@@ -16,6 +16,7 @@ _LAZY = {
     "SynthConfig": "efficientrag.synth.config",
     "AnnotationsConfig": "efficientrag.synth.config",
     "LLMTeacherConfig": "efficientrag.synth.config",
+    "StageOptions": "efficientrag.synth.stage",
     "run_stage": "efficientrag.synth.stage",
     "run_stage_async": "efficientrag.synth.stage",
     "Reject": "efficientrag.synth.records",
@@ -26,6 +27,7 @@ __all__ = [
     "AnnotationsConfig",
     "LLMTeacherConfig",
     "Reject",
+    "StageOptions",
     "SynthConfig",
     "align_words",
     "run_stage",
@@ -38,6 +40,6 @@ if TYPE_CHECKING:
     from efficientrag.synth.config import AnnotationsConfig, LLMTeacherConfig, SynthConfig
     from efficientrag.synth.pipeline import run_synthesis
     from efficientrag.synth.records import Reject
-    from efficientrag.synth.stage import run_stage, run_stage_async
+    from efficientrag.synth.stage import StageOptions, run_stage, run_stage_async
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -20,19 +20,21 @@ from typing import Any
 from efficientrag.config import save_config, to_dict
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
+from efficientrag.jsonl import read_records
 from efficientrag.retrieval.base import Retriever
 from efficientrag.synth.build import BuiltSets, build_rows, write_sets
 from efficientrag.synth.config import SynthConfig
 from efficientrag.synth.records import OUTPUT_FILES, STAGES
 from efficientrag.synth.stage import (
     StageError,
+    StageOptions,
     StageResult,
     clear_stage,
-    read_records,
     run_stage_async,
     stage_paths,
+    write_manifest,
 )
-from efficientrag.synth.stats import synthesis_stats
+from efficientrag.synth.stats import StageOutputs, synthesis_stats
 from efficientrag.synth.steps import (
     StepContext,
     align_step,
@@ -49,16 +51,16 @@ from efficientrag.synth.teacher import Teacher, get_teacher
 
 log = logging.getLogger(__name__)
 
-UPSTREAM = {
-    "label": "decompose",
-    "align": "label",
-    "next_hop": "align",
-    "negatives": "next_hop",
-    "build": "negatives",
-}
+# Each stage reads the output of the one before it.
+UPSTREAM = dict(zip(STAGES[1:], STAGES[:-1], strict=True))
 
 
-def run_synthesis(
+def run_synthesis(cfg: SynthConfig, **held: Any) -> dict[str, Any]:
+    """:func:`run_synthesis_async` in an event loop of its own (``held``: its keywords)."""
+    return asyncio.run(run_synthesis_async(cfg, **held))
+
+
+async def run_synthesis_async(
     cfg: SynthConfig,
     *,
     corpus: Corpus | None = None,
@@ -73,20 +75,6 @@ def run_synthesis(
     replaces building ``cfg.retriever``, ``teacher`` replaces ``cfg.teacher``: for callers that
     already hold them (and tests).
     """
-    return asyncio.run(
-        run_synthesis_async(cfg, corpus=corpus, examples=examples, retriever=retriever, teacher=teacher)
-    )
-
-
-async def run_synthesis_async(
-    cfg: SynthConfig,
-    *,
-    corpus: Corpus | None = None,
-    examples: list[Example] | None = None,
-    retriever: Retriever | None = None,
-    teacher: Teacher | None = None,
-) -> dict[str, Any]:
-    """:func:`run_synthesis` for callers already inside an event loop."""
     if (corpus is None) != (examples is None):
         raise ValueError("pass both corpus and examples, or neither")
     if corpus is None:
@@ -211,33 +199,22 @@ class _Run:
         return await self._stage("negatives", items, fn, batch_size=cfg.negatives_batch_size, params=params)
 
     def build(self) -> dict[str, Any]:
-        decomposed = self.read("decompose")
-        aligned = self.read("align")
-        next_hop = self.read("next_hop")
-        negatives = self.read("negatives")
         cfg = self.cfg
+        got = StageOutputs(*(self.read(stage) for stage in ("decompose", "align", "next_hop", "negatives")))
         built = build_rows(
             self.qids,
-            decomposed,
-            aligned,
-            next_hop,
-            negatives,
+            got.decomposed,
+            got.aligned,
+            got.next_hop,
+            got.negatives,
             validation_ratio=cfg.validation_ratio,
             seed=cfg.seed,
             question_positives=cfg.question_positives,
         )
         files = write_sets(built, self.out)
         rejects = {s: read_records(stage_paths(self.out, s)["rejects"]) for s in STAGES if s != "build"}
-        per_dataset = synthesis_stats(
-            question_ids=self.qids,
-            dataset_of={q: self.by_id[q].dataset for q in self.qids},
-            decomposed=decomposed,
-            aligned=aligned,
-            next_hop=next_hop,
-            negatives=negatives,
-            rejects=rejects,
-            built=built,
-        )
+        dataset_of = {q: self.by_id[q].dataset for q in self.qids}
+        per_dataset = synthesis_stats(self.qids, dataset_of, got, rejects, built)
         manifests = {}
         for stage in STAGES[:-1]:
             done = stage_paths(self.out, stage)["done"]
@@ -251,8 +228,8 @@ class _Run:
             "datasets": per_dataset,
             "stages": manifests,
         }
-        _write_json(self.out / "stats.json", stats)
-        _write_json(
+        write_manifest(self.out / "stats.json", stats)
+        write_manifest(
             stage_paths(self.out, "build")["done"],
             {"stage": "build", "files": stats["files"], "rows": _row_counts(built)},
         )
@@ -262,19 +239,15 @@ class _Run:
     # -- helpers ------------------------------------------------------------------------------
 
     async def _stage(self, name: str, items: Any, fn: Any, *, llm: bool = False, **kw: Any) -> StageResult:
-        return await run_stage_async(
-            name,
-            items,
-            fn,
-            self.out,
+        options = StageOptions(
             output=OUTPUT_FILES[name],
             concurrency=self.cfg.concurrency if llm else 1,
             retry_errors=self.cfg.retry_errors,
             max_errors=self.cfg.max_errors,
             progress=self.cfg.progress,
             postfix=self.teacher.progress,
-            **kw,
         )
+        return await run_stage_async(name, items, fn, self.out, options, **kw)
 
     def read(self, stage: str) -> dict[str, dict[str, Any]]:
         """The output of ``stage`` for this run's questions, by record id."""
@@ -329,9 +302,3 @@ def _row_counts(built: BuiltSets) -> dict[str, int]:
         for m, sets in (("labeler", built.labeler), ("filter", built.filter))
         for s, rows in sets.items()
     }
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)

@@ -19,13 +19,14 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
-from efficientrag.jsonl import JsonlAppender, read_jsonl, write_jsonl
+from efficientrag.atomic import write_text_atomic
+from efficientrag.jsonl import JsonlAppender, read_records, write_jsonl
 from efficientrag.synth.records import Reject
 
 ERROR_PREFIX = "error: "
@@ -107,52 +108,36 @@ def _default_key(item: Any) -> str:
     return str(item.id)
 
 
-def run_stage(
-    name: str,
-    inputs: Iterable[Any],
-    fn: Callable[..., Any],
-    out_dir: str | Path,
-    *,
-    output: str | None = None,
-    key: Callable[[Any], str] = _default_key,
-    depends_on: Callable[[Any], Sequence[str]] | None = None,
-    concurrency: int = 1,
-    batch_size: int | None = None,
-    force: bool = False,
-    retry_errors: bool = False,
-    max_errors: int | None = None,
-    params: Mapping[str, Any] | None = None,
-    postfix: Callable[[], Mapping[str, Any]] | None = None,
-    progress: bool = True,
-) -> StageResult:
-    """Run one stage to completion (or resume it). See the module docstring.
+@dataclass(frozen=True)
+class StageOptions:
+    """How :func:`run_stage` runs a stage; every field is also a keyword of ``run_stage``.
 
     ``fn(item)`` (or ``fn(item, dep_records)`` with ``depends_on``; or ``fn(items)`` returning a
     list of records/:class:`Reject` with ``batch_size``) returns the output record, a dict, or an
     awaitable of it, or raises :class:`Reject`. Any other exception becomes a reject with reason
     ``"error: <ExceptionType>"`` and the stage goes on (up to ``max_errors`` new ones).
-    ``params`` are the settings the outputs depend on; resuming with different ones is refused
-    (pass ``force`` to start the stage over). ``retry_errors`` re-runs items rejected by an
-    exception (e.g. an LLM endpoint that was down).
     """
-    coro = run_stage_async(
-        name,
-        inputs,
-        fn,
-        out_dir,
-        output=output,
-        key=key,
-        depends_on=depends_on,
-        concurrency=concurrency,
-        batch_size=batch_size,
-        force=force,
-        retry_errors=retry_errors,
-        max_errors=max_errors,
-        params=params,
-        postfix=postfix,
-        progress=progress,
-    )
-    return asyncio.run(coro)
+
+    output: str | None = None  # output file name in out_dir (default <name>.jsonl)
+    key: Callable[[Any], str] = _default_key  # an input's id
+    depends_on: Callable[[Any], Sequence[str]] | None = None  # ids whose outputs an input needs
+    concurrency: int = 1  # awaitables in flight
+    batch_size: int | None = None  # fn takes lists of this many inputs
+    # Start the stage over (otherwise resuming with other ``params`` is refused).
+    force: bool = False
+    # Re-run items rejected by an exception (e.g. an LLM endpoint that was down).
+    retry_errors: bool = False
+    max_errors: int | None = None  # new unexpected errors after which the stage stops
+    params: Mapping[str, Any] | None = None  # the settings the outputs depend on
+    postfix: Callable[[], Mapping[str, Any]] | None = None  # extra progress-bar fields
+    progress: bool = True
+
+
+def run_stage(*args: Any, **kwargs: Any) -> StageResult:
+    """``run_stage(name, inputs, fn, out_dir, options=None, **settings)``: run one stage to
+    completion (or resume it) in an event loop of its own; :func:`run_stage_async` is the same
+    for callers already inside one. See the module docstring."""
+    return asyncio.run(run_stage_async(*args, **kwargs))
 
 
 async def run_stage_async(
@@ -160,67 +145,32 @@ async def run_stage_async(
     inputs: Iterable[Any],
     fn: Callable[..., Any],
     out_dir: str | Path,
-    *,
-    output: str | None = None,
-    key: Callable[[Any], str] = _default_key,
-    depends_on: Callable[[Any], Sequence[str]] | None = None,
-    concurrency: int = 1,
-    batch_size: int | None = None,
-    force: bool = False,
-    retry_errors: bool = False,
-    max_errors: int | None = None,
-    params: Mapping[str, Any] | None = None,
-    postfix: Callable[[], Mapping[str, Any]] | None = None,
-    progress: bool = True,
+    options: StageOptions | None = None,
+    **settings: Any,
 ) -> StageResult:
-    """:func:`run_stage` for callers already inside an event loop."""
-    if concurrency < 1:
-        raise ValueError(f"stage {name}: concurrency must be >= 1, got {concurrency}")
-    if batch_size is not None and batch_size < 1:
-        raise ValueError(f"stage {name}: batch_size must be >= 1, got {batch_size}")
-    paths = stage_paths(out_dir, name, output)
+    """Run stage ``name``: ``fn`` over ``inputs`` into ``out_dir``; ``settings`` are
+    :class:`StageOptions` fields that replace those of ``options``."""
+    opts = replace(options or StageOptions(), **settings)
+    if opts.concurrency < 1:
+        raise ValueError(f"stage {name}: concurrency must be >= 1, got {opts.concurrency}")
+    if opts.batch_size is not None and opts.batch_size < 1:
+        raise ValueError(f"stage {name}: batch_size must be >= 1, got {opts.batch_size}")
+    paths = stage_paths(out_dir, name, opts.output)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    if force:
-        clear_stage(out_dir, name, output)
-    _check_params(name, paths["meta"], params)
+    if opts.force:
+        clear_stage(out_dir, name, opts.output)
+    _check_params(name, paths["meta"], opts.params)
 
     items: dict[str, Any] = {}
     for item in inputs:
-        item_id = key(item)
+        item_id = opts.key(item)
         if item_id in items:
             raise StageError(f"stage {name}: input id {item_id!r} appears twice")
         items[item_id] = item
-
-    if retry_errors:
+    if opts.retry_errors:
         _drop_error_rejects(paths["rejects"])
-    outputs: dict[str, dict[str, Any]] = {}
-    done_ids: set[str] = set()
-    if paths["output"].is_file():
-        for rec in read_jsonl(paths["output"], allow_torn_tail=True):
-            rid = str(rec.get("id"))
-            done_ids.add(rid)
-            if depends_on is not None:
-                outputs[rid] = rec
-    rejected_ids: dict[str, str] = {}
-    if paths["rejects"].is_file():
-        for rec in read_jsonl(paths["rejects"], allow_torn_tail=True):
-            rejected_ids[str(rec.get("id"))] = str(rec.get("reason", ""))
 
-    runner = _Runner(
-        name=name,
-        fn=fn,
-        paths=paths,
-        items=items,
-        outputs=outputs,
-        done_ids=done_ids,
-        rejected_ids=rejected_ids,
-        depends_on=depends_on,
-        concurrency=concurrency,
-        batch_size=batch_size,
-        max_errors=max_errors,
-        postfix=postfix,
-        progress=progress,
-    )
+    runner = _Runner(name, fn, paths, items, opts)
     if runner.pending:
         # The outputs are about to change: a manifest from an earlier, smaller run no longer holds.
         paths["done"].unlink(missing_ok=True)
@@ -231,54 +181,54 @@ async def run_stage_async(
         runner.close()
     result = runner.result(time.monotonic() - start)
     result.complete = True
-    _write_json(paths["done"], {**result.to_dict(), "params": dict(params or {})})
+    write_manifest(paths["done"], {**result.to_dict(), "params": dict(opts.params or {})})
     return result
 
 
 class _Runner:
+    """One run of a stage: what earlier runs finished, the pending items, the open output files."""
+
     def __init__(
         self,
-        *,
         name: str,
         fn: Callable[..., Any],
         paths: dict[str, Path],
         items: dict[str, Any],
-        outputs: dict[str, dict[str, Any]],
-        done_ids: set[str],
-        rejected_ids: dict[str, str],
-        depends_on: Callable[[Any], Sequence[str]] | None,
-        concurrency: int,
-        batch_size: int | None,
-        max_errors: int | None,
-        postfix: Callable[[], Mapping[str, Any]] | None,
-        progress: bool,
+        opts: StageOptions,
     ) -> None:
         self.name = name
         self.fn = fn
         self.paths = paths
         self.items = items
-        self.outputs = outputs
-        self.done_ids = done_ids
-        self.rejected_ids = rejected_ids
-        self.depends_on = depends_on
-        self.concurrency = concurrency
-        self.batch_size = batch_size
-        self.max_errors = max_errors
-        self.postfix = postfix
+        self.depends_on = opts.depends_on
+        self.concurrency = opts.concurrency
+        self.batch_size = opts.batch_size
+        self.max_errors = opts.max_errors
+        self.postfix = opts.postfix
+        # What earlier runs left: outputs (kept whole only when later items depend on them) and rejects.
+        self.outputs: dict[str, dict[str, Any]] = {}
+        self.done_ids: set[str] = set()
+        for rec in read_records(paths["output"]):
+            rid = str(rec.get("id"))
+            self.done_ids.add(rid)
+            if self.depends_on is not None:
+                self.outputs[rid] = rec
+        self.rejected_ids = {
+            str(r.get("id")): str(r.get("reason", "")) for r in read_records(paths["rejects"])
+        }
         self.new_written = 0
         self.new_rejected = 0
         self.errors = 0
         self.reasons: Counter[str] = Counter()
         self.out = JsonlAppender(paths["output"], sync_seconds=SYNC_SECONDS)
         self.rej = JsonlAppender(paths["rejects"], sync_seconds=SYNC_SECONDS)
-        pending = [i for i in items if i not in done_ids and i not in rejected_ids]
-        self.pending = pending
+        self.pending = [i for i in items if i not in self.done_ids and i not in self.rejected_ids]
         self.bar = tqdm(
             total=len(items),
-            initial=len(items) - len(pending),
+            initial=len(items) - len(self.pending),
             desc=name,
             unit="rec",
-            disable=not progress,
+            disable=not opts.progress,
             dynamic_ncols=True,
         )
 
@@ -461,29 +411,16 @@ def _check_params(name: str, meta_path: Path, params: Mapping[str, Any] | None) 
                 f"({diffs}); pass force=true to redo this stage (and the ones after it)"
             )
         return
-    _write_json(meta_path, {"stage": name, "params": current})
+    write_manifest(meta_path, {"stage": name, "params": current})
 
 
 def _drop_error_rejects(path: Path) -> None:
     if not path.is_file():
         return
-    keep = [
-        r
-        for r in read_jsonl(path, allow_torn_tail=True)
-        if not str(r.get("reason", "")).startswith(ERROR_PREFIX)
-    ]
+    keep = [r for r in read_records(path) if not str(r.get("reason", "")).startswith(ERROR_PREFIX)]
     write_jsonl(path, keep)
 
 
-def _write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    tmp.replace(path)
-
-
-def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """A stage output, tolerating the torn last line a killed run may leave."""
-    path = Path(path)
-    if not path.is_file():
-        return []
-    return list(read_jsonl(path, allow_torn_tail=True))
+def write_manifest(path: Path, obj: Any) -> None:
+    """A stage's ``.done.json`` / ``.meta.json`` (or the run's ``stats.json``), atomically."""
+    write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")

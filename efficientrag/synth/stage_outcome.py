@@ -13,24 +13,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from efficientrag.jsonl import read_jsonl
+from efficientrag.jsonl import read_records
 from efficientrag.synth.records import OUTPUT_FILES
 from efficientrag.synth.stage import stage_paths
-
-
-def stage_records(path: str | Path) -> list[dict[str, Any]]:
-    """A stage file's records; none before the stage has written any. A stage killed mid-write
-    leaves a torn last line: its rerun repairs it, a reader skips it."""
-    path = Path(path)
-    return list(read_jsonl(path, allow_torn_tail=True)) if path.is_file() else []
 
 
 def stage_outcome(out_dir: str | Path, stage: str) -> dict[str, Any]:
     """``{"kept", "rejected", "reasons"}`` for ``stage`` in ``out_dir`` (zeros before it runs)."""
     paths = stage_paths(out_dir, stage, OUTPUT_FILES.get(stage))
-    rejects = stage_records(paths["rejects"])
+    rejects = read_records(paths["rejects"])
     return {
-        "kept": len(stage_records(paths["output"])),
+        "kept": len(read_records(paths["output"])),
         "rejected": len(rejects),
         "reasons": dict(Counter(str(r.get("reason", "?")) for r in rejects)),
     }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,14 +35,24 @@ def distribution(values: Sequence[float]) -> dict[str, float | int]:
     }
 
 
+Records = Mapping[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class StageOutputs:
+    """What the build stage reads: each stage's records by id (question ids for ``decomposed``,
+    sub-question ids for the others)."""
+
+    decomposed: Records
+    aligned: Records
+    next_hop: Records
+    negatives: Records
+
+
 def synthesis_stats(
-    *,
     question_ids: Sequence[str],
     dataset_of: Mapping[str, str],
-    decomposed: Mapping[str, Mapping[str, Any]],
-    aligned: Mapping[str, Mapping[str, Any]],
-    next_hop: Mapping[str, Mapping[str, Any]],
-    negatives: Mapping[str, Mapping[str, Any]],
+    outputs: StageOutputs,
     rejects: Mapping[str, Iterable[Mapping[str, Any]]],
     built: BuiltSets,
 ) -> dict[str, Any]:
@@ -57,19 +68,14 @@ def synthesis_stats(
     names = sorted(groups) + ([ALL] if len(groups) > 1 else [])
     for name in names:
         qids = set(question_ids) if name == ALL else set(groups[name])
-        out[name] = _group_stats(qids, decomposed, aligned, next_hop, negatives, reject_list, built)
+        out[name] = _group_stats(qids, outputs, reject_list, built)
     return out
 
 
 def _group_stats(
-    qids: set[str],
-    decomposed: Mapping[str, Mapping[str, Any]],
-    aligned: Mapping[str, Mapping[str, Any]],
-    next_hop: Mapping[str, Mapping[str, Any]],
-    negatives: Mapping[str, Mapping[str, Any]],
-    rejects: Mapping[str, list[Mapping[str, Any]]],
-    built: BuiltSets,
+    qids: set[str], outputs: StageOutputs, rejects: Mapping[str, list[Mapping[str, Any]]], built: BuiltSets
 ) -> dict[str, Any]:
+    decomposed = outputs.decomposed
     subs = [
         sub_question_id(qid, int(s["idx"]))
         for qid in sorted(qids)
@@ -98,9 +104,9 @@ def _group_stats(
         ids = [sub_question_id(qid, int(s["idx"])) for s in decomposed[qid]["sub_questions"]]
         if all(i in have_pos and i in have_neg and (i not in dependent or i in have_fil) for i in ids):
             complete += 1
-    al_recs = [aligned[s] for s in subs if s in aligned]
-    nh_recs = [next_hop[s] for s in subs if s in next_hop]
-    neg_recs = [negatives[s] for s in subs if s in negatives]
+    al_recs = [outputs.aligned[s] for s in subs if s in outputs.aligned]
+    nh_recs = [outputs.next_hop[s] for s in subs if s in outputs.next_hop]
+    neg_recs = [outputs.negatives[s] for s in subs if s in outputs.negatives]
     hops = Counter(len(decomposed[q]["sub_questions"]) for q in qids if q in decomposed)
     return {
         "questions": {

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from efficientrag.synth.stage_outcome import stage_records
+from efficientrag.jsonl import read_records
 from efficientrag.text.normalize import normalize_answer
 
 
@@ -20,9 +20,9 @@ def label_agreement(candidate_dir: str | Path, reference_dir: str | Path) -> dic
     """Micro precision / recall / F1 of the candidate's useful words against the reference's,
     over the (question, chunk) pairs both kept with the same chunk words (``aligned.jsonl``), and the
     share of those pairs labeled identically."""
-    ref = {(r["question_id"], r["chunk_id"]): r for r in stage_records(Path(reference_dir) / "aligned.jsonl")}
+    ref = {(r["question_id"], r["chunk_id"]): r for r in read_records(Path(reference_dir) / "aligned.jsonl")}
     tp = fp = fn = same = pairs = 0
-    for rec in stage_records(Path(candidate_dir) / "aligned.jsonl"):
+    for rec in read_records(Path(candidate_dir) / "aligned.jsonl"):
         other = ref.get((rec["question_id"], rec["chunk_id"]))
         if (
             other is None
@@ -58,9 +58,9 @@ def bridge_share(synth_dir: str | Path) -> dict[str, float]:
     """Among next-hop queries of dependent sub-questions, the share whose query contains the
     bridge entity (normalized, as a whole-word substring)."""
     root = Path(synth_dir)
-    bridges = bridge_entities(stage_records(root / "decomposed.jsonl"))
+    bridges = bridge_entities(read_records(root / "decomposed.jsonl"))
     queries = hits = 0
-    for rec in stage_records(root / "next_hop.jsonl"):
+    for rec in read_records(root / "next_hop.jsonl"):
         entities = [e for e in bridges.get(str(rec["id"]), []) if normalize_answer(e)]
         if not entities:
             continue

@@ -6,8 +6,9 @@ already imported by this package.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from efficientrag.lazy import lazy_exports
 
 __all__ = ["FakeOpenAIServer", "ScriptedReply", "echo_responder", "queue_responder", "rule_responder"]
 
@@ -21,9 +22,6 @@ if TYPE_CHECKING:
     )
 
 
-def __getattr__(name: str) -> Any:
-    if name not in __all__:
-        raise AttributeError(f"module 'efficientrag.testing' has no attribute {name!r}")
-    value = getattr(importlib.import_module("efficientrag.testing.fake_openai"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(
+    __name__, dict.fromkeys(__all__, "efficientrag.testing.fake_openai"), globals()
+)

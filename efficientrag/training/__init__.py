@@ -6,8 +6,9 @@ torch or datasets.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from efficientrag.lazy import lazy_exports
 from efficientrag.training.config import TrainConfig, load_train_config
 
 if TYPE_CHECKING:
@@ -19,9 +20,4 @@ __all__ = ["TrainConfig", "load_train_config", "load_training_set", "train"]
 _LAZY = {"train": "efficientrag.training.loop", "load_training_set": "efficientrag.training.training_set"}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from importlib import import_module
-
-        return getattr(import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'efficientrag.training' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

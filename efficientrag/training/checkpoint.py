@@ -11,12 +11,13 @@ the files are our own, written by this run.
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from accelerate import Accelerator
+
+from efficientrag.atomic import replace_folder, staging_folder, write_text_atomic
 
 STATE_FILE = "trainer_state.json"
 
@@ -40,9 +41,7 @@ class TrainerState:
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def write(self, folder: Path) -> None:
-        tmp = folder / (STATE_FILE + ".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
-        tmp.replace(folder / STATE_FILE)
+        write_text_atomic(folder / STATE_FILE, json.dumps(asdict(self), indent=2))
 
 
 def last_checkpoint(root: Path) -> Path | None:
@@ -58,21 +57,15 @@ def save_last(
     accelerator: Accelerator, root: Path, state: TrainerState, extra: dict[str, Any] | None = None
 ) -> Path:
     """Write a complete checkpoint and make it ``root/last``. Every process must call this."""
-    tmp, last, old = root / "last.tmp", root / "last", root / "last.old"
-    if accelerator.is_main_process:
-        root.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(tmp, ignore_errors=True)
+    last = root / "last"
+    tmp = staging_folder(last, clear=accelerator.is_main_process)
     accelerator.wait_for_everyone()
     accelerator.save_state(str(tmp))
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         if extra:
-            (tmp / "run_info.json").write_text(json.dumps(extra, indent=2), encoding="utf-8")
+            write_text_atomic(tmp / "run_info.json", json.dumps(extra, indent=2))
         state.write(tmp)
-        if last.exists():
-            shutil.rmtree(old, ignore_errors=True)
-            last.rename(old)
-        tmp.rename(last)
-        shutil.rmtree(old, ignore_errors=True)
+        replace_folder(tmp, last)
     accelerator.wait_for_everyone()
     return last

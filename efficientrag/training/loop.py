@@ -34,6 +34,7 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
+from efficientrag.atomic import write_text_atomic
 from efficientrag.config import ConfigError, load_config, save_config, to_dict
 from efficientrag.jsonl import JsonlAppender, read_jsonl, write_jsonl
 from efficientrag.models.base import WordClassifier
@@ -212,8 +213,8 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
                     out / "best", state_dict=weights, training=training_record(metrics, state.global_step)
                 )
                 save_config(cfg, best / TRAIN_CONFIG_FILE)
-                (best / "metrics.json").write_text(
-                    json.dumps({"step": state.global_step, **metrics}, indent=2), encoding="utf-8"
+                write_text_atomic(
+                    best / "metrics.json", json.dumps({"step": state.global_step, **metrics}, indent=2)
                 )
         return metrics
 
@@ -327,7 +328,7 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
         **session,
     }
     if main:
-        (out / "final_metrics.json").write_text(json.dumps(final, indent=2), encoding="utf-8")
+        write_text_atomic(out / "final_metrics.json", json.dumps(final, indent=2))
         if state.best_step is not None and (out / "best").is_dir():
             # The card now says the run completed, and how far it went.
             write_model_card(

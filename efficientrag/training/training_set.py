@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from datasets import Dataset, DatasetDict, load_dataset, load_from_disk
+from datasets import Dataset, DatasetDict, load_dataset
 from datasets.exceptions import DatasetGenerationError
 
 from efficientrag.data.errors import DataFormatError
 from efficientrag.data.readers.hub import is_saved_dataset
+from efficientrag.data.readers.hub import load_saved_split as load_saved_dataset_split
 from efficientrag.training.data import SPLIT_FILES, numbered_records
 
 # What a JSON load of a broken file raises, depending on where pyarrow and ``datasets`` give up.
@@ -42,14 +43,7 @@ def load_training_set(
 
 def load_saved_split(folder: Path, split: str) -> Dataset:
     """One split of a ``save_to_disk`` folder (a saved ``Dataset`` counts as the ``train`` split)."""
-    saved = load_from_disk(str(folder))
-    if isinstance(saved, DatasetDict):
-        if split not in saved:
-            raise DataFormatError(folder, f"saved dataset has no {split!r} split (it has {sorted(saved)})")
-        return saved[split]
-    if split != "train":
-        raise DataFormatError(folder, f"saved dataset is a single Dataset; it has no {split!r} split")
-    return saved
+    return load_saved_dataset_split(folder, split, single="train")
 
 
 def load_jsonl_split(path: Path, *, cache_dir: str | Path | None = None) -> Dataset:

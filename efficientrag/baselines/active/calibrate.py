@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from efficientrag.atomic import write_text_atomic
 from efficientrag.data.schema import Example
 
 
@@ -53,11 +54,9 @@ class ThetaCalibration:
         return float(np.mean([s is not None and s > self.theta for s in self.scores]))
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = dataclasses.asdict(self) | {"target_trigger_rate": self.target_trigger_rate}
-        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        return path
+        write_text_atomic(path, json.dumps(data, indent=2) + "\n")
+        return Path(path)
 
     @classmethod
     def load(cls, path: str | Path) -> ThetaCalibration:

@@ -30,6 +30,21 @@ Parsed = tuple[Example, list[Chunk]] | NotAQuestion
 ParseFn = Callable[[dict[str, Any], Where], Parsed]
 
 
+def question_record(
+    record: dict[str, Any],
+    dataset: str,
+    example_id: str,
+    text: str,
+    answers: list[str],
+    gold: list[str],
+    qtype: str,
+    chunks: list[Chunk],
+) -> Parsed:
+    """What a reader's parse returns for a question record: its example (``raw`` is the record,
+    ``context_ids`` its own chunks, in order) and those chunks."""
+    return Example(example_id, text, answers, gold, qtype, dataset, [c.id for c in chunks], record), chunks
+
+
 def collect(
     dataset: str,
     path: str | Path,

@@ -12,27 +12,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from efficientrag.data.errors import DataFormatError
-from efficientrag.data.readers.collect import Parsed, collect
-from efficientrag.data.readers.fields import (
-    Where,
-    check_type,
-    chunk_id,
-    optional,
-    require,
-    require_id,
-    require_text,
-    string_list,
-    unique_answers,
-)
+from efficientrag.data.readers.collect import Parsed, collect, question_record
+from efficientrag.data.readers.fields import Where, chunk_id, unique_answers
 from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.readers.source import SourceRecord, iter_records, read_text
-from efficientrag.data.readers.wiki_context import (
-    context_chunks,
-    context_paragraphs,
-    gold_ids_by_title,
-    supporting_titles,
-)
-from efficientrag.data.schema import Chunk, Example
+from efficientrag.data.readers.wiki_context import gold_and_chunks
+from efficientrag.data.schema import Chunk
 
 HotpotFormat = Literal["auto", "distractor", "ircot"]
 DATASET = "hotpotqa"
@@ -72,67 +57,40 @@ def detect_hotpotqa_format(path: str | Path, records: list[SourceRecord]) -> Lit
 
 
 def parse_distractor(record: dict[str, Any], where: Where) -> Parsed:
-    example_id = require_id(where, record, "_id")
-    question = require_text(where, record, "question", "question")
-    answer = require_text(where, record, "answer", "answer")
-    qtype = optional(where, record, "type", str, "")
-    paragraphs = context_paragraphs(where, record)
-    gold = gold_ids_by_title(where, example_id, paragraphs, supporting_titles(where, record))
-    chunks = context_chunks(example_id, paragraphs)
-    example = Example(
-        id=example_id,
-        question=question,
-        answers=[answer],
-        gold_chunk_ids=gold,
-        type=qtype,
-        dataset=DATASET,
-        context_ids=[c.id for c in chunks],
-        raw=record,
-    )
-    return example, chunks
+    example_id = where.require_id(record, "_id")
+    question = where.require_text(record, "question", "question")
+    answer = where.require_text(record, "answer", "answer")
+    qtype = where.optional(record, "type", str, "")
+    gold, chunks = gold_and_chunks(where, record, example_id)
+    return question_record(record, DATASET, example_id, question, [answer], gold, qtype, chunks)
 
 
 def parse_ircot(record: dict[str, Any], where: Where) -> Parsed:
-    example_id = require_id(where, record, "question_id")
-    question = require_text(where, record, "question_text", "question")
+    example_id = where.require_id(record, "question_id")
+    question = where.require_text(record, "question_text", "question")
     answers = _ircot_answers(where, record)
-    contexts = require(where, record, "contexts", list)
-    if not contexts:
-        raise where.error("empty context", "contexts")
+    contexts = where.require(record, "contexts", list)
     chunks: list[Chunk] = []
     gold: list[str] = []
-    for idx, ctx in enumerate(contexts):
-        field = f"contexts[{idx}]"
-        check_type(where, ctx, dict, field)
-        title = require(where, ctx, "title", str, f"{field}.title")
-        text = require(where, ctx, "paragraph_text", str, f"{field}.paragraph_text")
-        supporting = require(where, ctx, "is_supporting", bool, f"{field}.is_supporting")
+    for idx, (field, ctx) in enumerate(where.each_item(contexts, "contexts", dict, empty="empty context")):
+        title = where.require(ctx, "title", str, f"{field}.title")
+        text = where.require(ctx, "paragraph_text", str, f"{field}.paragraph_text")
+        supporting = where.require(ctx, "is_supporting", bool, f"{field}.is_supporting")
         chunk = Chunk(chunk_id(example_id, idx), title, text.strip())
         chunks.append(chunk)
         if supporting:
             gold.append(chunk.id)
     if not gold:
         raise where.error("gold paragraph absent: no context has is_supporting=true", "contexts")
-    example = Example(
-        id=example_id,
-        question=question,
-        answers=answers,
-        gold_chunk_ids=gold,
-        type=optional(where, record, "type", str, ""),
-        dataset=DATASET,
-        context_ids=[c.id for c in chunks],
-        raw=record,
-    )
-    return example, chunks
+    qtype = where.optional(record, "type", str, "")
+    return question_record(record, DATASET, example_id, question, answers, gold, qtype, chunks)
 
 
 def _ircot_answers(where: Where, record: dict[str, Any]) -> list[str]:
-    objects = require(where, record, "answers_objects", list)
+    objects = where.require(record, "answers_objects", list)
     spans: list[str] = []
-    for i, obj in enumerate(objects):
-        check_type(where, obj, dict, f"answers_objects[{i}]")
-        field = f"answers_objects[{i}].spans"
-        spans.extend(string_list(where, require(where, obj, "spans", list, field), field))
+    for field, obj in where.each_item(objects, "answers_objects", dict):
+        spans.extend(where.string_list(where.require(obj, "spans", list, f"{field}.spans"), f"{field}.spans"))
     answers = unique_answers(spans)
     if not answers:
         raise where.error("empty answer", "answers_objects")

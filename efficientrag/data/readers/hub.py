@@ -97,7 +97,9 @@ def read_datasets_source(
     return collect(dataset, label, hub_records(rows, to_original), parse, strict=strict, limit=limit)
 
 
-def load_saved_split(folder: Path, split: str) -> Any:
+def load_saved_split(folder: Path, split: str, *, single: str | None = None) -> Any:
+    """One split of a ``save_to_disk`` folder. A folder holding one ``Dataset`` rather than a
+    ``DatasetDict`` serves as any split, or, with ``single``, only as the split of that name."""
     from datasets import DatasetDict, load_from_disk
 
     saved = load_from_disk(str(folder))
@@ -105,6 +107,8 @@ def load_saved_split(folder: Path, split: str) -> Any:
         if split not in saved:
             raise DataFormatError(folder, f"saved dataset has no {split!r} split (it has {sorted(saved)})")
         return saved[split]
+    if single is not None and split != single:
+        raise DataFormatError(folder, f"saved dataset is a single Dataset; it has no {split!r} split")
     return saved
 
 

@@ -12,19 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.data.corpus import Corpus
-from efficientrag.data.readers.collect import Parsed, collect
-from efficientrag.data.readers.fields import (
-    Where,
-    optional,
-    require,
-    require_id,
-    require_text,
-    string_list,
-    unique_answers,
-)
+from efficientrag.data.readers.collect import Parsed, collect, question_record
+from efficientrag.data.readers.fields import Where, unique_answers
 from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.readers.source import iter_records
-from efficientrag.data.schema import Example
 
 DATASET = "jsonl"
 _ANSWER_KEYS = ("answers", "golden_answers")
@@ -49,37 +40,30 @@ def read_jsonl_dataset(
 
 
 def parse_question(record: dict[str, Any], where: Where, corpus: Corpus, corpus_path: str) -> Parsed:
-    example_id = require_id(where, record, "id")
-    question = require_text(where, record, "question", "question")
+    example_id = where.require_id(record, "id")
+    question = where.require_text(record, "question", "question")
     answers = _answers(where, record)
     gold_key = next((k for k in _GOLD_KEYS if k in record), _GOLD_KEYS[0])
-    gold = string_list(where, require(where, record, gold_key, list), gold_key)
+    gold = where.string_list(where.require(record, gold_key, list), gold_key)
     for i, cid in enumerate(gold):
         if cid not in corpus:
             raise where.error(
                 f"gold paragraph absent: chunk id {cid!r} is not in the corpus {corpus_path}",
                 f"{gold_key}[{i}]",
             )
-    example = Example(
-        id=example_id,
-        question=question,
-        answers=answers,
-        gold_chunk_ids=list(dict.fromkeys(gold)),
-        type=optional(where, record, "type", str, ""),
-        dataset=DATASET,
-        context_ids=[],
-        raw=record,
+    qtype = where.optional(record, "type", str, "")
+    return question_record(
+        record, DATASET, example_id, question, answers, list(dict.fromkeys(gold)), qtype, []
     )
-    return example, []
 
 
 def _answers(where: Where, record: dict[str, Any]) -> list[str]:
     key = next((k for k in _ANSWER_KEYS if k in record), None)
     if key is not None:
-        answers = unique_answers(string_list(where, record[key], key))
+        answers = unique_answers(where.string_list(record[key], key))
         if not answers:
             raise where.error("empty answer", key)
         return answers
     if "answer" not in record:
         raise where.error("missing field (give 'answers' as a list or 'answer' as a string)", "answers")
-    return [require_text(where, record, "answer", "answer")]
+    return [where.require_text(record, "answer", "answer")]

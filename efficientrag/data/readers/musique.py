@@ -11,21 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from efficientrag.data.readers.collect import NotAQuestion, Parsed, collect
-from efficientrag.data.readers.fields import (
-    Where,
-    check_type,
-    chunk_id,
-    optional,
-    require,
-    require_id,
-    require_text,
-    string_list,
-    unique_answers,
-)
+from efficientrag.data.readers.collect import NotAQuestion, Parsed, collect, question_record
+from efficientrag.data.readers.fields import Where, chunk_id, unique_answers
 from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.readers.source import iter_records
-from efficientrag.data.schema import Chunk, Example
+from efficientrag.data.schema import Chunk
 
 
 def read_musique(
@@ -38,61 +28,44 @@ def read_musique(
 
 
 def parse_musique(record: dict[str, Any], where: Where, *, dataset: str = "musique") -> Parsed:
-    example_id = require_id(where, record, "id")
-    if optional(where, record, "answerable", bool, True) is False:
+    example_id = where.require_id(record, "id")
+    if where.optional(record, "answerable", bool, True) is False:
         return NotAQuestion("unanswerable record (answerable: false) skipped")
-    question = require_text(where, record, "question", "question")
-    answer = require_text(where, record, "answer", "answer")
-    aliases = string_list(where, optional(where, record, "answer_aliases", list, []), "answer_aliases")
+    question = where.require_text(record, "question", "question")
+    answer = where.require_text(record, "answer", "answer")
+    aliases = where.string_list(where.optional(record, "answer_aliases", list, []), "answer_aliases")
     chunks = _paragraph_chunks(where, record, example_id)
     gold = _gold_in_hop_order(where, record, example_id, {c.id for c in chunks})
-    qtype = optional(where, record, "type", str, None)
+    qtype = where.optional(record, "type", str, None)
     if qtype is None:
         qtype = example_id.split("__", 1)[0] if "__" in example_id else ""
-    example = Example(
-        id=example_id,
-        question=question,
-        answers=unique_answers([answer, *aliases]),
-        gold_chunk_ids=gold,
-        type=qtype,
-        dataset=dataset,
-        context_ids=[c.id for c in chunks],
-        raw=record,
-    )
-    return example, chunks
+    answers = unique_answers([answer, *aliases])
+    return question_record(record, dataset, example_id, question, answers, gold, qtype, chunks)
 
 
 def _paragraph_chunks(where: Where, record: dict[str, Any], example_id: str) -> list[Chunk]:
-    paragraphs = require(where, record, "paragraphs", list)
-    if not paragraphs:
-        raise where.error("empty context", "paragraphs")
+    paragraphs = where.require(record, "paragraphs", list)
     chunks: list[Chunk] = []
     seen: set[int] = set()
-    for i, para in enumerate(paragraphs):
-        field = f"paragraphs[{i}]"
-        check_type(where, para, dict, field)
-        idx = require(where, para, "idx", int, f"{field}.idx")
+    for field, para in where.each_item(paragraphs, "paragraphs", dict, empty="empty context"):
+        idx = where.require(para, "idx", int, f"{field}.idx")
         if idx in seen:
             raise where.error(f"duplicate paragraph idx {idx}", f"{field}.idx")
         seen.add(idx)
-        title = require(where, para, "title", str, f"{field}.title")
-        text = require(where, para, "paragraph_text", str, f"{field}.paragraph_text")
-        optional(where, para, "is_supporting", bool, False, f"{field}.is_supporting")
+        title = where.require(para, "title", str, f"{field}.title")
+        text = where.require(para, "paragraph_text", str, f"{field}.paragraph_text")
+        where.optional(para, "is_supporting", bool, False, f"{field}.is_supporting")
         chunks.append(Chunk(chunk_id(example_id, idx), title, text.strip()))
     return chunks
 
 
 def _gold_in_hop_order(where: Where, record: dict[str, Any], example_id: str, known: set[str]) -> list[str]:
-    steps = require(where, record, "question_decomposition", list)
-    if not steps:
-        raise where.error("empty decomposition", "question_decomposition")
+    steps = where.require(record, "question_decomposition", list)
     gold: list[str] = []
-    for i, step in enumerate(steps):
-        field = f"question_decomposition[{i}]"
-        check_type(where, step, dict, field)
-        optional(where, step, "question", str, "", f"{field}.question")
-        optional(where, step, "answer", str, "", f"{field}.answer")
-        idx = require(where, step, "paragraph_support_idx", int, f"{field}.paragraph_support_idx")
+    for field, step in where.each_item(steps, "question_decomposition", dict, empty="empty decomposition"):
+        where.optional(step, "question", str, "", f"{field}.question")
+        where.optional(step, "answer", str, "", f"{field}.answer")
+        idx = where.require(step, "paragraph_support_idx", int, f"{field}.paragraph_support_idx")
         cid = chunk_id(example_id, idx)
         if cid not in known:
             raise where.error(

@@ -58,14 +58,18 @@ def iter_records(path: str | Path, text: str | None = None) -> Iterator[SourceRe
         yield from _iter_jsonl(path, text)
 
 
-def _iter_json_list(path: str | Path, text: str) -> Iterator[SourceRecord]:
+def parse_json(path: str | Path, text: str) -> Any:
+    """A whole-file JSON document; invalid JSON fails naming the file, line and column."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataFormatError(
             path, f"not valid JSON ({exc.msg} at column {exc.colno})", line=exc.lineno
         ) from exc
-    for i, obj in enumerate(data):
+
+
+def _iter_json_list(path: str | Path, text: str) -> Iterator[SourceRecord]:
+    for i, obj in enumerate(parse_json(path, text)):
         if isinstance(obj, dict):
             yield SourceRecord(index=i, line=None, obj=obj)
         else:

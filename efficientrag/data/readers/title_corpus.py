@@ -9,12 +9,11 @@ after the questions that own the same paragraphs, the questions' ids win (first 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from efficientrag.data.errors import DataFormatError
-from efficientrag.data.readers.fields import Where, check_type, string_list
-from efficientrag.data.readers.source import read_text
+from efficientrag.data.readers.fields import Where
+from efficientrag.data.readers.source import parse_json, read_text
 from efficientrag.data.readers.wiki_context import join_sentences
 from efficientrag.data.schema import Chunk
 
@@ -26,13 +25,7 @@ def title_chunk_id(title: str) -> str:
 
 
 def read_title_corpus(path: str | Path) -> list[Chunk]:
-    text = read_text(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(
-            path, f"not valid JSON ({exc.msg} at column {exc.colno})", line=exc.lineno
-        ) from exc
+    data = parse_json(path, read_text(path))
     if isinstance(data, list):
         data = _documents_by_title(path, data)
     if not isinstance(data, dict):
@@ -40,8 +33,8 @@ def read_title_corpus(path: str | Path) -> list[Chunk]:
     chunks = []
     for title, value in data.items():
         where = Where(str(path), None, title)
-        check_type(where, value, (str, list), title)
-        body = value.strip() if isinstance(value, str) else join_sentences(string_list(where, value, title))
+        where.check_type(value, (str, list), title)
+        body = value.strip() if isinstance(value, str) else join_sentences(where.string_list(value, title))
         chunks.append(Chunk(title_chunk_id(title), title, body))
     return chunks
 
@@ -50,7 +43,7 @@ def _documents_by_title(path: str | Path, docs: list) -> dict[str, object]:
     out: dict[str, object] = {}
     for n, doc in enumerate(docs):
         where = Where(str(path), None, n)
-        check_type(where, doc, dict, "document")
+        where.check_type(doc, dict, "document")
         title = doc.get("title")
         body = doc.get("content", doc.get("text"))
         if not isinstance(title, str) or not title.strip():

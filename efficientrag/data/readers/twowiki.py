@@ -12,18 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from efficientrag.data.readers.collect import Parsed, collect
-from efficientrag.data.readers.fields import Where, optional, require_id, require_text
+from efficientrag.data.readers.collect import Parsed, collect, question_record
+from efficientrag.data.readers.fields import Where
 from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.readers.source import iter_records
 from efficientrag.data.readers.title_corpus import title_chunk_id
-from efficientrag.data.readers.wiki_context import (
-    context_chunks,
-    context_paragraphs,
-    gold_ids_by_title,
-    supporting_titles,
-)
-from efficientrag.data.schema import Example
+from efficientrag.data.readers.wiki_context import gold_and_chunks, supporting_titles
 
 DATASET = "2wikimultihopqa"
 
@@ -34,28 +28,15 @@ def read_2wiki(path: str | Path, *, strict: bool = True, limit: int | None = Non
 
 def parse_2wiki(record: dict[str, Any], where: Where) -> Parsed:
     # HippoRAG's open-domain slices name the id "id"; the original files "_id".
-    example_id = require_id(where, record, "id" if "_id" not in record and "id" in record else "_id")
-    question = require_text(where, record, "question", "question")
-    answer = require_text(where, record, "answer", "answer")
-    qtype = optional(where, record, "type", str, "")
-    optional(where, record, "evidences", list, [])
+    example_id = where.require_id(record, "id" if "_id" not in record and "id" in record else "_id")
+    question = where.require_text(record, "question", "question")
+    answer = where.require_text(record, "answer", "answer")
+    qtype = where.optional(record, "type", str, "")
+    where.optional(record, "evidences", list, [])
     if record.get("context") is None:
         # Open-domain record (HippoRAG's slices): no paragraphs of its own; its gold documents
         # are the supporting-fact titles of a title corpus given as the data's corpus_path.
         gold = list(dict.fromkeys(title_chunk_id(t) for t in supporting_titles(where, record)))
-        example = Example(example_id, question, [answer], gold, qtype, DATASET, [], record)
-        return example, []
-    paragraphs = context_paragraphs(where, record)
-    gold = gold_ids_by_title(where, example_id, paragraphs, supporting_titles(where, record))
-    chunks = context_chunks(example_id, paragraphs)
-    example = Example(
-        id=example_id,
-        question=question,
-        answers=[answer],
-        gold_chunk_ids=gold,
-        type=qtype,
-        dataset=DATASET,
-        context_ids=[c.id for c in chunks],
-        raw=record,
-    )
-    return example, chunks
+        return question_record(record, DATASET, example_id, question, [answer], gold, qtype, [])
+    gold, chunks = gold_and_chunks(where, record, example_id)
+    return question_record(record, DATASET, example_id, question, [answer], gold, qtype, chunks)

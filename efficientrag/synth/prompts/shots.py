@@ -1,7 +1,7 @@
 """The few-shot examples of the LLM teacher and the per-dataset sets they come in.
 
-Each dataset module (``hotpotqa.py``, ``twowiki.py``, ``musique.py``, ``generic.py``) writes one
-:class:`PromptSet`: decomposition examples per question *shape* (bridge, comparison, 3-hop chain,
+Each dataset file (``hotpotqa.yaml``, ``twowiki.yaml``, ``musique.yaml``, ``generic.yaml``: data,
+read by :func:`load_prompt_set`) holds one :class:`PromptSet`: decomposition examples per question *shape* (bridge, comparison, 3-hop chain,
 ...), a note per question *type* that tells the model which shape it is looking at, and the
 examples of the two word-picking tasks. All examples are invented (fictional entities) and obey
 the rules they teach: the tests check that every example decomposition validates, every example
@@ -12,6 +12,10 @@ order, from its question and known information.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
 
 
 @dataclass(frozen=True)
@@ -80,3 +84,42 @@ class PromptSet:
 
     def type_note(self, qtype: str) -> str:
         return self.type_notes.get(qtype, "")
+
+
+def load_prompt_set(path: str | Path) -> PromptSet:
+    """A prompt set file (see the module docstring): YAML lists become the dataclasses' tuples."""
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    return PromptSet(
+        dataset=data["dataset"],
+        shapes={name: tuple(_decompose_shot(s) for s in shots) for name, shots in data["shapes"].items()},
+        type_shapes={qtype: tuple(names) for qtype, names in data["type_shapes"].items()},
+        default_shapes=tuple(data["default_shapes"]),
+        type_notes=dict(data["type_notes"]),
+        label=tuple(
+            LabelShot(s["sub_question"], s["answer"], _paragraph(s["paragraph"]), s["extracted_words"])
+            for s in data["label"]
+        ),
+        next_hop=tuple(
+            NextHopShot(s["question"], tuple(tuple(a) for a in s["answered"]), s["filtered_query"])
+            for s in data["next_hop"]
+        ),
+    )
+
+
+def _decompose_shot(s: dict[str, Any]) -> DecomposeShot:
+    return DecomposeShot(
+        question=s["question"],
+        answer=s["answer"],
+        qtype=s["qtype"],
+        paragraphs=tuple(_paragraph(p) for p in s["paragraphs"]),
+        sub_questions=tuple(
+            SubQuestionShot(q["sub_question"], q["answer"], tuple(q["dependency"]), q["document"])
+            for q in s["sub_questions"]
+        ),
+        triples=tuple(tuple(t) for t in s.get("triples", ())),
+        steps=tuple(tuple(t) for t in s.get("steps", ())),
+    )
+
+
+def _paragraph(p: dict[str, str]) -> tuple[str, str]:
+    return (p["title"], p["text"])

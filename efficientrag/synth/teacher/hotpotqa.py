@@ -25,12 +25,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from efficientrag.data.readers.wiki_context import join_sentences
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.synth.phrases import find_phrase_spans, is_content, loose_key
 from efficientrag.synth.records import Decomposition, Reject, SubQuestion
 from efficientrag.synth.teacher.base import R_MALFORMED, R_NOT_IN_CORPUS, field_of
 from efficientrag.synth.teacher.evidence import YES_NO
-from efficientrag.synth.teacher.paragraphs import ChunkLookup, RawParagraph, join_sentences
+from efficientrag.synth.teacher.paragraphs import ChunkLookup, RawParagraph
 from efficientrag.text.normalize import dedup_key, normalize_answer
 from efficientrag.text.words import join_words, split_words
 

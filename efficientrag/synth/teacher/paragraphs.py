@@ -9,7 +9,6 @@ punctuation rule otherwise (MuSiQue, HotpotQA IRCoT).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from efficientrag.data.corpus import Corpus
@@ -52,11 +51,6 @@ class RawParagraph:
     text: str
     sentences: tuple[str, ...] | None = None
     support: tuple[int, ...] | None = None
-
-
-def join_sentences(sentences: Sequence[str]) -> str:
-    """HotpotQA/2Wiki paragraph text as the readers pool it: stripped sentences, single spaces."""
-    return " ".join(s.strip() for s in sentences if s.strip())
 
 
 @dataclass(frozen=True)

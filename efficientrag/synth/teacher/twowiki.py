@@ -18,11 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from efficientrag.data.readers.wiki_context import join_sentences
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.synth.phrases import find_phrase
 from efficientrag.synth.records import Decomposition, Reject, SubQuestion
 from efficientrag.synth.teacher.base import R_MALFORMED, R_NO_PARAGRAPH, R_NOT_IN_CORPUS, field_of
-from efficientrag.synth.teacher.paragraphs import ChunkLookup, RawParagraph, join_sentences
+from efficientrag.synth.teacher.paragraphs import ChunkLookup, RawParagraph
 from efficientrag.synth.teacher.relations import relation_question
 from efficientrag.synth.teacher.twowiki_facts import decompose_from_facts
 from efficientrag.text.normalize import dedup_key

@@ -1,0 +1,222 @@
+"""The toy world's questions: bridge, compositional, comparison and bridge-comparison makers.
+
+A bridge question names the first entity only ("Where was the director of <Work> born?"); the
+bridge entity is absent from the question and named in the hop-1 paragraph, so one retrieval with
+the question is genuinely weaker than following the hop. A maker returns None when the world
+offers no valid question of its kind for the entities it drew.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from efficientrag.data.toy_entities import FIELDS, City, Country, Field, Org, Person, Work, World
+
+
+@dataclass
+class Step:
+    question: str
+    answer: str
+    entity: str
+
+
+@dataclass
+class QuestionSpec:
+    type: str
+    question: str
+    answer: str
+    steps: list[Step]
+    aliases: list[str] = field(default_factory=list)
+    hidden: list[str] = field(default_factory=list)  # bridge entities the question must not name
+
+    @property
+    def gold(self) -> list[str]:
+        return list(dict.fromkeys(s.entity for s in self.steps))
+
+
+QuestionMaker = Callable[[World, random.Random], "QuestionSpec | None"]
+
+
+def _any_work(world: World, rng: random.Random) -> tuple[Work, Field]:
+    fname = rng.choice(list(FIELDS))
+    return rng.choice(world.works[fname]), FIELDS[fname]
+
+
+def _work_and_creator(world: World, rng: random.Random) -> tuple[Work, Field, Person, Step]:
+    """A random work, its field, its creator and the question's first hop ("Who directed T?")."""
+    work, fld = _any_work(world, rng)
+    person = world.get(work.creator, Person)
+    return work, fld, person, Step(fld.who_made.format(t=work.name), person.name, work.name)
+
+
+def _org_aliases(org: Org) -> list[str]:
+    return [org.stem]
+
+
+def _bridge(world: World, rng: random.Random) -> QuestionSpec | None:
+    work, fld, person, first = _work_and_creator(world, rng)
+    t, role = work.name, fld.role
+    kind = rng.randrange(7)
+    if kind == 0:
+        q, a = f"Where was the {role} of {t} born?", person.birthplace
+        return QuestionSpec(
+            "bridge", q, a, [first, Step("Where was #1 born?", a, person.name)], hidden=[person.name]
+        )
+    if kind == 1:
+        q, a = f"In what year was the {role} of {t} born?", str(person.born)
+        return QuestionSpec(
+            "bridge", q, a, [first, Step("When was #1 born?", a, person.name)], hidden=[person.name]
+        )
+    if kind == 2:
+        if person.spouse is None:
+            return None
+        q, a = f"Who is the spouse of the {role} of {t}?", person.spouse
+        steps = [first, Step("Who is #1 married to?", a, person.name)]
+        return QuestionSpec("bridge", q, a, steps, hidden=[person.name])
+    if kind == 3:
+        org = world.get(person.employer, Org)
+        q = f"Which {fld.org_kind} has the {role} of {t} worked for?"
+        steps = [first, Step(f"Which {fld.org_kind} has #1 worked for?", org.name, person.name)]
+        return QuestionSpec("bridge", q, org.name, steps, aliases=_org_aliases(org), hidden=[person.name])
+    if kind == 4:
+        org = world.get(work.org, Org)
+        q = f"In which city is the {fld.org_kind} that {fld.made} {t} headquartered?"
+        steps = [
+            Step(f"Which {fld.org_kind} {fld.made} {t}?", org.name, work.name),
+            Step("Where is #1 headquartered?", org.city, org.name),
+        ]
+        return QuestionSpec("bridge", q, org.city, steps, hidden=[org.name])
+    if kind == 5:
+        city = world.get(person.birthplace, City)
+        q = f"In which country was {person.name} born?"
+        steps = [
+            Step(f"Where was {person.name} born?", city.name, person.name),
+            Step("Which country is #1 in?", city.country, city.name),
+        ]
+        official = world.get(city.country, Country).official
+        return QuestionSpec("bridge", q, city.country, steps, aliases=[official], hidden=[city.name])
+    org = rng.choice(world.orgs[rng.choice(list(FIELDS))])
+    city = world.get(org.city, City)
+    q = f"In what year was the city that is home to {org.name} founded?"
+    steps = [
+        Step(f"Where is {org.name} headquartered?", city.name, org.name),
+        Step("When was #1 founded?", str(city.founded), city.name),
+    ]
+    return QuestionSpec("bridge", q, str(city.founded), steps, hidden=[city.name])
+
+
+def _compositional(world: World, rng: random.Random) -> QuestionSpec | None:
+    work, fld, person, first = _work_and_creator(world, rng)
+    t, role = work.name, fld.role
+    kind = rng.randrange(4)
+    if kind == 0:
+        city = world.get(person.birthplace, City)
+        country = world.get(city.country, Country)
+        q = f"In which country was the {role} of {t} born?"
+        steps = [
+            first,
+            Step("Where was #1 born?", city.name, person.name),
+            Step("Which country is #2 in?", country.name, city.name),
+        ]
+        return QuestionSpec(
+            "compositional", q, country.name, steps, [country.official], [person.name, city.name]
+        )
+    if kind == 1:
+        city = world.get(person.birthplace, City)
+        q = f"When was the birthplace of the {role} of {t} founded?"
+        a = str(city.founded)
+        steps = [
+            first,
+            Step("Where was #1 born?", city.name, person.name),
+            Step("When was #2 founded?", a, city.name),
+        ]
+        return QuestionSpec("compositional", q, a, steps, hidden=[person.name, city.name])
+    if kind == 2:
+        org = world.get(work.org, Org)
+        city = world.get(org.city, City)
+        country = world.get(city.country, Country)
+        q = f"In which country is the {fld.org_kind} that {fld.made} {t} headquartered?"
+        steps = [
+            Step(f"Which {fld.org_kind} {fld.made} {t}?", org.name, work.name),
+            Step("Where is #1 headquartered?", city.name, org.name),
+            Step("Which country is #2 in?", country.name, city.name),
+        ]
+        return QuestionSpec(
+            "compositional", q, country.name, steps, [country.official], [org.name, city.name]
+        )
+    org = world.get(person.employer, Org)
+    q = f"In what year was the {fld.org_kind} that employs the {role} of {t} founded?"
+    a = str(org.founded)
+    steps = [
+        first,
+        Step(f"Which {fld.org_kind} has #1 worked for?", org.name, person.name),
+        Step("When was #2 founded?", a, org.name),
+    ]
+    return QuestionSpec("compositional", q, a, steps, hidden=[person.name, org.name])
+
+
+def _comparison(world: World, rng: random.Random) -> QuestionSpec | None:
+    fld = FIELDS[rng.choice(list(FIELDS))]
+    kind = rng.randrange(4)
+    if kind == 0:
+        items: list[Any] = world.works[fld.work]
+        attr, what, ask = (
+            "year",
+            f"Which {fld.work} was {fld.released} first",
+            f"When was {{n}} {fld.released}?",
+        )
+    elif kind == 1:
+        items, attr, what, ask = world.people[fld.work], "born", "Who was born first", "When was {n} born?"
+    elif kind == 2:
+        items, attr = world.orgs[fld.work], "founded"
+        what, ask = f"Which {fld.org_kind} was founded earlier", "When was {n} founded?"
+    else:
+        items, attr, what, ask = (
+            world.cities,
+            "founded",
+            "Which city was founded earlier",
+            "When was {n} founded?",
+        )
+    a, b = rng.sample(items, 2)
+    if getattr(a, attr) == getattr(b, attr):
+        return None
+    winner, other = (a, b) if getattr(a, attr) < getattr(b, attr) else (b, a)
+    shown = [winner.name, other.name]
+    rng.shuffle(shown)
+    q = f"{what}, {shown[0]} or {shown[1]}?"
+    # The answer entity's hop comes last, so the answer is in the last gold paragraph.
+    steps = [Step(ask.format(n=e.name), str(getattr(e, attr)), e.name) for e in (other, winner)]
+    return QuestionSpec("comparison", q, winner.name, steps)
+
+
+def _bridge_comparison(world: World, rng: random.Random) -> QuestionSpec | None:
+    fld = FIELDS[rng.choice(list(FIELDS))]
+    a, b = rng.sample(world.works[fld.work], 2)
+    pa, pb = world.get(a.creator, Person), world.get(b.creator, Person)
+    if pa.born == pb.born:
+        return None
+    winner, other = (a, b) if pa.born < pb.born else (b, a)
+    shown = [a.name, b.name]
+    rng.shuffle(shown)
+    q = f"Which {fld.work} has the {fld.role} who was born earlier, {shown[0]} or {shown[1]}?"
+    steps: list[Step] = []
+    for work in (other, winner):
+        creator = world.get(work.creator, Person)
+        k = len(steps) + 1
+        steps += [
+            Step(fld.who_made.format(t=work.name), creator.name, work.name),
+            Step(f"When was #{k} born?", str(creator.born), creator.name),
+        ]
+    return QuestionSpec("bridge_comparison", q, winner.name, steps, hidden=[pa.name, pb.name])
+
+
+MAKERS: dict[str, QuestionMaker] = {
+    "bridge": _bridge,
+    "compositional": _compositional,
+    "comparison": _comparison,
+    "bridge_comparison": _bridge_comparison,
+}
+QUESTION_TYPES = tuple(MAKERS)
