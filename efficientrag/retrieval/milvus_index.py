@@ -14,7 +14,6 @@ inputs stops with a one-line error instead of mixing them.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from efficientrag.atomic import atomic_open
 from efficientrag.data.corpus import Corpus
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.retrieval.errors import IndexMismatchError, IndexNotFoundError
@@ -341,6 +341,5 @@ def read_staged(staging: Path | None, ids: list[str]) -> np.ndarray | None:
 def write_staged(staging: Path | None, ids: list[str], vectors: np.ndarray) -> None:
     if staging is None:
         return
-    tmp = staging.with_name(staging.name + ".tmp.npz")
-    np.savez(tmp, ids=np.array(ids, dtype=str), vectors=np.asarray(vectors, dtype=np.float32))
-    os.replace(tmp, staging)
+    with atomic_open(staging, "wb") as fh:  # a handle: np.savez would add ".npz" to a temp name
+        np.savez(fh, ids=np.array(ids, dtype=str), vectors=np.asarray(vectors, dtype=np.float32))
