@@ -293,33 +293,3 @@ def test_clip_generation_cuts_tokens_probabilities_and_attention():
     assert cut.attention.weights.shape == (4, 4) and cut.attention.text == "Ppab"
     assert math.isclose(cut.attention.weights[3, 0], 0.25)
     assert clip_generation(g, 3) is g
-
-
-# -- published numbers ------------------------------------------------------------------------------------
-
-
-def test_paper_numbers_match_the_printed_tables():
-    from efficientrag.baselines.active.paper_numbers import NUMBERS, model_variant
-    from efficientrag.eval.paper_numbers import lookup
-
-    def value(method, variant, dataset, metric):
-        found = lookup(method, variant, dataset, metric, NUMBERS)
-        return None if found is None else found.value
-
-    # FLARE Table 1 (percent).
-    assert value("flare", "", "2wikimultihopqa", "em") == 51.0
-    assert value("wo_rag", "", "2wikimultihopqa", "qa_recall") == 38.6
-    assert value("self_ask", "", "2wikimultihopqa", "f1") == 56.4
-    # DRAGIN Table 2 (fractions printed, percent stored); StrategyQA accuracy as em, no f1.
-    assert value("dragin", "llama2-13b-chat", "hotpotqa", "f1") == pytest.approx(42.38)
-    assert value("fl_rag", "vicuna-13b-v1.5", "iirc", "em") == pytest.approx(9.85)
-    assert value("wo_rag", "llama2-7b-chat", "strategyqa", "em") == pytest.approx(65.9)
-    assert value("wo_rag", "llama2-7b-chat", "strategyqa", "f1") is None
-    # DRAGIN Table 3 (retrieval calls per question; its column order is 2WMQA, HQA, SQA, IIRC).
-    assert value("flare", "llama2-13b-chat", "iirc", "retrieval_calls") == 5.521
-    assert value("dragin", "vicuna-13b-v1.5", "strategyqa", "retrieval_calls") == 3.744
-    assert value("sr_rag", "llama2-13b-chat", "hotpotqa", "retrieval_calls") is None
-    assert len(NUMBERS) == 4 * 7 + 3 * 6 * 7 + 3 * 4 * 4
-    assert model_variant("meta-llama/Llama-2-13b-chat-hf") == "llama2-13b-chat"
-    assert model_variant("/models/vicuna-13b-v1.5/") == "vicuna-13b-v1.5"
-    assert model_variant("Qwen/Qwen2-7B") == ""
