@@ -95,12 +95,18 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from efficientrag.baselines.registry import build_method, check_method_name
+    from efficientrag.baselines.registry import check_method_name
     from efficientrag.config import save_config
     from efficientrag.eval.interrupts import RunInterrupted
     from efficientrag.eval.run_binding import bind_run
     from efficientrag.eval.runner import RunAbortedError, run_method
-    from efficientrag.experiment import check_model_folders, prepare_data, run_fingerprint, select_examples
+    from efficientrag.experiment import (
+        build_method,
+        check_model_folders,
+        prepare_data,
+        run_fingerprint,
+        select_examples,
+    )
     from efficientrag.retrieval.factory import build_retriever
 
     cfg = _experiment_config(args)

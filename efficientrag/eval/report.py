@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from efficientrag.baselines.active.method import ActiveMethod
+from efficientrag.baselines.registry import METHODS
 from efficientrag.eval.paper_numbers import PaperNumber, all_numbers, lookup
 from efficientrag.eval.paper_numbers.dragin import model_variant
 from efficientrag.eval.plots import Point, plot_quality_vs_calls, plot_recall_vs_chunks
@@ -235,7 +237,7 @@ def _main_variant(run: Run) -> str:
     return ""
 
 
-ACTIVE_METHODS = frozenset({"wo_rag", "sr_rag", "fl_rag", "fs_rag", "flare", "flare_instruct", "dragin"})
+ACTIVE_METHODS = frozenset(name for name, cls in METHODS.items() if issubclass(cls, ActiveMethod))
 
 
 def _view_variant(view: str) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from efficientrag.atomic import write_json_atomic, write_text_atomic
-from efficientrag.baselines.base import Method, Prediction
+from efficientrag.baselines.base import Prediction, Runnable
 from efficientrag.data.schema import Example
 from efficientrag.eval.interrupts import RunInterrupted, StopRequests
 from efficientrag.eval.run_binding import PREDICTIONS_FILE, bind_run, fingerprint_id
@@ -59,7 +59,7 @@ class RunAbortedError(RuntimeError):
 
 
 def run_method(
-    method: Method,
+    method: Runnable,
     examples: Sequence[Example],
     out_dir: str | Path,
     *,
@@ -160,7 +160,7 @@ def _fail_fast_reason(errors: list[dict[str, Any]], succeeded: int, after: int) 
 
 
 def _run_batch_safely(
-    method: Method, batch: list[Example], errors: list[dict[str, Any]]
+    method: Runnable, batch: list[Example], errors: list[dict[str, Any]]
 ) -> list[tuple[Example, Prediction]]:
     """A failing batch is retried one example at a time, so one bad example costs only itself."""
     try:
