@@ -98,6 +98,11 @@ class Method(ABC):
         self._generator: Generator | None = None
         if self.retrieval_only and self.shared.answer:
             self.name = f"{self.name}_qa"
+        self.setup()
+
+    def setup(self) -> None:  # noqa: B027 (an optional hook, empty by default)
+        """What a method checks or prepares once its settings are in place (the active methods
+        build their generator here, to check its capabilities before any work)."""
 
     @classmethod
     def section_key(cls) -> str:

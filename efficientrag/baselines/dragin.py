@@ -82,6 +82,7 @@ class Dragin(ActiveMethod):
     cfg: DraginConfig
 
     def setup(self) -> None:
+        super().setup()
         cfg = self.cfg = calibrated(self.cfg) if self.cfg.theta_calibration else self.cfg
         if cfg.variant == "official" and not callable(getattr(self.generator, "attend", None)):
             raise GeneratorCapabilityError(

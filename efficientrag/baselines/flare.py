@@ -113,6 +113,7 @@ class Flare(ActiveMethod):
     cfg: FlareConfig
 
     def setup(self) -> None:
+        super().setup()
         self._exemplar_docs_ready = not self.cfg.exemplar_docs
 
     def run_batch(self, examples: Sequence[Example]) -> list[Prediction]:
@@ -209,6 +210,7 @@ class FlareInstruct(ActiveMethod):
     cfg: FlareInstructConfig
 
     def setup(self) -> None:
+        super().setup()
         cfg, generator = self.cfg, self.generator
         self.prompts = InstructPromptBuilder(self.exemplars, max_doc_words=cfg.max_doc_words)
         ids = list(cfg.bracket_token_ids) or bracket_ids(generator)

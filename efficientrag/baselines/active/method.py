@@ -25,14 +25,13 @@ from efficientrag.baselines.active.sentences import (
     tokens_through,
     word_pieces,
 )
-from efficientrag.baselines.base import GeneratorSource, Method, Prediction, SharedSettings
+from efficientrag.baselines.base import Method, Prediction
 from efficientrag.baselines.prompts.config import exemplar_family
 from efficientrag.baselines.prompts.continuation import ANSWER_PHRASE, PromptBuilder, RenderedPrompt
 from efficientrag.baselines.prompts.cot_exemplars import EXEMPLAR_SETS, exemplar_set, take
 from efficientrag.baselines.settings import Settings, bounded
 from efficientrag.data.schema import Chunk, Example
-from efficientrag.llm.generator import Generation, Generator, GeneratorCapabilityError
-from efficientrag.retrieval.base import Retriever
+from efficientrag.llm.generator import Generation, GeneratorCapabilityError
 
 EXEMPLAR_CHOICES = ("auto", *EXEMPLAR_SETS)
 
@@ -81,16 +80,10 @@ class ActiveMethod(Method):
     # Generator capabilities the method reads (checked when it is built).
     needs: dict[str, bool] = {}
 
-    def __init__(
-        self,
-        retriever: Retriever | None,
-        generator: GeneratorSource | Generator | None,
-        cfg: ActiveCommon | None = None,
-        *,
-        shared: SharedSettings | None = None,
-    ) -> None:
-        super().__init__(retriever, generator, cfg, shared=shared)
-        generator = self.generator  # built now: its capabilities decide whether the method can run
+    def setup(self) -> None:
+        """Builds the generator now (its capabilities decide whether the method can run), then the
+        exemplars and the prompt; a method's own ``setup`` calls this first."""
+        generator = self.generator
         generator.supports.require(method=self.name, generator=generator.name, **self.needs)
         if not generator.supports.raw_completion:
             raise GeneratorCapabilityError(
@@ -104,10 +97,6 @@ class ActiveMethod(Method):
         self.trim_query = QueryTrimmer(cfg.max_query_tokens, getattr(generator, "tokenizer", None))
         # A local model returns every token it generated, so different budgets can share one call.
         self.merge_budgets = bool(generator.supports.attention)
-        self.setup()
-
-    def setup(self) -> None:
-        """The method's own checks and state, once the shared ones are done."""
 
     # -- running ------------------------------------------------------------------------------------
 
