@@ -149,13 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     if bool(args.labeler) != bool(args.filter):
         parser.error("--labeler and --filter go together")
 
-    from efficientrag.baselines.registry import build_method
     from efficientrag.config import load_config, save_config
     from efficientrag.data.config import DataConfig
     from efficientrag.data.loader import load_data
     from efficientrag.eval.report import write_report
     from efficientrag.eval.runner import run_method
-    from efficientrag.experiment import EvalSettings, ExperimentConfig, select_examples
+    from efficientrag.experiment import EvalSettings, ExperimentConfig, build_method, select_examples
     from efficientrag.llm.config import LLMConfig
     from efficientrag.llm.generator_config import GeneratorConfig, OpenAIGeneratorConfig
     from efficientrag.llm.openai_generator import OpenAIGenerator

@@ -97,7 +97,7 @@ def small_model_settings(args: argparse.Namespace) -> list[str]:
         "baselines.direct_r.max_new_tokens=32",
         "baselines.decompose_r.max_new_tokens=32",
         "baselines.decompose_r.decompose_max_new_tokens=96",
-        "baselines.efficientrag.max_new_tokens=32",
+        "efficientrag.answer_max_new_tokens=32",
         "baselines.cot.max_new_tokens=128",
         "baselines.iter_retgen.max_new_tokens=128",
         "baselines.self_ask.max_follow_ups=3",
@@ -111,13 +111,13 @@ def small_model_settings(args: argparse.Namespace) -> list[str]:
     ]
     for m in ACTIVE:
         out += [
-            f"active.{m}.num_exemplars={args.active_exemplars}",
-            f"active.{m}.top_k={args.active_top_k}",
-            f"active.{m}.max_new_tokens={args.active_tokens}",
-            f"active.{m}.max_doc_words={args.doc_words}",
+            f"baselines.{m}.num_exemplars={args.active_exemplars}",
+            f"baselines.{m}.top_k={args.active_top_k}",
+            f"baselines.{m}.max_new_tokens={args.active_tokens}",
+            f"baselines.{m}.max_doc_words={args.doc_words}",
         ]
     if args.dragin_theta is not None:
-        out.append(f"active.dragin.theta={args.dragin_theta}")
+        out.append(f"baselines.dragin.theta={args.dragin_theta}")
     return out
 
 
@@ -134,12 +134,11 @@ def load_generator(cfg: Any) -> Any:
 
 
 def cmd_qa(args: argparse.Namespace, argv: list[str]) -> int:
-    from efficientrag.baselines.registry import build_method
     from efficientrag.config import save_config
     from efficientrag.data.loader import load_data
     from efficientrag.eval.run_binding import bind_run
     from efficientrag.eval.runner import run_method
-    from efficientrag.experiment import check_model_folders, run_fingerprint, select_examples
+    from efficientrag.experiment import build_method, check_model_folders, run_fingerprint, select_examples
     from efficientrag.retrieval.factory import build_retriever
 
     cfg = experiment(args)
@@ -194,18 +193,20 @@ def calibrate_in_process(args: argparse.Namespace, cfg: Any, retriever: Any, gen
     """DRAGIN's theta from ``args.calibrate`` HotpotQA *training* questions (first rounds have no
     documents, so the dev retriever is never called), written once and reused on resume."""
     from efficientrag.baselines.active.calibrate import calibrate_theta
+    from efficientrag.baselines.base import SharedSettings
     from efficientrag.baselines.dragin import Dragin
     from efficientrag.data.config import DataConfig
     from efficientrag.data.loader import load_data
 
     path = (
-        Path(args.out) / f"dragin_theta_{cfg.active.dragin.variant}_q{args.quantile}_n{args.calibrate}.json"
+        Path(args.out)
+        / f"dragin_theta_{cfg.baselines.dragin.variant}_q{args.quantile}_n{args.calibrate}.json"
     )
     if not path.is_file():
         train = load_data(DataConfig(dataset="hotpotqa", path=str(TRAIN["hotpotqa"]))).examples[
             : args.calibrate
         ]
-        method = Dragin(retriever, generator, cfg.active.dragin, dataset="hotpotqa")
+        method = Dragin(retriever, generator, cfg.baselines.dragin, shared=SharedSettings(dataset="hotpotqa"))
         t0 = time.perf_counter()
         cal = calibrate_theta(method, train, quantile=args.quantile, batch_size=args.batch_size)
         cal.save(path)
@@ -213,10 +214,10 @@ def calibrate_in_process(args: argparse.Namespace, cfg: Any, retriever: Any, gen
         print(
             f"DRAGIN calibration ({cal.variant}) on {len(train)} training questions in {time.perf_counter() - t0:.0f}s: "
             f"first-round max scores min {scores[0]:.3f} / median {scores[len(scores) // 2]:.3f} / max {scores[-1]:.3f}; "
-            f"theta = q{cal.quantile} = {cal.theta:.4f} (preset {cfg.active.dragin.theta})",
+            f"theta = q{cal.quantile} = {cal.theta:.4f} (preset {cfg.baselines.dragin.theta})",
             flush=True,
         )
-    cfg.active.dragin.theta_calibration = str(path)
+    cfg.baselines.dragin.theta_calibration = str(path)
 
 
 # Retrieval-only methods; with their answer call they write to NAME_qa.
@@ -369,6 +370,7 @@ def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
 def cmd_calibrate(args: argparse.Namespace, argv: list[str]) -> int:
     """DRAGIN's theta for SmolLM2 from training questions (never the evaluated dev questions)."""
     from efficientrag.baselines.active.calibrate import calibrate_theta
+    from efficientrag.baselines.base import SharedSettings
     from efficientrag.baselines.dragin import Dragin
     from efficientrag.data.config import DataConfig
     from efficientrag.data.loader import load_data
@@ -381,7 +383,9 @@ def cmd_calibrate(args: argparse.Namespace, argv: list[str]) -> int:
     retriever = build_retriever(
         cfg.retriever, pooled.corpus, Path(args.out) / "index" / "bm25_train", show_progress=False
     )
-    method = Dragin(retriever, load_generator(cfg), cfg.active.dragin, dataset="hotpotqa")
+    method = Dragin(
+        retriever, load_generator(cfg), cfg.baselines.dragin, shared=SharedSettings(dataset="hotpotqa")
+    )
     t0 = time.perf_counter()
     cal = calibrate_theta(method, examples, quantile=args.quantile, batch_size=args.batch_size)
     path = cal.save(Path(args.out) / f"dragin_theta_{cal.variant}.json")
@@ -393,10 +397,10 @@ def cmd_calibrate(args: argparse.Namespace, argv: list[str]) -> int:
         f"first-round max scores: min {scores[0]:.3f}, median {scores[len(scores) // 2]:.3f}, max {scores[-1]:.3f}"
     )
     print(
-        f"theta = quantile {cal.quantile} = {cal.theta:.4f} (paper's preset theta: {cfg.active.dragin.theta}); "
+        f"theta = quantile {cal.quantile} = {cal.theta:.4f} (paper's preset theta: {cfg.baselines.dragin.theta}); "
         f"first-round trigger share on these questions: {cal.target_trigger_rate:.2f}"
     )
-    print(f"written: {path}\nuse: active.dragin.theta_calibration={path}\nrerun: {rerun(argv)}")
+    print(f"written: {path}\nuse: baselines.dragin.theta_calibration={path}\nrerun: {rerun(argv)}")
     return 0
 
 
@@ -435,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--active-top-k", type=int, default=3)
         p.add_argument("--active-tokens", type=int, default=64, help="generation length of active methods")
         p.add_argument("--doc-words", type=int, default=80, help="words kept per document (active methods)")
-        p.add_argument("--dragin-theta", type=float, default=None, help="active.dragin.theta")
+        p.add_argument("--dragin-theta", type=float, default=None, help="baselines.dragin.theta")
         p.add_argument("--set", nargs="*", default=[], metavar="key=value", help="more config overrides")
         p.add_argument(
             "--threads",

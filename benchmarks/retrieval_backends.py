@@ -54,7 +54,9 @@ def part1_config(backend: str, index_dir: Path) -> Any:
 
 
 def run_part1(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
+    from efficientrag.baselines.base import SharedSettings
     from efficientrag.baselines.direct_r import DirectRetrieval
+    from efficientrag.baselines.efficientrag import EfficientRAGRetrieval
     from efficientrag.config import load_config
     from efficientrag.data.config import DataConfig
     from efficientrag.eval.runner import run_method
@@ -62,7 +64,6 @@ def run_part1(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
     from efficientrag.jsonl import read_jsonl
     from efficientrag.models import Filter, Labeler
     from efficientrag.pipeline.efficientrag import EfficientRAG
-    from efficientrag.pipeline.method import EfficientRAGRetrieval
     from efficientrag.retrieval.encoder import Encoder
     from efficientrag.retrieval.factory import build_retriever
 
@@ -84,7 +85,7 @@ def run_part1(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
         build_s = time.perf_counter() - t0
         out = work / "part1" / backend
         direct = run_method(
-            DirectRetrieval(retriever, top_k=10),
+            DirectRetrieval(retriever, None, shared=SharedSettings(ks=(10,))),
             examples,
             out / "direct_r",
             ks=(10,),
@@ -93,7 +94,7 @@ def run_part1(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
         )
         t0 = time.perf_counter()
         eff = run_method(
-            EfficientRAGRetrieval(EfficientRAG(retriever, labeler, filt, rag_cfg)),
+            EfficientRAGRetrieval(None, None, rag=EfficientRAG(retriever, labeler, filt, rag_cfg)),
             examples, out / "efficientrag", ks=(), resume=False, progress=not args.quiet,
         )  # fmt: skip
         seconds = time.perf_counter() - t0

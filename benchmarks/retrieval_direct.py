@@ -34,6 +34,7 @@ def run_pool(
     name: str, sources: list[tuple[str, Path]], retriever_kind: str, work_dir: Path
 ) -> list[dict[str, Any]]:
     """Evaluate Direct-R for every dataset of one pool; one result row per dataset."""
+    from efficientrag.baselines.base import SharedSettings
     from efficientrag.baselines.direct_r import DirectRetrieval
     from efficientrag.config import load_config
     from efficientrag.eval.runner import run_method
@@ -59,9 +60,8 @@ def run_pool(
     retriever = build_retriever(cfg.retriever, pooled.corpus, cfg.index_dir, show_progress=False)
     out = cfg.eval_dir(f"direct_r-{retriever_kind}")
     start = time.perf_counter()
-    run_method(
-        DirectRetrieval(retriever, top_k=max(KS)), pooled.examples, out, ks=KS, resume=False, progress=False
-    )
+    method = DirectRetrieval(retriever, None, shared=SharedSettings(ks=tuple(KS)))
+    run_method(method, pooled.examples, out, ks=KS, resume=False, progress=False)
     seconds = time.perf_counter() - start
     records = list(read_jsonl(out / "predictions.jsonl"))
     by_id = {ex.id: ex.dataset for ex in pooled.examples}

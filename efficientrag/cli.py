@@ -109,13 +109,14 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from efficientrag.baselines.registry import build_method, check_method_name
+    from efficientrag.baselines.registry import check_method_name
     from efficientrag.config import save_config
     from efficientrag.eval.gold_coverage import check_gold_coverage
-    from efficientrag.eval.interrupts import RunInterrupted
+    from efficientrag.eval.interrupts import RunInterrupted, ignore_further_stop_signals
     from efficientrag.eval.run_binding import bind_run
     from efficientrag.eval.runner import RunAbortedError, run_method
     from efficientrag.experiment import (
+        build_method,
         check_model_folders,
         prepare_data,
         run_fingerprint,
@@ -162,6 +163,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             },
         )
     except RunInterrupted as exc:
+        ignore_further_stop_signals()  # the process is on its way out: a repeated Ctrl-C changes nothing
         print(exc.message(), file=sys.stderr)
         return exc.exit_code
     except RunAbortedError as exc:

@@ -96,6 +96,7 @@ def from_dict(cls: type[T], data: Mapping[str, Any], *, origin: str = "<dict>", 
         raise TypeError(f"{cls!r} is not a dataclass")
     if not isinstance(data, Mapping):
         raise ConfigError(f"{origin}: '{prefix or '<root>'}' must be a mapping, got {type(data).__name__}")
+    _refuse_moved_keys(data, getattr(cls, "moved_keys", {}), origin=origin, prefix=prefix)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     hints = typing.get_type_hints(cls)
     unknown = [k for k in data if k not in fields]
@@ -186,6 +187,32 @@ def _with_bases(node: Any, path: Path, seen: tuple[Path, ...]) -> Any:
     for base in [bases] if isinstance(bases, str) else list(bases):
         merged = _deep_merge(merged, read_yaml(path.parent / base, seen))
     return _deep_merge(merged, own)
+
+
+def _refuse_moved_keys(
+    data: Mapping[str, Any], moved: Mapping[str, str], *, origin: str, prefix: str
+) -> None:
+    """A config class may list keys of earlier versions (``moved_keys``: old dotted key -> new);
+    a config that still uses one fails naming the key that replaced it."""
+    if not moved:
+        return
+    for path in flatten(data):
+        for old in sorted(moved, key=len, reverse=True):
+            if path == old or path.startswith(old + "."):
+                new = moved[old] + path[len(old) :]
+                raise ConfigError(f"{origin}: config key '{prefix}{path}' is now '{prefix}{new}'")
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``: nested keys named one by one (an empty mapping is a leaf)."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
 
 
 def _field_default(f: dataclasses.Field) -> Any:

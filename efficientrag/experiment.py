@@ -15,11 +15,11 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from efficientrag.atomic import write_json_atomic
-from efficientrag.baselines.active.config import ActiveRAGConfig
 from efficientrag.baselines.config import BaselinesConfig
+from efficientrag.baselines.registry import METHODS, canonical_method_name, check_method_name
 from efficientrag.config import ConfigError, to_dict
 from efficientrag.data.config import DataConfig
 from efficientrag.data.corpus import Corpus
@@ -30,6 +30,10 @@ from efficientrag.llm.generator_config import GeneratorConfig
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.base import Retriever
 from efficientrag.retrieval.config import RetrieverConfig
+
+if TYPE_CHECKING:
+    from efficientrag.baselines.base import GeneratorSource, Runnable, SharedSettings
+    from efficientrag.retrieval.base import Retriever
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +75,17 @@ class ExperimentConfig:
     efficientrag: EfficientRAGConfig = field(default_factory=EfficientRAGConfig)
     # The one LLM every answering method uses (Direct, CoT, ..., EfficientRAG's answer call).
     generator: GeneratorConfig = field(default_factory=GeneratorConfig)
-    # Settings of the answering baselines (prompts, top-k, iterations, follow-ups) and the QA judge.
+    # Every method's settings (baselines.<method>: top-k, iterations, thresholds, look-ahead ...), the
+    # answering prompts and the QA judge; EfficientRAG's are the loop's own section above.
     baselines: BaselinesConfig = field(default_factory=BaselinesConfig)
-    # Settings of the active RAG methods (FLARE, DRAGIN, wo/SR/FL/FS-RAG): thresholds, look-ahead, top-k.
-    active: ActiveRAGConfig = field(default_factory=ActiveRAGConfig)
+
+    # Keys of earlier versions: loading one fails naming the key that replaced it.
+    moved_keys: ClassVar[dict[str, str]] = {
+        "active": "baselines",
+        "baselines.efficientrag.answer_top_k": "efficientrag.answer_top_k",
+        "baselines.efficientrag.max_new_tokens": "efficientrag.answer_max_new_tokens",
+        "baselines.efficientrag": "efficientrag",
+    }
 
     @property
     def data_dir(self) -> Path:
@@ -174,8 +185,6 @@ def select_examples(cfg: ExperimentConfig, examples: list[Example]) -> list[Exam
     return selected
 
 
-# Methods that make no LLM call unless eval.answer asks for their one answer call.
-RETRIEVAL_ONLY_METHODS = ("direct_r", "efficientrag")
 # Settings that change how fast something runs, never what it returns.
 _SPEED_ONLY = {
     "batch_size",
@@ -194,7 +203,7 @@ _SPEED_ONLY = {
 
 def model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:
     """The trained model folders a method reads (checked before long work, hashed into its runs)."""
-    if method != "efficientrag":
+    if registered_name(method) != "efficientrag":
         return {}
     if not cfg.efficientrag.labeler or not cfg.efficientrag.filter:
         raise ConfigError(
@@ -219,28 +228,68 @@ def check_model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:
     return out
 
 
+def build_method(
+    name: str, cfg: ExperimentConfig, retriever: Retriever, generator: GeneratorSource
+) -> Runnable:
+    """The method registered as ``name`` (any spelling: ``Direct-R`` = ``direct_r``), built from its
+    own section of ``cfg`` and the run's shared settings, and judged for Acc when
+    ``baselines.judge.enabled``."""
+    from efficientrag.eval.judge import maybe_judged
+
+    cls = METHODS[check_method_name(name)]
+    return maybe_judged(cfg, cls(retriever, generator, method_section(cfg, cls), shared=shared_settings(cfg)))
+
+
+def method_section(cfg: ExperimentConfig, cls: type) -> Any:
+    """A method's own settings: ``baselines.<name>``, or EfficientRAG's ``efficientrag``."""
+    node: Any = cfg
+    for part in cls.section_key().split("."):
+        node = getattr(node, part)
+    return node
+
+
+def shared_settings(cfg: ExperimentConfig) -> SharedSettings:
+    from efficientrag.baselines.base import SharedSettings
+    from efficientrag.data.readers.registry import canonical_dataset_name
+
+    try:
+        dataset = canonical_dataset_name(cfg.data.dataset)
+    except ValueError:
+        dataset = ""
+    return SharedSettings(
+        prompts=cfg.baselines.prompts,
+        temperature=cfg.baselines.temperature,
+        dataset=dataset,
+        ks=tuple(cfg.eval.ks),
+        answer=cfg.eval.answer,
+    )
+
+
+def registered_name(run_name: str) -> str:
+    """The registry name behind a run's method name (``direct_r_qa`` -> ``direct_r``)."""
+    key = canonical_method_name(run_name)
+    base = key.removesuffix("_qa")
+    return base if key not in METHODS and base in METHODS and METHODS[base].retrieval_only else key
+
+
 def method_settings(cfg: ExperimentConfig, method: str) -> dict[str, Any]:
     """The config sections that decide a method's predictions (and nothing that only changes speed)."""
+    key = registered_name(method)
+    cls = METHODS.get(key)
     settings: dict[str, Any] = {}
-    uses_llm = method not in RETRIEVAL_ONLY_METHODS or cfg.eval.answer
-    if method == "efficientrag":
-        own = to_dict(cfg.efficientrag)
-        for path_key in ("labeler", "filter"):  # their content is hashed under models.*
-            own.pop(path_key)
-        settings["efficientrag"] = own
-    baselines = to_dict(cfg.baselines)
-    active = to_dict(cfg.active)
-    if method in baselines:
-        settings[f"baselines.{method}"] = baselines[method]
-    elif method in active:
-        settings[f"active.{method}"] = active[method]
-    elif method not in RETRIEVAL_ONLY_METHODS:  # a method this table does not know: all of it
-        settings["baselines"], settings["active"] = baselines, active
-    if uses_llm:
-        settings["baselines.prompts"] = baselines["prompts"]
-        settings["baselines.temperature"] = baselines["temperature"]
+    if cls is None:  # a method the registry does not know: all of it
+        settings["baselines"] = to_dict(cfg.baselines)
+    else:
+        own = to_dict(method_section(cfg, cls))
+        if key == "efficientrag":
+            for path_key in ("labeler", "filter"):  # their content is hashed under models.*
+                own.pop(path_key)
+        settings[cls.section_key()] = own
+    if cls is None or not cls.retrieval_only or cfg.eval.answer:
+        settings["baselines.prompts"] = to_dict(cfg.baselines.prompts)
+        settings["baselines.temperature"] = cfg.baselines.temperature
         if cfg.baselines.judge.enabled:
-            settings["baselines.judge"] = baselines["judge"]
+            settings["baselines.judge"] = to_dict(cfg.baselines.judge)
         settings["generator"] = _generator_settings(cfg)
     return _drop_speed_only(settings)
 

@@ -293,10 +293,12 @@ def train_model(base: TrainConfig, data_dir: Path, output_dir: Path) -> dict[str
 def evaluate_direct(
     cfg: QuickstartConfig, retriever: Retriever, examples: Sequence[Example], out_dir: Path
 ) -> dict[str, Any]:
+    from efficientrag.baselines.base import SharedSettings
     from efficientrag.baselines.direct_r import DirectRetrieval
 
     fingerprint = {"method": "direct_r", **_shared_inputs(retriever, examples), "eval": {"ks": list(cfg.ks)}}
-    return _evaluate(cfg, DirectRetrieval(retriever, max(cfg.ks)), examples, out_dir, fingerprint, cfg.ks, {})
+    method = DirectRetrieval(retriever, None, shared=SharedSettings(ks=tuple(cfg.ks)))
+    return _evaluate(cfg, method, examples, out_dir, fingerprint, cfg.ks, {})
 
 
 def evaluate_efficientrag(
@@ -309,15 +311,16 @@ def evaluate_efficientrag(
     rag: Any = None,
 ) -> dict[str, Any]:
     """``rag`` (an already loaded :class:`EfficientRAG`) saves reloading the models per setting."""
+    from efficientrag.baselines.efficientrag import EfficientRAGRetrieval
     from efficientrag.fingerprint import folder_digest
     from efficientrag.pipeline.efficientrag import EfficientRAG
-    from efficientrag.pipeline.method import EfficientRAGRetrieval
 
     if rag is None:
         rag = EfficientRAG.from_config(retriever, rag_cfg)
     else:
         rag = EfficientRAG(rag.retriever, rag.labeler, rag.filter, rag_cfg)
-    settings = {k: v for k, v in to_dict(rag_cfg).items() if k not in ("labeler", "filter", "batch_size")}
+    skip = ("labeler", "filter", "batch_size", "answer_top_k", "answer_max_new_tokens")  # no answer call here
+    settings = {k: v for k, v in to_dict(rag_cfg).items() if k not in skip}
     fingerprint = {
         "method": "efficientrag",
         **_shared_inputs(retriever, examples),
@@ -328,7 +331,8 @@ def evaluate_efficientrag(
         },
     }
     meta = {"efficientrag": to_dict(rag_cfg)}
-    return _evaluate(cfg, EfficientRAGRetrieval(rag), examples, out_dir, fingerprint, (), meta)
+    method = EfficientRAGRetrieval(None, None, rag=rag)
+    return _evaluate(cfg, method, examples, out_dir, fingerprint, (), meta)
 
 
 def _shared_inputs(retriever: Retriever, examples: Sequence[Example]) -> dict[str, str]:

@@ -9,19 +9,19 @@ import json
 import pytest
 import torch
 
-from efficientrag.baselines.active.exemplars import EXEMPLAR_SETS
-from efficientrag.baselines.active.factories import FACTORIES
-from efficientrag.baselines.registry import build_method
+from efficientrag.baselines.active.method import ActiveMethod
+from efficientrag.baselines.prompts.cot_exemplars import EXEMPLAR_SETS
+from efficientrag.baselines.registry import METHODS as REGISTRY
 from efficientrag.config import load_config
 from efficientrag.eval.runner import run_method
-from efficientrag.experiment import ExperimentConfig, prepare_data
+from efficientrag.experiment import ExperimentConfig, build_method, prepare_data
 from efficientrag.jsonl import read_jsonl
 from efficientrag.llm.generator_config import HFGeneratorConfig
 from efficientrag.llm.hf_generator import HFGenerator
 from efficientrag.retrieval.factory import build_retriever
 from efficientrag.testing.tiny_models import build_tiny_causal_lm
 
-METHODS = sorted(FACTORIES)
+METHODS = sorted(name for name, cls in REGISTRY.items() if issubclass(cls, ActiveMethod))
 SMALL = {"num_exemplars": 1, "max_new_tokens": 16, "max_doc_words": 25, "top_k": 2}
 SETTINGS = {
     "wo_rag": SMALL,
@@ -56,7 +56,7 @@ def generator(model_path) -> HFGenerator:
 def _config(work_dir, data: dict) -> ExperimentConfig:
     return load_config(
         ExperimentConfig,
-        data={"work_dir": str(work_dir), "data": data, "retriever": {"kind": "bm25"}, "active": SETTINGS},
+        data={"work_dir": str(work_dir), "data": data, "retriever": {"kind": "bm25"}, "baselines": SETTINGS},
     )
 
 
@@ -128,7 +128,7 @@ def test_cli_eval_runs_dragin_and_resumes(tmp_path, model_path, capsys):
         "retriever.kind=bm25",
         "generator.backend=hf",
         f"generator.hf.model={model_path}",
-        *[f"active.dragin.{k}={v}" for k, v in SETTINGS["dragin"].items()],
+        *[f"baselines.dragin.{k}={v}" for k, v in SETTINGS["dragin"].items()],
     ]  # fmt: skip
     assert main(args) == 0
     out = tmp_path / "eval" / "dragin"

@@ -8,10 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from efficientrag.baselines.active.config import ActiveRAGConfig, DraginConfig, FlareConfig
-from efficientrag.baselines.active.exemplars import EXEMPLAR_SETS, SEARCH_EXEMPLARS, exemplar_set, take
 from efficientrag.baselines.active.loop import Generate, Retrieve, Session, clip_generation, drive
-from efficientrag.baselines.active.prompts import DOC_INSTRUCTION, InstructPromptBuilder, PromptBuilder
 from efficientrag.baselines.active.queries import (
     QueryTrimmer,
     interleave,
@@ -25,7 +22,11 @@ from efficientrag.baselines.active.sentences import (
     tokens_before,
     tokens_through,
 )
-from efficientrag.baselines.flare import flare_triggers
+from efficientrag.baselines.config import BaselinesConfig
+from efficientrag.baselines.dragin import DraginConfig
+from efficientrag.baselines.flare import FlareConfig, flare_triggers
+from efficientrag.baselines.prompts.continuation import DOC_INSTRUCTION, InstructPromptBuilder, PromptBuilder
+from efficientrag.baselines.prompts.cot_exemplars import EXEMPLAR_SETS, SEARCH_EXEMPLARS, exemplar_set, take
 from efficientrag.config import ConfigError, load_config
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.experiment import ExperimentConfig
@@ -170,7 +171,7 @@ def test_exemplar_documents_and_instruct_prompt():
 
 
 def test_config_defaults_are_the_papers_and_validation_names_the_field():
-    cfg = ActiveRAGConfig()
+    cfg = BaselinesConfig()
     assert (cfg.flare.theta, cfg.flare.beta, cfg.flare.top_k, cfg.flare.num_exemplars) == (0.8, 0.4, 2, 8)
     assert (cfg.flare.look_ahead, cfg.flare.max_new_tokens, cfg.flare.query) == (64, 256, "masked")
     assert (cfg.dragin.variant, cfg.dragin.top_k) == ("paper", 3)
@@ -179,7 +180,7 @@ def test_config_defaults_are_the_papers_and_validation_names_the_field():
     with pytest.raises(ValueError, match="top_n"):
         DraginConfig(top_n=0)
     with pytest.raises(ConfigError, match="variant"):
-        load_config(ExperimentConfig, overrides=["active.dragin.variant=paperish"])
+        load_config(ExperimentConfig, overrides=["baselines.dragin.variant=paperish"])
 
 
 PRESETS = sorted((Path(__file__).resolve().parents[1] / "configs" / "paper").glob("*/*.yaml"))
@@ -191,11 +192,15 @@ def test_paper_presets_load(path):
     cfg = load_config(ExperimentConfig, path)
     if path.parent.name == "dragin":
         assert cfg.retriever.kind == "bm25"
-        assert cfg.active.dragin.top_k == 3 and cfg.active.sr_rag.top_k == 3
-        assert cfg.active.wo_rag.max_new_tokens == cfg.active.dragin.max_new_tokens
+        assert cfg.baselines.dragin.top_k == 3 and cfg.baselines.sr_rag.top_k == 3
+        assert cfg.baselines.wo_rag.max_new_tokens == cfg.baselines.dragin.max_new_tokens
         assert cfg.generator.backend == "hf"
     else:
-        assert (cfg.active.flare.theta, cfg.active.flare.beta, cfg.active.flare.top_k) == (0.8, 0.4, 2)
+        assert (cfg.baselines.flare.theta, cfg.baselines.flare.beta, cfg.baselines.flare.top_k) == (
+            0.8,
+            0.4,
+            2,
+        )
 
 
 def test_dragin_presets_cover_table_9():
@@ -293,33 +298,3 @@ def test_clip_generation_cuts_tokens_probabilities_and_attention():
     assert cut.attention.weights.shape == (4, 4) and cut.attention.text == "Ppab"
     assert math.isclose(cut.attention.weights[3, 0], 0.25)
     assert clip_generation(g, 3) is g
-
-
-# -- published numbers ------------------------------------------------------------------------------------
-
-
-def test_paper_numbers_match_the_printed_tables():
-    from efficientrag.baselines.active.paper_numbers import NUMBERS, model_variant
-    from efficientrag.eval.paper_numbers import lookup
-
-    def value(method, variant, dataset, metric):
-        found = lookup(method, variant, dataset, metric, NUMBERS)
-        return None if found is None else found.value
-
-    # FLARE Table 1 (percent).
-    assert value("flare", "", "2wikimultihopqa", "em") == 51.0
-    assert value("wo_rag", "", "2wikimultihopqa", "qa_recall") == 38.6
-    assert value("self_ask", "", "2wikimultihopqa", "f1") == 56.4
-    # DRAGIN Table 2 (fractions printed, percent stored); StrategyQA accuracy as em, no f1.
-    assert value("dragin", "llama2-13b-chat", "hotpotqa", "f1") == pytest.approx(42.38)
-    assert value("fl_rag", "vicuna-13b-v1.5", "iirc", "em") == pytest.approx(9.85)
-    assert value("wo_rag", "llama2-7b-chat", "strategyqa", "em") == pytest.approx(65.9)
-    assert value("wo_rag", "llama2-7b-chat", "strategyqa", "f1") is None
-    # DRAGIN Table 3 (retrieval calls per question; its column order is 2WMQA, HQA, SQA, IIRC).
-    assert value("flare", "llama2-13b-chat", "iirc", "retrieval_calls") == 5.521
-    assert value("dragin", "vicuna-13b-v1.5", "strategyqa", "retrieval_calls") == 3.744
-    assert value("sr_rag", "llama2-13b-chat", "hotpotqa", "retrieval_calls") is None
-    assert len(NUMBERS) == 4 * 7 + 3 * 6 * 7 + 3 * 4 * 4
-    assert model_variant("meta-llama/Llama-2-13b-chat-hf") == "llama2-13b-chat"
-    assert model_variant("/models/vicuna-13b-v1.5/") == "vicuna-13b-v1.5"
-    assert model_variant("Qwen/Qwen2-7B") == ""

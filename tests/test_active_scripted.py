@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from efficientrag.baselines.active.config import FLRAGConfig, FSRAGConfig, SRRAGConfig, WoRAGConfig
-from efficientrag.baselines.active.prompts import DOC_INSTRUCTION, format_document
-from efficientrag.baselines.fl_rag import FLRAG
-from efficientrag.baselines.fs_rag import FSRAG
-from efficientrag.baselines.sr_rag import SRRAG
-from efficientrag.baselines.wo_rag import WoRAG
+from efficientrag.baselines.fl_rag import FLRAG, FLRAGConfig
+from efficientrag.baselines.fs_rag import FSRAG, FSRAGConfig
+from efficientrag.baselines.prompts.continuation import DOC_INSTRUCTION, format_document
+from efficientrag.baselines.sr_rag import SRRAG, SRRAGConfig
+from efficientrag.baselines.wo_rag import WoRAG, WoRAGConfig
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.eval.runner import run_method

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from efficientrag.baselines.efficientrag import EfficientRAGRetrieval
 from efficientrag.cli import main
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.errors import DataFormatError
 from efficientrag.data.schema import Example
 from efficientrag.eval.runner import run_method
 from efficientrag.pipeline.efficientrag import EfficientRAG
-from efficientrag.pipeline.method import EfficientRAGRetrieval
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 
 
@@ -140,7 +140,9 @@ def test_empty_questions_are_errors_that_name_the_question(tmp_path, tiny_models
     # In a long run the empty question is a recorded failure; the others are answered.
     examples = [Example(id=f"q{i}", question=q, answers=["x"], gold_chunk_ids=["alpha"])
                 for i, q in enumerate(["Who directed Alpha Film?", "", "Where was Bob Stone born?"])]  # fmt: skip
-    summary = run_method(EfficientRAGRetrieval(rag), examples, tmp_path / "run", ks=(), progress=False)
+    summary = run_method(
+        EfficientRAGRetrieval(None, None, rag=rag), examples, tmp_path / "run", ks=(), progress=False
+    )
     assert summary["n"] == 2 and summary["num_failed"] == 1
     errors = [json.loads(line) for line in (tmp_path / "run" / "errors.jsonl").read_text().splitlines()]
     assert errors[0]["id"] == "q1" and errors[0]["error"] == "ValueError: questions: the question is empty"

@@ -3,12 +3,11 @@ chat templates, stop sequences, batching and token accounting all run for real."
 
 import pytest
 
-from efficientrag.baselines.config import PromptConfig
-from efficientrag.baselines.registry import build_method
+from efficientrag.baselines.prompts.config import PromptConfig
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.loader import load_data
 from efficientrag.eval.runner import run_method
-from efficientrag.experiment import EvalSettings, ExperimentConfig
+from efficientrag.experiment import EvalSettings, ExperimentConfig, build_method
 from efficientrag.jsonl import read_jsonl
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 

@@ -1,9 +1,9 @@
 import pytest
 
-from efficientrag.baselines.config import PromptConfig
 from efficientrag.baselines.decompose_r import parse_sub_questions
 from efficientrag.baselines.prompts import EXEMPLARS, PromptLibrary
 from efficientrag.baselines.prompts import instructions as ins
+from efficientrag.baselines.prompts.config import PromptConfig
 from efficientrag.baselines.self_ask import final_answer, follow_up_of, has_final
 from efficientrag.data.schema import Example
 from efficientrag.llm.answers import extract_answer
@@ -108,3 +108,20 @@ def test_exemplar_json_is_valid():
         if line.startswith("Answer: {"):
             obj = parse_json_output(line, expect=dict)
             assert set(obj) == {"thought", "answer"}
+
+
+def test_a_document_prompt_shows_each_exemplar_with_its_own_documents():
+    import json
+
+    ps = PromptLibrary(PromptConfig(exemplars=1)).for_dataset("generic")
+    (e,) = ps.exemplars
+    docs = "\n".join(f"[{i}] {title}: {text}" for i, (title, text) in enumerate(e.documents, start=1))
+    assert ps.iter_retgen("Q?", ["T: x"]) == (
+        f"{ins.ITER_RETGEN}\n\nDocuments:\n{docs}\nQuestion: {e.question}\n"
+        f"Answer: {json.dumps({'thought': e.thought, 'answer': e.answer})}\n\n"
+        "Documents:\n[1] T: x\nQuestion: Q?\nAnswer:"
+    )
+    assert ps.decompose("Q?") == (
+        f"{ins.DECOMPOSE}\n\nQuestion: {e.question}\n"
+        f"Answer: {json.dumps({'decomposed_questions': [q for q, _ in e.steps]})}\n\nQuestion: Q?\nAnswer:"
+    )

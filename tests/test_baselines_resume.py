@@ -8,7 +8,7 @@ import sys
 import textwrap
 import time
 
-from efficientrag.baselines.iter_retgen import IterRetGen
+from efficientrag.baselines.iter_retgen import IterRetGen, IterRetGenConfig
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.loader import load_data
 from efficientrag.eval.runner import run_method
@@ -24,7 +24,7 @@ TOY = {"num_questions": 6, "seed": 1}
 SCRIPT = textwrap.dedent(
     """
     import sys
-    from efficientrag.baselines.iter_retgen import IterRetGen
+    from efficientrag.baselines.iter_retgen import IterRetGen, IterRetGenConfig
     from efficientrag.data.config import DataConfig, ToyWorldConfig
     from efficientrag.data.loader import load_data
     from efficientrag.eval.runner import run_method
@@ -36,7 +36,7 @@ SCRIPT = textwrap.dedent(
     base_url, out_dir = sys.argv[1], sys.argv[2]
     pooled = load_data(DataConfig(dataset="toy", toy=ToyWorldConfig(num_questions=6, seed=1)))
     gen = OpenAIGenerator(OpenAIGeneratorConfig(llm=LLMConfig(base_url=base_url, model="m", api_key="k")))
-    method = IterRetGen(WordOverlapRetriever(pooled.corpus), lambda: gen, iterations=2, top_k=3)
+    method = IterRetGen(WordOverlapRetriever(pooled.corpus), lambda: gen, IterRetGenConfig(iterations=2, top_k=3))
     print("started", flush=True)
     run_method(method, pooled.examples, out_dir, batch_size=1, progress=False)
     """
@@ -78,7 +78,9 @@ def test_killed_run_resumes_without_duplicates_or_repeated_calls(tmp_path):
         gen = OpenAIGenerator(
             OpenAIGeneratorConfig(llm=LLMConfig(base_url=srv.base_url, model="m", api_key="k"))
         )
-        method = IterRetGen(WordOverlapRetriever(pooled.corpus), lambda: gen, iterations=2, top_k=3)
+        method = IterRetGen(
+            WordOverlapRetriever(pooled.corpus), lambda: gen, IterRetGenConfig(iterations=2, top_k=3)
+        )
         summary = run_method(method, pooled.examples, out, batch_size=1, progress=False)
         bodies = srv.request_bodies()
 

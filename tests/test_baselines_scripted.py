@@ -14,12 +14,11 @@ import pytest
 
 from efficientrag.baselines.config import JudgeConfig
 from efficientrag.baselines.prompts import instructions as ins
-from efficientrag.baselines.registry import build_method
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.loader import load_data
 from efficientrag.eval.judge import INSTRUCTION as JUDGE_INSTRUCTION
 from efficientrag.eval.runner import run_method
-from efficientrag.experiment import EvalSettings, ExperimentConfig
+from efficientrag.experiment import EvalSettings, ExperimentConfig, build_method, shared_settings
 from efficientrag.jsonl import read_jsonl
 from efficientrag.llm.config import LLMConfig
 from efficientrag.llm.generator_config import OpenAIGeneratorConfig
@@ -342,9 +341,9 @@ def test_self_ask_follow_ups_intermediate_answers_and_forced_finals(world, tmp_p
 
 
 def test_direct_r_and_efficientrag_answer_through_one_wrapper(world, tmp_path):
-    from efficientrag.baselines.answering import with_answer_call
+    from efficientrag.baselines.efficientrag import EfficientRAGRetrieval
+    from efficientrag.pipeline.config import EfficientRAGConfig
     from efficientrag.pipeline.efficientrag import EfficientRAG
-    from efficientrag.pipeline.method import EfficientRAGRetrieval
     from efficientrag.text.words import split_words
 
     with FakeOpenAIServer(ScriptedModel(world)) as srv:
@@ -358,7 +357,10 @@ def test_direct_r_and_efficientrag_answer_through_one_wrapper(world, tmp_path):
 
         gold_titles = {world.corpus.get(c).title for ex in world.examples for c in ex.gold_chunk_ids}
         rag = EfficientRAG(retriever, _TitleLabeler(gold_titles, split_words), _SilentFilter())
-        method = with_answer_call(cfg, EfficientRAGRetrieval(rag), lambda: gen, top_k=None, max_new_tokens=32)
+        answering = EfficientRAGConfig(answer_top_k=None, answer_max_new_tokens=32)
+        method = EfficientRAGRetrieval(
+            retriever, lambda: gen, answering, shared=shared_settings(cfg), rag=rag
+        )
         _, rag_records = _run(method, world, tmp_path / "efficientrag")
         assert srv.total_requests == 8
     for ex in world.examples:

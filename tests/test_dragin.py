@@ -13,12 +13,11 @@ import pytest
 import torch
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from efficientrag.baselines.active.config import DraginConfig
-from efficientrag.baselines.active.exemplars import EXEMPLAR_SETS, TOY
-from efficientrag.baselines.active.prompts import DOC_INSTRUCTION, PromptBuilder, format_document
 from efficientrag.baselines.active.qfs import official_word_attention, qfs_official
 from efficientrag.baselines.active.rind import rind_paper, sentence_scores_official, token_influence_official
-from efficientrag.baselines.dragin import Dragin, token_content
+from efficientrag.baselines.dragin import Dragin, DraginConfig, token_content
+from efficientrag.baselines.prompts.continuation import DOC_INSTRUCTION, PromptBuilder, format_document
+from efficientrag.baselines.prompts.cot_exemplars import EXEMPLAR_SETS, TOY
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.llm.generator import GeneratorCapabilityError

@@ -7,9 +7,8 @@ import pytest
 import torch
 
 from efficientrag.baselines.active.calibrate import ThetaCalibration, calibrate_theta, theta_from_scores
-from efficientrag.baselines.active.config import DraginConfig
-from efficientrag.baselines.active.exemplars import EXEMPLAR_SETS
-from efficientrag.baselines.dragin import Dragin
+from efficientrag.baselines.dragin import Dragin, DraginConfig
+from efficientrag.baselines.prompts.cot_exemplars import EXEMPLAR_SETS
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.llm.generator_config import HFGeneratorConfig

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from efficientrag.baselines.base import Prediction
+from efficientrag.baselines.base import Prediction, SharedSettings
 from efficientrag.baselines.direct_r import DirectRetrieval
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Chunk, Example
@@ -49,7 +49,7 @@ def world():
 
 def test_direct_r_records_and_summary(tmp_path, world):
     corpus, examples = world
-    method = DirectRetrieval(WordOverlapRetriever(corpus), top_k=3)
+    method = DirectRetrieval(WordOverlapRetriever(corpus), None, shared=SharedSettings(ks=(1, 3)))
     summary = run_method(method, examples, tmp_path, ks=[1, 3], batch_size=2, progress=False)
     recs = {r["id"]: r for r in read_jsonl(tmp_path / "predictions.jsonl")}
     assert recs["q1"]["retrieved_ids"][0] == "a"
@@ -62,7 +62,7 @@ def test_direct_r_records_and_summary(tmp_path, world):
     assert r1["recall"] == pytest.approx(200 / 3)
     assert r1["num_chunks"] == 1.0
     assert summary["counters_mean"]["retrieval_calls"] == 1.0
-    assert "direct@3" in (tmp_path / "table.md").read_text()
+    assert "direct_r@3" in (tmp_path / "table.md").read_text()
     assert json.loads((tmp_path / "summary.json").read_text())["n"] == 3
 
 

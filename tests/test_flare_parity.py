@@ -13,9 +13,8 @@ import math
 import pytest
 import torch
 
-from efficientrag.baselines.active.config import FlareConfig
-from efficientrag.baselines.active.exemplars import EXEMPLAR_SETS
-from efficientrag.baselines.flare import Flare
+from efficientrag.baselines.flare import Flare, FlareConfig
+from efficientrag.baselines.prompts.cot_exemplars import EXEMPLAR_SETS
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.llm.config import LLMConfig

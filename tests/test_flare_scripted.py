@@ -11,9 +11,8 @@ import math
 
 import pytest
 
-from efficientrag.baselines.active.config import FlareConfig, FlareInstructConfig
-from efficientrag.baselines.active.prompts import DOC_INSTRUCTION, format_document
-from efficientrag.baselines.flare import Flare, FlareInstruct
+from efficientrag.baselines.flare import Flare, FlareConfig, FlareInstruct, FlareInstructConfig
+from efficientrag.baselines.prompts.continuation import DOC_INSTRUCTION, format_document
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.llm.config import LLMConfig
@@ -263,7 +262,7 @@ def test_flare_instruct_needs_bracket_ids_from_an_api():
 
 
 def test_exemplar_documents_are_retrieved_once_and_not_charged_to_questions():
-    from efficientrag.baselines.active.exemplars import TOY
+    from efficientrag.baselines.prompts.cot_exemplars import TOY
 
     world = _masked_world()
     retriever = WordOverlapRetriever(CORPUS)

@@ -3,7 +3,6 @@ import json
 import pytest
 import yaml
 
-from efficientrag.eval.paper_numbers import NUMBERS, lookup, table
 from efficientrag.eval.report import MARK, write_report
 
 
@@ -129,24 +128,6 @@ def test_report_rejects_a_folder_without_summary(tmp_path):
         write_report([tmp_path], tmp_path / "out", title="t")
     with pytest.raises(ValueError, match="at least one"):
         write_report([], tmp_path / "out", title="t")
-
-
-def test_paper_numbers_cover_tables_2_to_4():
-    assert lookup("efficientrag", "", "2wikimultihopqa", "recall", NUMBERS).value == 84.08
-    assert lookup("efficientrag", "", "2wikimultihopqa", "num_chunks", NUMBERS).value == 3.69
-    assert lookup("self_ask", "", "musique", "acc", NUMBERS).value == 26.97
-    assert lookup("self_ask", "", "musique", "llm_calls", NUMBERS).value == 7.18
-    assert lookup("cot", "", "hotpotqa", "em", NUMBERS) is None  # the paper's EM is stored as "contained"
-    assert len([n for n in NUMBERS if n.table == "Table 3"]) == 8 * 3 * 3
-    with pytest.raises(ValueError, match="2 cells, expected 3"):
-        table(
-            paper="p",
-            table="t",
-            setting="s",
-            datasets=("a",),
-            metrics=("x", "y", "z"),
-            rows={("m", ""): "1 2"},
-        )
 
 
 def test_cli_report_writes_and_prints_the_report(runs, tmp_path, capsys):

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from efficientrag.baselines.config import PromptConfig
+from efficientrag.baselines.base import SharedSettings
 from efficientrag.baselines.cot import CoT
 from efficientrag.baselines.decompose_r import DecomposeR
 from efficientrag.baselines.direct import Direct
-from efficientrag.baselines.prompts import PromptLibrary
+from efficientrag.baselines.prompts.config import PromptConfig
 from efficientrag.data.schema import Example
 from efficientrag.llm.answers import extract_answer_detailed
 from efficientrag.llm.generator import Generation, GeneratorCounters, GeneratorSupport
@@ -70,7 +70,7 @@ def _example() -> Example:
 @pytest.mark.parametrize("prefill", [True, False])
 def test_prefill_opens_the_reply_with_the_json_key(prefill):
     gen = ReplayGenerator(['Paris"}' if prefill else '{"answer": "Paris"}'])
-    method = Direct(lambda: gen, PromptLibrary(PromptConfig(prefill=prefill)))
+    method = Direct(None, lambda: gen, shared=SharedSettings(prompts=PromptConfig(prefill=prefill)))
     pred = method.run_batch([_example()])[0]
     prompt = gen.prompts[0]
     if prefill:
@@ -83,13 +83,17 @@ def test_prefill_opens_the_reply_with_the_json_key(prefill):
 
 def test_prefill_for_thought_and_decomposition_replies():
     gen = ReplayGenerator(['Bob Stone directed Alpha.", "answer": "Paris"}'])
-    pred = CoT(lambda: gen, PromptLibrary(PromptConfig(prefill=True))).run_batch([_example()])[0]
+    pred = CoT(None, lambda: gen, shared=SharedSettings(prompts=PromptConfig(prefill=True))).run_batch(
+        [_example()]
+    )[0]
     assert gen.prompts[0][-1]["content"] == '{"thought": "'
     assert pred.answer == "Paris" and pred.trace["thought"] == "Bob Stone directed Alpha."
 
     gen = ReplayGenerator(['Who directed Alpha film?", "Where was Bob Stone born?"]}', 'Paris"}'])
     method = DecomposeR(
-        WordOverlapRetriever(bridge_corpus()), lambda: gen, PromptLibrary(PromptConfig(prefill=True))
+        WordOverlapRetriever(bridge_corpus()),
+        lambda: gen,
+        shared=SharedSettings(prompts=PromptConfig(prefill=True)),
     )
     pred = method.run_batch([_example()])[0]
     assert gen.prompts[0][-1]["content"] == '{"decomposed_questions": ["'
@@ -102,5 +106,7 @@ def test_prefill_for_thought_and_decomposition_replies():
 
 def test_prefill_needs_chat_prompts():
     gen = ReplayGenerator(['{"answer": "Paris"}'])
-    Direct(lambda: gen, PromptLibrary(PromptConfig(prefill=True)), chat=False).run_batch([_example()])
+    Direct(
+        None, lambda: gen, shared=SharedSettings(prompts=PromptConfig(prefill=True, chat=False))
+    ).run_batch([_example()])
     assert isinstance(gen.prompts[0], str)

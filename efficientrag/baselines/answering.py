@@ -1,32 +1,23 @@
 """The answer call from retrieved chunks, shared by every method that reads documents.
 
 :func:`context_chunks` decides what the model reads (unique chunks in retrieval order, cut at k),
-:func:`answer_from_chunks` makes the batched calls, and :class:`AnswerWithContext` adds one answer
-call to any retrieval-only method: Direct-R (answers from its top 10 while its full ranked list is
-still scored at every k) and EfficientRAG (answers from every chunk its loop kept).
+:func:`answer_from_chunks` makes the batched calls, and :func:`answer_if_asked` adds one answer call
+to the predictions of a retrieval-only method when the run asks for answers: Direct-R (answers from
+its top 10 while its full ranked list is still scored at every k) and EfficientRAG (answers from
+every chunk its loop kept).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from efficientrag.baselines.base import Method, Prediction
 from efficientrag.baselines.cost import CostLedger
-from efficientrag.baselines.prompts import PromptLibrary, PromptSet
-from efficientrag.baselines.qa_base import (
-    ANSWER_PREFIX,
-    GeneratorSource,
-    LLMMethod,
-    answer_trace,
-    read_answer,
-)
+from efficientrag.baselines.prompts import PromptSet
+from efficientrag.baselines.replies import ANSWER_PREFIX, answer_trace, read_answer
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.llm.answers import ExtractedAnswer
 from efficientrag.llm.generator import Generation
-
-if TYPE_CHECKING:
-    from efficientrag.experiment import ExperimentConfig
 
 
 def context_chunks(chunks: Sequence[Chunk], top_k: int | None = None) -> list[Chunk]:
@@ -44,7 +35,7 @@ def context_chunks(chunks: Sequence[Chunk], top_k: int | None = None) -> list[Ch
 
 
 def answer_from_chunks(
-    method: LLMMethod,
+    method: Method,
     ledger: CostLedger,
     owners: Sequence[int],
     prompt_sets: Sequence[PromptSet],
@@ -76,85 +67,39 @@ def answer_from_chunks(
     return out
 
 
-class AnswerWithContext(LLMMethod):
-    """Runs a retrieval method, then one answer call per question over its chunks.
-
-    The inner prediction is kept whole (its ranked list, scores, trace and counters); the answer
-    call's cost is added to its counters and what the model read is recorded in the trace.
-    """
-
-    def __init__(
-        self,
-        inner: Method,
-        generator: GeneratorSource,
-        prompts: PromptLibrary | None = None,
-        *,
-        top_k: int | None = None,
-        max_new_tokens: int = 128,
-        chat: bool = True,
-        temperature: float = 0.0,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(generator, prompts, chat=chat, temperature=temperature)
-        self.inner = inner
-        self.top_k = top_k
-        self.max_new_tokens = max_new_tokens
-        # A different name from the retrieval-only run, so the two never share an output folder.
-        self.name = name or f"{inner.name}_qa"
-
-    def run_batch(self, examples: Sequence[Example]) -> list[Prediction]:
-        preds = self.inner.run_batch(examples)
-        if len(preds) != len(examples):
-            raise RuntimeError(
-                f"{self.inner.name} returned {len(preds)} predictions for {len(examples)} questions"
-            )
-        ledger = CostLedger(len(examples))
-        sets = [self.prompts.for_example(ex) for ex in examples]
-        contexts = [context_chunks(p.chunks, self.top_k) for p in preds]
-        answers = answer_from_chunks(
-            self,
-            ledger,
-            range(len(examples)),
-            sets,
-            [ex.question for ex in examples],
-            contexts,
-            max_new_tokens=self.max_new_tokens,
-        )
-        for i, (pred, ps, ctx, (found, gen)) in enumerate(zip(preds, sets, contexts, answers, strict=True)):
-            pred.answer = found.answer
-            pred.raw_output = gen.text
-            pred.trace["answer_call"] = {
-                "prompt_family": ps.dataset,
-                "context_ids": [c.id for c in ctx],
-                **answer_trace(found),
-            }
-            for key, value in ledger.counters[i].items():
-                pred.counters.add(key, value)
-        return preds
-
-
-def with_answer_call(
-    cfg: ExperimentConfig,
+def answer_if_asked(
     method: Method,
-    generator: GeneratorSource,
+    examples: Sequence[Example],
+    preds: list[Prediction],
     *,
     top_k: int | None,
     max_new_tokens: int,
-) -> Method:
-    """``method`` itself unless ``eval.answer`` is on; then it answers too (and is judged when
-    ``baselines.judge.enabled``)."""
-    if not cfg.eval.answer:
-        return method
-    from efficientrag.eval.judge import maybe_judged
-
-    b = cfg.baselines
-    answering = AnswerWithContext(
+) -> list[Prediction]:
+    """``preds`` as they are unless the run asks for answers (``eval.answer``); then one answer call
+    per question over its chunks. Each prediction is kept whole (its ranked list, scores, trace and
+    counters); the call's cost is added to its counters and what the model read to its trace."""
+    if not method.shared.answer:
+        return preds
+    ledger = CostLedger(len(examples))
+    sets = [method.library.for_example(ex) for ex in examples]
+    contexts = [context_chunks(p.chunks, top_k) for p in preds]
+    answers = answer_from_chunks(
         method,
-        generator,
-        PromptLibrary(b.prompts),
-        top_k=top_k,
+        ledger,
+        range(len(examples)),
+        sets,
+        [ex.question for ex in examples],
+        contexts,
         max_new_tokens=max_new_tokens,
-        chat=b.prompts.chat,
-        temperature=b.temperature,
     )
-    return maybe_judged(cfg, answering)
+    for i, (pred, ps, ctx, (found, gen)) in enumerate(zip(preds, sets, contexts, answers, strict=True)):
+        pred.answer = found.answer
+        pred.raw_output = gen.text
+        pred.trace["answer_call"] = {
+            "prompt_family": ps.dataset,
+            "context_ids": [c.id for c in ctx],
+            **answer_trace(found),
+        }
+        for key, value in ledger.counters[i].items():
+            pred.counters.add(key, value)
+    return preds

@@ -2,30 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 
-from efficientrag.baselines.base import Prediction
-from efficientrag.baselines.prompts import PromptLibrary, PromptSet
-from efficientrag.baselines.qa_base import GeneratorSource, LLMMethod, closed_book
-from efficientrag.data.schema import Example
+from efficientrag.baselines.direct import Direct
+from efficientrag.baselines.prompts import PromptSet
+from efficientrag.baselines.settings import Settings, bounded
 
 
-class CoT(LLMMethod):
+@dataclass
+class CoTConfig(Settings):
+    """CoT: the question alone; the model reasons, then answers (one call)."""
+
+    max_new_tokens: int = bounded(384, low=1)
+
+
+class CoT(Direct):
     name = "cot"
-
-    def __init__(
-        self,
-        generator: GeneratorSource,
-        prompts: PromptLibrary | None = None,
-        *,
-        max_new_tokens: int = 384,
-        chat: bool = True,
-        temperature: float = 0.0,
-    ) -> None:
-        super().__init__(generator, prompts, chat=chat, temperature=temperature)
-        self.max_new_tokens = max_new_tokens
-
-    def run_batch(self, examples: Sequence[Example]) -> list[Prediction]:
-        return closed_book(
-            self, examples, PromptSet.cot, max_new_tokens=self.max_new_tokens, with_thought=True
-        )
+    config_class = CoTConfig
+    render = staticmethod(PromptSet.cot)
+    with_thought = True

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from efficientrag.baselines.answering import answer_from_chunks, context_chunks
-from efficientrag.baselines.base import Prediction
+from efficientrag.baselines.base import Method, Prediction
 from efficientrag.baselines.cost import CostLedger
-from efficientrag.baselines.prompts import PromptLibrary
-from efficientrag.baselines.qa_base import DECOMPOSE_PREFIX, GeneratorSource, LLMMethod, answer_trace
+from efficientrag.baselines.replies import DECOMPOSE_PREFIX, answer_trace
+from efficientrag.baselines.settings import Settings, bounded
 from efficientrag.data.schema import Example
 from efficientrag.llm.errors import LLMOutputError
 from efficientrag.llm.json_output import parse_json_output
-from efficientrag.retrieval.base import Retriever
 
 LIST_KEYS = ("decomposed_questions", "sub_questions", "subquestions", "questions")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)]|#\d+:?|Q\d+:)\s*")
@@ -73,35 +73,29 @@ def _dedupe(items: list[str]) -> list[str]:
     return out
 
 
-class DecomposeR(LLMMethod):
-    name = "decompose_r"
+@dataclass
+class DecomposeRConfig(Settings):
+    """Decompose-R: one LLM call splits the question into sub-questions (JSON), each retrieves
+    ``top_k``, one answer call reads the union."""
 
-    def __init__(
-        self,
-        retriever: Retriever,
-        generator: GeneratorSource,
-        prompts: PromptLibrary | None = None,
-        *,
-        top_k: int = 10,
-        max_sub_questions: int = 6,
-        answer_top_k: int | None = None,
-        decompose_max_new_tokens: int = 256,
-        max_new_tokens: int = 128,
-        chat: bool = True,
-        temperature: float = 0.0,
-    ) -> None:
-        super().__init__(generator, prompts, chat=chat, temperature=temperature)
-        self.retriever = retriever
-        self.top_k = top_k
-        self.max_sub_questions = max_sub_questions
-        self.answer_top_k = answer_top_k
-        self.decompose_max_new_tokens = decompose_max_new_tokens
-        self.max_new_tokens = max_new_tokens
+    top_k: int = bounded(10, low=1)
+    # Sub-questions beyond this are dropped (a runaway decomposition must not cost 50 retrievals).
+    max_sub_questions: int = bounded(6, low=1)
+    # Chunks the answer call reads from the de-duplicated union (None: all of them).
+    answer_top_k: int | None = bounded(None, low=1)
+    decompose_max_new_tokens: int = bounded(256, low=1)
+    max_new_tokens: int = bounded(128, low=1)
+
+
+class DecomposeR(Method):
+    name = "decompose_r"
+    config_class = DecomposeRConfig
+    cfg: DecomposeRConfig
 
     def run_batch(self, examples: Sequence[Example]) -> list[Prediction]:
         n = len(examples)
         ledger = CostLedger(n)
-        sets = [self.prompts.for_example(ex) for ex in examples]
+        sets = [self.library.for_example(ex) for ex in examples]
         gens = ledger.generate(
             self.generator,
             range(n),
@@ -110,7 +104,7 @@ class DecomposeR(LLMMethod):
                 for ps, ex in zip(sets, examples, strict=True)
             ],
             stage="decompose",
-            max_new_tokens=self.decompose_max_new_tokens,
+            max_new_tokens=self.cfg.decompose_max_new_tokens,
             temperature=self.temperature,
         )
         plans: list[dict[str, Any]] = []
@@ -119,20 +113,20 @@ class DecomposeR(LLMMethod):
             if not subs:
                 subs = [ex.question]
                 ledger.add(i, "decompose_failures")
-            dropped = max(0, len(subs) - self.max_sub_questions)
-            subs = subs[: self.max_sub_questions]
+            dropped = max(0, len(subs) - self.cfg.max_sub_questions)
+            subs = subs[: self.cfg.max_sub_questions]
             ledger.add(i, "sub_questions", len(subs))
             plans.append({"raw": gen.text, "source": source, "sub_questions": subs, "dropped": dropped})
 
         owners = [i for i, plan in enumerate(plans) for _ in plan["sub_questions"]]
         queries = [q for plan in plans for q in plan["sub_questions"]]
-        hits = ledger.search(self.retriever, owners, queries, self.top_k)
+        hits = ledger.search(self.retriever, owners, queries, self.cfg.top_k)
         per_question: list[list[tuple[str, list[Any]]]] = [[] for _ in range(n)]
         for owner, query, hs in zip(owners, queries, hits, strict=True):
             per_question[owner].append((query, hs))
 
         retrieved = [[h for _, hs in rounds for h in hs] for rounds in per_question]
-        contexts = [context_chunks([h.chunk for h in hs], self.answer_top_k) for hs in retrieved]
+        contexts = [context_chunks([h.chunk for h in hs], self.cfg.answer_top_k) for hs in retrieved]
         answers = answer_from_chunks(
             self,
             ledger,
@@ -140,7 +134,7 @@ class DecomposeR(LLMMethod):
             sets,
             [ex.question for ex in examples],
             contexts,
-            max_new_tokens=self.max_new_tokens,
+            max_new_tokens=self.cfg.max_new_tokens,
         )
         out = []
         for i, ex in enumerate(examples):

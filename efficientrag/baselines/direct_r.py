@@ -1,31 +1,45 @@
-"""Direct-R: one retrieval with the question, top-k chunks. With a generator it also answers."""
+"""Direct-R: one retrieval with the question, top-k chunks. When the run asks for answers, one
+answer call reads the top ``top_k`` of them."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from efficientrag.baselines.base import Counters, Prediction
+from efficientrag.baselines.answering import answer_if_asked
+from efficientrag.baselines.base import Counters, Method, Prediction
+from efficientrag.baselines.settings import Settings, bounded
 from efficientrag.data.schema import Example
-from efficientrag.retrieval.base import Retriever
 
 
-class DirectRetrieval:
-    """Single-shot retrieval (the paper's Direct-R without the answer call).
+@dataclass
+class DirectRConfig(Settings):
+    """Direct-R: one retrieval with the question; the answer call reads the top ``top_k`` chunks
+    (the paper's Direct-R@10). Retrieval metrics are still reported at every ``eval.ks``."""
 
-    Retrieves ``top_k`` once per question, batched over questions; the runner cuts the ranked list
-    at each k it reports, so one run gives Direct-R@2..@20.
-    """
+    top_k: int = bounded(10, low=1)
+    max_new_tokens: int = bounded(128, low=1)
 
-    name = "direct"
 
-    def __init__(self, retriever: Retriever, top_k: int = 20) -> None:
-        self.retriever = retriever
-        self.top_k = top_k
+class DirectRetrieval(Method):
+    """Single-shot retrieval, batched over questions. It retrieves to the largest ``eval.ks`` (and
+    at least ``top_k`` when answering); the runner cuts the ranked list at each k it reports, so one
+    run gives Direct-R@2..@20."""
+
+    name = "direct_r"
+    config_class = DirectRConfig
+    cfg: DirectRConfig
+    retrieval_only = True
+
+    @property
+    def depth(self) -> int:
+        ks = self.shared.ks
+        return max(ks) if ks and not self.shared.answer else max([*ks, self.cfg.top_k])
 
     def run_batch(self, examples: Sequence[Example]) -> list[Prediction]:
         start = time.perf_counter()
-        hits = self.retriever.search([ex.question for ex in examples], self.top_k)
+        hits = self.retriever.search([ex.question for ex in examples], self.depth)  # type: ignore[union-attr]
         per_question = (time.perf_counter() - start) / max(1, len(examples))
         out = []
         for ex, hs in zip(examples, hits, strict=True):
@@ -39,4 +53,6 @@ class DirectRetrieval:
                     counters=counters,
                 )
             )
-        return out
+        return answer_if_asked(
+            self, examples, out, top_k=self.cfg.top_k, max_new_tokens=self.cfg.max_new_tokens
+        )

@@ -27,18 +27,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
-from efficientrag.baselines.active.config import DraginConfig
 from efficientrag.baselines.active.content_words import (
     content_flags_pos,
     is_content_word,
     pos_tagger_available,
     word_spans,
 )
-from efficientrag.baselines.active.loop import Attend, Generate, Program, Session
-from efficientrag.baselines.active.method import ActiveMethod
+from efficientrag.baselines.active.loop import Attend, Program, Session
+from efficientrag.baselines.active.method import ActiveCommon, ActiveMethod
 from efficientrag.baselines.active.qfs import official_word_attention, qfs_official, qfs_paper, words_at
 from efficientrag.baselines.active.queries import glued
 from efficientrag.baselines.active.rind import (
@@ -49,30 +50,44 @@ from efficientrag.baselines.active.rind import (
     token_influence_official,
 )
 from efficientrag.baselines.active.sentences import (
-    first_sentence_end,
     sentence_spans,
     tokens_before,
-    tokens_through,
 )
-from efficientrag.llm.generator import Generator, GeneratorCapabilityError
-from efficientrag.retrieval.base import Retriever
+from efficientrag.baselines.settings import bounded
+from efficientrag.llm.generator import GeneratorCapabilityError
+
+
+@dataclass
+class DraginConfig(ActiveCommon):
+    """DRAGIN (Su et al. 2024): RIND decides when, QFS what to retrieve. Defaults: DRAGIN's
+    Llama2-13b-chat HotpotQA setting (its Table 9: theta 1.2, top-n 35)."""
+
+    # "paper": Eq. 5 per token (entropy x max attention from later tokens x stopword indicator),
+    # truncate at the trigger, continue with the documents. "official": the code's word-level,
+    # per-sentence-normalised scores, POS filter after the trigger, whole-sentence discard.
+    variant: Literal["paper", "official"] = "paper"
+    theta: float = 1.2
+    # QFS: tokens (paper) / words (official) of the context kept in the query.
+    top_n: int = bounded(35, low=1)
+    # A JSON file from efficientrag.baselines.active.calibrate (theta = a quantile of this model's
+    # first-round scores on training questions); when set, theta is taken from it. For models whose
+    # score scale differs from the paper's 7B-13B models (docs/real_llm.md).
+    theta_calibration: str | None = None
 
 
 class Dragin(ActiveMethod):
     name = "dragin"
+    config_class = DraginConfig
     needs = {"entropies": True, "attention": True}
     cfg: DraginConfig
 
-    def __init__(
-        self, retriever: Retriever, generator: Generator, cfg: DraginConfig, *, dataset: str = ""
-    ) -> None:
-        if cfg.theta_calibration:
-            cfg = calibrated(cfg)
-        super().__init__(retriever, generator, cfg, dataset=dataset)
-        if cfg.variant == "official" and not callable(getattr(generator, "attend", None)):
+    def setup(self) -> None:
+        super().setup()
+        cfg = self.cfg = calibrated(self.cfg) if self.cfg.theta_calibration else self.cfg
+        if cfg.variant == "official" and not callable(getattr(self.generator, "attend", None)):
             raise GeneratorCapabilityError(
                 f"dragin (official variant) recomputes attention over a given text, which generator "
-                f"{generator.name!r} cannot do; use a local Hugging Face model"
+                f"{self.generator.name!r} cannot do; use a local Hugging Face model"
             )
         # Whether the official POS filter runs (it needs en_core_web_sm) or falls back to stopwords.
         self.pos_filter = cfg.variant == "official" and pos_tagger_available()
@@ -91,17 +106,9 @@ class Dragin(ActiveMethod):
         rounds = 0
         while self.remaining_for(s) > 0:
             prompt = self.render(s, docs)
-            g = yield Generate(
-                prompt.text,
-                max_new_tokens=self.remaining_for(s),
-                stop=tuple(cfg.stop),
-                entropies=True,
-                attention=True,
-                kind="answer",
-            )
-            pieces = self.usable(g)
-            n, _ = self.through_answer(pieces, g.finish_reason == "stop")
-            pieces = pieces[:n]
+            g = yield self.generate(s, docs, self.remaining_for(s), entropies=True, attention=True)
+            pieces = self.until_answer(g)
+            n = len(pieces)
             if not pieces:
                 s.log(kind="end", reason="empty generation")
                 return
@@ -146,16 +153,9 @@ class Dragin(ActiveMethod):
     def _official(self, s: Session) -> Program:
         cfg = self.cfg
         while self.remaining_for(s) > 0:
-            g = yield Generate(
-                self.render(s, ()).text,
-                max_new_tokens=self.remaining_for(s),
-                stop=tuple(cfg.stop),
-                entropies=True,
-                kind="answer",
-            )
-            pieces = self.usable(g)
-            n, _ = self.through_answer(pieces, g.finish_reason == "stop")
-            pieces = pieces[:n]
+            g = yield self.generate(s, (), self.remaining_for(s), entropies=True)
+            pieces = self.until_answer(g)
+            n = len(pieces)
             if not pieces:
                 s.log(kind="end", reason="empty generation")
                 return
@@ -194,11 +194,7 @@ class Dragin(ActiveMethod):
                 s.log(kind="generate", triggered=True, text=before, query=query, reason="length used up")
                 return
             g2 = yield self.generate(s, docs, self.remaining_for(s), kind="regenerate")
-            p2 = self.usable(g2)
-            end = first_sentence_end(g2.text)
-            m = len(p2) if end is None else tokens_through(p2, end)
-            stopped = g2.finish_reason == "stop" and m == len(p2)
-            m, answered = self.through_answer(p2[:m], stopped)
+            p2, m, answered, stopped = self.first_sentence(g2)
             sentence = s.accept(p2[:m])
             s.log(
                 kind="generate",

@@ -8,13 +8,24 @@ complete, the model stops, or the generation length is used up.
 
 from __future__ import annotations
 
-from efficientrag.baselines.active.config import FLRAGConfig
+from dataclasses import dataclass
+
 from efficientrag.baselines.active.loop import Program, Session
-from efficientrag.baselines.active.method import ActiveMethod
+from efficientrag.baselines.active.method import ActiveCommon, ActiveMethod
+from efficientrag.baselines.settings import bounded
+
+
+@dataclass
+class FLRAGConfig(ActiveCommon):
+    """Neither paper gives the window of its main runs (DRAGIN's configs omit ``fix_length``); 16
+    is the window of FLARE's previous-window baseline (Ram et al.)."""
+
+    window: int = bounded(16, low=1)
 
 
 class FLRAG(ActiveMethod):
     name = "fl_rag"
+    config_class = FLRAGConfig
     cfg: FLRAGConfig
 
     def program(self, s: Session) -> Program:

@@ -22,18 +22,72 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from efficientrag.baselines.active.config import FlareConfig, FlareInstructConfig
 from efficientrag.baselines.active.loop import Generate, Program, Session
-from efficientrag.baselines.active.method import ActiveMethod
-from efficientrag.baselines.active.prompts import InstructPromptBuilder, PromptBuilder
+from efficientrag.baselines.active.method import ActiveCommon, ActiveMethod
 from efficientrag.baselines.active.queries import below, interleave, low_spans, masked_query, tidy
-from efficientrag.baselines.active.sentences import first_sentence_end, tokens_through
+from efficientrag.baselines.active.sentences import tokens_through
 from efficientrag.baselines.base import Prediction
+from efficientrag.baselines.prompts.continuation import InstructPromptBuilder, PromptBuilder, question_prompt
+from efficientrag.baselines.settings import bounded
 from efficientrag.data.schema import Example
 from efficientrag.llm.generator import Generation, Generator, GeneratorCapabilityError
-from efficientrag.retrieval.base import Retriever
+
+
+@dataclass
+class FlareConfig(ActiveCommon):
+    """FLARE-direct (Jiang et al. 2023, section 3.2). Defaults: the paper's 2WikiMultihopQA setting
+    (FLARE's Table 9). Where the paper and its official code disagree, the paper's behaviour is the
+    default and the code's is a switch (``docs/active_rag.md`` lists every difference)."""
+
+    num_exemplars: int = 8
+    top_k: int = 2
+    max_new_tokens: int = 256
+    # theta: a look-ahead sentence triggers retrieval when any token's probability is below it.
+    theta: float = bounded(0.8, low=0.0, high=1.0)
+    # beta: query tokens below this probability are masked (masked queries) or asked about (explicit).
+    beta: float = bounded(0.4, low=0.0, high=1.0)
+    # Tokens generated per look-ahead; the first sentence is kept.
+    look_ahead: int = bounded(64, low=1)
+    query: Literal["masked", "explicit"] = "masked"
+    # "any_token": min probability < theta (the paper); "mean_one_minus_p": mean of (1 - p) over the
+    # sentence > theta (DRAGIN's re-implementation, sentence_solver "avg").
+    trigger_rule: Literal["any_token", "mean_one_minus_p"] = "any_token"
+    # Compare with <= instead of < (the official code: retrieve if any p <= theta, mask p <= beta).
+    inclusive_thresholds: bool = False
+    # The official code keeps the latest documents in the prompt while looking ahead
+    # (reinit_ctx=false); the paper generates look-aheads without documents.
+    keep_docs_in_lookahead: bool = False
+    # Retrieve with the question before the first sentence (the paper and the official 2Wiki config).
+    initial_retrieval: bool = True
+    # FLARE's 2Wiki exemplars carry documents retrieved with each exemplar's question.
+    exemplar_docs: bool = False
+    # Explicit queries: low-probability tokens at most this many tokens apart form one span (the
+    # official code merges within 5); 0 joins only adjacent tokens.
+    span_gap: int = bounded(0, low=0)
+    question_max_new_tokens: int = bounded(32, low=1)
+
+
+@dataclass
+class FlareInstructConfig(ActiveCommon):
+    """FLARE-instruct: the model writes ``[Search(query)]`` itself (FLARE section 3.1)."""
+
+    num_exemplars: int = 8
+    top_k: int = 2
+    max_new_tokens: int = 256
+    # Added to the logit of "[" while generating, so queries come more often (the paper: +2.0).
+    # Biases lie in [-100, 100], the OpenAI API's range.
+    search_bias: float = bounded(2.0, low=-100.0, high=100.0)
+    # After a query: this bias on "[" for the next ``ban_tokens`` tokens ("a large negative value
+    # for the next few tokens"; the count is not in the paper).
+    ban_bias: float = bounded(-100.0, low=-100.0, high=100.0)
+    ban_tokens: int = bounded(8, low=0)
+    # Vocabulary ids of "[" for the bias. Empty: found in a local model's vocabulary; an API
+    # generator needs them given (they depend on the server's tokenizer).
+    bracket_token_ids: list[int] = field(default_factory=list)
+    initial_retrieval: bool = False
 
 
 def flare_triggers(
@@ -54,14 +108,13 @@ class Flare(ActiveMethod):
     """FLARE-direct."""
 
     name = "flare"
+    config_class = FlareConfig
     needs = {"token_probs": True}
     cfg: FlareConfig
 
-    def __init__(
-        self, retriever: Retriever, generator: Generator, cfg: FlareConfig, *, dataset: str = ""
-    ) -> None:
-        super().__init__(retriever, generator, cfg, dataset=dataset)
-        self._exemplar_docs_ready = not cfg.exemplar_docs
+    def setup(self) -> None:
+        super().setup()
+        self._exemplar_docs_ready = not self.cfg.exemplar_docs
 
     def run_batch(self, examples: Sequence[Example]) -> list[Prediction]:
         if not self._exemplar_docs_ready:
@@ -77,11 +130,7 @@ class Flare(ActiveMethod):
 
     def program(self, s: Session) -> Program:
         cfg = self.cfg
-        docs: list = []
-        if cfg.initial_retrieval:
-            hits = yield self.retrieve(s.question)
-            docs = s.hold(hits[0])
-            s.log(kind="initial_retrieval", query=s.question, doc_ids=[d.id for d in docs])
+        docs = yield from initial_docs(self, s)
         first = True
         while self.remaining_for(s) > 0:
             budget = min(cfg.look_ahead, self.remaining_for(s))
@@ -118,11 +167,7 @@ class Flare(ActiveMethod):
     def _sentence(self, g: Generation) -> tuple[list[str], list[float], bool, bool]:
         """The first sentence of a generation (cut after the answer sentence): its pieces and
         probabilities, whether it completes the answer, whether the model stopped after it."""
-        pieces = self.usable(g)
-        end = first_sentence_end(g.text)
-        n = len(pieces) if end is None else tokens_through(pieces, end)
-        stopped = g.finish_reason == "stop" and n == len(pieces)
-        n, answered = self.through_answer(pieces[:n], stopped)
+        pieces, n, answered, stopped = self.first_sentence(g)
         probs = list(g.token_probs[:n]) if g.token_probs is not None else []
         return pieces[:n], probs, answered, stopped and n == len(pieces)
 
@@ -153,16 +198,6 @@ class Flare(ActiveMethod):
         return tuple(self.trim_query(q or fallback) for q in questions)
 
 
-def question_prompt(passage: str, term: str) -> str:
-    """Explicit queries: ask for the question that ``term`` answers (our wording of the paper's
-    'Ask a question to which the answer is ...')."""
-    return (
-        f"Text: {passage}\n"
-        f'Write one question whose answer is "{term}", as it is used in the text above. Write only the '
-        "question.\nQuestion:"
-    )
-
-
 SEARCH_OPEN = "[Search("
 SEARCH_CLOSE = ")]"
 
@@ -171,12 +206,12 @@ class FlareInstruct(ActiveMethod):
     """FLARE-instruct."""
 
     name = "flare_instruct"
+    config_class = FlareInstructConfig
     cfg: FlareInstructConfig
 
-    def __init__(
-        self, retriever: Retriever, generator: Generator, cfg: FlareInstructConfig, *, dataset: str = ""
-    ) -> None:
-        super().__init__(retriever, generator, cfg, dataset=dataset)
+    def setup(self) -> None:
+        super().setup()
+        cfg, generator = self.cfg, self.generator
         self.prompts = InstructPromptBuilder(self.exemplars, max_doc_words=cfg.max_doc_words)
         ids = list(cfg.bracket_token_ids) or bracket_ids(generator)
         wants_bias = cfg.search_bias != 0.0 or (cfg.ban_bias != 0.0 and cfg.ban_tokens > 0)
@@ -184,23 +219,19 @@ class FlareInstruct(ActiveMethod):
             if not _takes(generator.generate, "logit_bias"):
                 raise GeneratorCapabilityError(
                     f"flare_instruct biases the logit of '[' but generator {generator.name!r} takes no logit_bias; "
-                    "set active.flare_instruct.search_bias=0 and ban_tokens=0 to run without it"
+                    "set baselines.flare_instruct.search_bias=0 and ban_tokens=0 to run without it"
                 )
             if not ids:
                 raise GeneratorCapabilityError(
                     f"flare_instruct cannot find the token id of '[' for generator {generator.name!r}; set "
-                    "active.flare_instruct.bracket_token_ids to its ids in the server's tokenizer"
+                    "baselines.flare_instruct.bracket_token_ids to its ids in the server's tokenizer"
                 )
         self.search_bias = tuple((i, cfg.search_bias) for i in ids) if cfg.search_bias else ()
         self.ban_bias = tuple((i, cfg.ban_bias) for i in ids) if cfg.ban_bias else ()
 
     def program(self, s: Session) -> Program:
         cfg = self.cfg
-        docs: list = []
-        if cfg.initial_retrieval:
-            hits = yield self.retrieve(s.question)
-            docs = s.hold(hits[0])
-            s.log(kind="initial_retrieval", query=s.question, doc_ids=[d.id for d in docs])
+        docs = yield from initial_docs(self, s)
         banned = False
         while self.remaining_for(s) > 0:
             budget = self.remaining_for(s)
@@ -241,6 +272,17 @@ class FlareInstruct(ActiveMethod):
             hits = yield self.retrieve(self.trim_query(query))
             docs = s.hold(hits[0])
             s.log(kind="search", text=before, query=query, doc_ids=[d.id for d in docs])
+
+
+def initial_docs(method: Flare | FlareInstruct, s: Session) -> Program:
+    """The documents of one retrieval with the question when ``initial_retrieval`` is on (none
+    otherwise): ``docs = yield from initial_docs(self, s)``."""
+    if not method.cfg.initial_retrieval:
+        return []
+    hits = yield method.retrieve(s.question)
+    docs = s.hold(hits[0])
+    s.log(kind="initial_retrieval", query=s.question, doc_ids=[d.id for d in docs])
+    return docs
 
 
 def _takes(fn: Any, name: str) -> bool:

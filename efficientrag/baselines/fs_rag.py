@@ -9,14 +9,23 @@ generation length is used up.
 
 from __future__ import annotations
 
-from efficientrag.baselines.active.config import FSRAGConfig
+from dataclasses import dataclass
+
 from efficientrag.baselines.active.loop import Program, Session
-from efficientrag.baselines.active.method import ActiveMethod
-from efficientrag.baselines.active.sentences import first_sentence_end, tokens_through
+from efficientrag.baselines.active.method import ActiveCommon, ActiveMethod
+from efficientrag.baselines.settings import bounded
+
+
+@dataclass
+class FSRAGConfig(ActiveCommon):
+    """Each step generates up to ``step_tokens`` tokens and keeps the first sentence."""
+
+    step_tokens: int = bounded(64, low=1)
 
 
 class FSRAG(ActiveMethod):
     name = "fs_rag"
+    config_class = FSRAGConfig
     cfg: FSRAGConfig
 
     def program(self, s: Session) -> Program:
@@ -25,11 +34,7 @@ class FSRAG(ActiveMethod):
             hits = yield self.retrieve(query)
             docs = s.hold(hits[0])
             g = yield self.generate(s, docs, min(self.cfg.step_tokens, self.remaining_for(s)))
-            pieces = self.usable(g)
-            end = first_sentence_end(g.text)
-            n = len(pieces) if end is None else tokens_through(pieces, end)
-            finished = g.finish_reason == "stop" and n == len(pieces)
-            n, answered = self.through_answer(pieces[:n], finished)
+            pieces, n, answered, finished = self.first_sentence(g)
             sentence = s.accept(pieces[:n])
             s.log(kind="sentence", query=query, doc_ids=[d.id for d in docs], text=sentence)
             if answered or finished or n == 0:

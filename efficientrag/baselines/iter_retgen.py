@@ -15,55 +15,41 @@ configured number, and ``last_iteration`` the last iteration's chunks with the f
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from efficientrag.baselines.base import Prediction
+from efficientrag.baselines.base import Method, Prediction
 from efficientrag.baselines.cost import CostLedger
-from efficientrag.baselines.prompts import PromptLibrary
-from efficientrag.baselines.qa_base import (
-    THOUGHT_PREFIX,
-    GeneratorSource,
-    LLMMethod,
-    answer_trace,
-    read_answer,
-    read_json_field,
-)
+from efficientrag.baselines.replies import THOUGHT_PREFIX, answer_trace, read_answer, read_json_field
+from efficientrag.baselines.settings import Settings, bounded
 from efficientrag.data.schema import Example
-from efficientrag.retrieval.base import Hit, Retriever
+from efficientrag.retrieval.base import Hit
 
 LAST_ITERATION = "last_iteration"
 
 
-class IterRetGen(LLMMethod):
-    name = "iter_retgen"
+@dataclass
+class IterRetGenConfig(Settings):
+    """Iter-RetGen: ``iterations`` rounds of retrieve(question + previous generation) -> generate."""
 
-    def __init__(
-        self,
-        retriever: Retriever,
-        generator: GeneratorSource,
-        prompts: PromptLibrary | None = None,
-        *,
-        iterations: int = 3,
-        top_k: int = 10,
-        query_source: Literal["thought", "generation"] = "thought",
-        max_new_tokens: int = 384,
-        chat: bool = True,
-        temperature: float = 0.0,
-    ) -> None:
-        super().__init__(generator, prompts, chat=chat, temperature=temperature)
-        if iterations < 1:
-            raise ValueError(f"iterations must be >= 1, got {iterations}")
-        self.retriever = retriever
-        self.iterations = iterations
-        self.top_k = top_k
-        self.query_source = query_source
-        self.max_new_tokens = max_new_tokens
+    iterations: int = bounded(3, low=1)
+    top_k: int = bounded(10, low=1)
+    # What of the previous generation is appended to the question: its "thought" (the official
+    # code) or the whole generated text.
+    query_source: Literal["thought", "generation"] = "thought"
+    max_new_tokens: int = bounded(384, low=1)
+
+
+class IterRetGen(Method):
+    name = "iter_retgen"
+    config_class = IterRetGenConfig
+    cfg: IterRetGenConfig
 
     def next_query(self, question: str, generation: str) -> str:
         thought = read_json_field(generation, "thought")
-        if self.query_source == "thought" and thought:
+        if self.cfg.query_source == "thought" and thought:
             addition = thought
-        elif self.query_source == "generation" and thought is not None:
+        elif self.cfg.query_source == "generation" and thought is not None:
             addition = f"{thought} {read_json_field(generation, 'answer') or ''}"
         else:
             addition = generation  # no JSON: the whole reply is the model's generation
@@ -73,12 +59,12 @@ class IterRetGen(LLMMethod):
     def run_batch(self, examples: Sequence[Example]) -> list[Prediction]:
         n = len(examples)
         ledger = CostLedger(n)
-        sets = [self.prompts.for_example(ex) for ex in examples]
+        sets = [self.library.for_example(ex) for ex in examples]
         queries = [ex.question for ex in examples]
         rounds: list[list[dict[str, Any]]] = [[] for _ in range(n)]
         hits_by_round: list[list[list[Hit]]] = [[] for _ in range(n)]
-        for _ in range(self.iterations):
-            hits = ledger.search(self.retriever, range(n), queries, self.top_k)
+        for _ in range(self.cfg.iterations):
+            hits = ledger.search(self.retriever, range(n), queries, self.cfg.top_k)
             prompts = [
                 self.as_prompt(ps.iter_retgen(ex.question, [h.chunk.contents for h in hs]), THOUGHT_PREFIX)
                 for ps, ex, hs in zip(sets, examples, hits, strict=True)
@@ -88,7 +74,7 @@ class IterRetGen(LLMMethod):
                 range(n),
                 prompts,
                 stage="generate",
-                max_new_tokens=self.max_new_tokens,
+                max_new_tokens=self.cfg.max_new_tokens,
                 temperature=self.temperature,
             )
             for i, (ex, hs, gen) in enumerate(zip(examples, hits, gens, strict=True)):
@@ -108,10 +94,10 @@ class IterRetGen(LLMMethod):
                 queries[i] = self.next_query(ex.question, gen.text)
         out = []
         for i, ex in enumerate(examples):
-            ledger.add(i, "iterations", self.iterations)
+            ledger.add(i, "iterations", self.cfg.iterations)
             all_hits = [h for hs in hits_by_round[i] for h in hs]
             views: dict[str, dict[str, Any]] = {}
-            for t in range(1, self.iterations):
+            for t in range(1, self.cfg.iterations):
                 views[f"iter{t}"] = {
                     "chunk_ids": [h.id for hs in hits_by_round[i][:t] for h in hs],
                     "answer": rounds[i][t - 1]["answer"],

@@ -1,62 +1,43 @@
-"""Method names → method factories, for ``efficientrag eval --method <name>``.
+"""Every method by name: ``efficientrag eval --method <name>`` and ``baselines.<name>`` in a config.
 
-Each family of methods keeps its table in its own module (``FACTORIES``); this module merges them.
-A factory takes the experiment config, the retriever and a lazily built generator (methods that
-never call an LLM don't pay for loading one).
+Adding a method is one file (its class and its settings dataclass) plus one line here; its section
+under ``baselines:`` follows from the line (see docs/baselines.md).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
 from efficientrag.baselines.base import Method
-from efficientrag.llm.generator import Generator
-from efficientrag.retrieval.base import Retriever
+from efficientrag.baselines.cot import CoT
+from efficientrag.baselines.decompose_r import DecomposeR
+from efficientrag.baselines.direct import Direct
+from efficientrag.baselines.direct_r import DirectRetrieval
+from efficientrag.baselines.dragin import Dragin
+from efficientrag.baselines.efficientrag import EfficientRAGRetrieval
+from efficientrag.baselines.fl_rag import FLRAG
+from efficientrag.baselines.flare import Flare, FlareInstruct
+from efficientrag.baselines.fs_rag import FSRAG
+from efficientrag.baselines.iter_retgen import IterRetGen
+from efficientrag.baselines.self_ask import SelfAsk
+from efficientrag.baselines.sr_rag import SRRAG
+from efficientrag.baselines.wo_rag import WoRAG
 
-if TYPE_CHECKING:
-    from efficientrag.experiment import ExperimentConfig
-
-GeneratorSource = Callable[[], Generator]
-MethodFactory = Callable[["ExperimentConfig", Retriever, GeneratorSource], Method]
-
-# Modules that contribute a FACTORIES dict of name -> MethodFactory.
-FAMILY_MODULES = (
-    "efficientrag.baselines.qa_methods",
-    "efficientrag.baselines.active.factories",
-)
-
-
-def _direct_r(cfg: ExperimentConfig, retriever: Retriever, generator: GeneratorSource) -> Method:
-    from efficientrag.baselines.answering import with_answer_call
-    from efficientrag.baselines.direct_r import DirectRetrieval
-
-    settings = cfg.baselines.direct_r
-    top_k = max([*cfg.eval.ks, settings.top_k]) if cfg.eval.answer else max(cfg.eval.ks)
-    method = DirectRetrieval(retriever, top_k=top_k)
-    # "direct" is the paper's no-retrieval Direct; the two must never share an output folder.
-    method.name = "direct_r"
-    return with_answer_call(
-        cfg, method, generator, top_k=settings.top_k, max_new_tokens=settings.max_new_tokens
-    )
-
-
-def _efficientrag(cfg: ExperimentConfig, retriever: Retriever, generator: GeneratorSource) -> Method:
-    from efficientrag.baselines.answering import with_answer_call
-    from efficientrag.pipeline.efficientrag import EfficientRAG
-    from efficientrag.pipeline.method import EfficientRAGRetrieval
-
-    settings = cfg.baselines.efficientrag
-    method = EfficientRAGRetrieval(EfficientRAG.from_config(retriever, cfg.efficientrag))
-    return with_answer_call(
-        cfg, method, generator, top_k=settings.answer_top_k, max_new_tokens=settings.max_new_tokens
-    )
-
-
-RETRIEVAL_ONLY: dict[str, MethodFactory] = {
-    "direct_r": _direct_r,
-    "efficientrag": _efficientrag,
+METHODS: dict[str, type[Method]] = {
+    # The EfficientRAG paper's baselines, and EfficientRAG itself.
+    "direct": Direct,
+    "cot": CoT,
+    "direct_r": DirectRetrieval,
+    "decompose_r": DecomposeR,
+    "iter_retgen": IterRetGen,
+    "self_ask": SelfAsk,
+    "efficientrag": EfficientRAGRetrieval,
+    # Active retrieval: FLARE, DRAGIN and DRAGIN's baselines.
+    "wo_rag": WoRAG,
+    "sr_rag": SRRAG,
+    "fl_rag": FLRAG,
+    "fs_rag": FSRAG,
+    "flare": Flare,
+    "flare_instruct": FlareInstruct,
+    "dragin": Dragin,
 }
 
 
@@ -65,40 +46,9 @@ def canonical_method_name(name: str) -> str:
     return "_".join(name.strip().lower().replace("-", " ").split())
 
 
-def all_factories() -> dict[str, MethodFactory]:
-    table = dict(RETRIEVAL_ONLY)
-    for module_name in FAMILY_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            # Skip a family that is not installed (the module or its package is missing), but
-            # not one whose own imports are broken.
-            if exc.name is None or not (module_name + ".").startswith(exc.name + "."):
-                raise
-            continue
-        for name, factory in module.FACTORIES.items():
-            name = canonical_method_name(name)
-            if name in table:
-                raise RuntimeError(f"method {name!r} is registered twice ({module_name})")
-            table[name] = factory
-    return table
-
-
 def check_method_name(name: str) -> str:
-    """The canonical name of a registered method; an unknown one fails before any work starts."""
-    table = all_factories()
+    """The registered name of a method; an unknown one fails before any work starts."""
     key = canonical_method_name(name)
-    if key not in table:
-        raise ValueError(f"unknown method {name!r}; known methods: {', '.join(sorted(table))}")
+    if key not in METHODS:
+        raise ValueError(f"unknown method {name!r}; known methods: {', '.join(sorted(METHODS))}")
     return key
-
-
-def build_method(
-    name: str, cfg: ExperimentConfig, retriever: Retriever, generator: GeneratorSource
-) -> Method:
-    table = all_factories()
-    try:
-        factory = table[canonical_method_name(name)]
-    except KeyError:
-        raise ValueError(f"unknown method {name!r}; known methods: {', '.join(sorted(table))}") from None
-    return factory(cfg, retriever, generator)

@@ -20,14 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from efficientrag.baselines.answering import answer_from_chunks
-from efficientrag.baselines.base import Prediction
+from efficientrag.baselines.base import Method, Prediction
 from efficientrag.baselines.cost import CostLedger
-from efficientrag.baselines.prompts import PromptLibrary, PromptSet
+from efficientrag.baselines.prompts import PromptSet
 from efficientrag.baselines.prompts import instructions as ins
-from efficientrag.baselines.qa_base import GeneratorSource, LLMMethod, answer_trace, read_answer
+from efficientrag.baselines.replies import answer_trace, read_answer
+from efficientrag.baselines.settings import Settings, bounded
 from efficientrag.data.schema import Example
 from efficientrag.llm.answers import ExtractedAnswer
-from efficientrag.retrieval.base import Hit, Retriever
+from efficientrag.retrieval.base import Hit
 
 # Where a continuation must stop: before an intermediate answer (ours comes from retrieval), or
 # before the model starts inventing the next exemplar.
@@ -74,37 +75,29 @@ class _State:
     forced: bool = False
 
 
-class SelfAsk(LLMMethod):
-    name = "self_ask"
+@dataclass
+class SelfAskConfig(Settings):
+    """Self-Ask: the model writes follow-up questions; each retrieves ``top_k`` chunks and one call
+    answers it from them; after at most ``max_follow_ups`` the final answer is forced."""
 
-    def __init__(
-        self,
-        retriever: Retriever,
-        generator: GeneratorSource,
-        prompts: PromptLibrary | None = None,
-        *,
-        max_follow_ups: int = 5,
-        top_k: int = 10,
-        step_max_new_tokens: int = 128,
-        answer_max_new_tokens: int = 128,
-        final_max_new_tokens: int = 64,
-        chat: bool = True,
-        temperature: float = 0.0,
-    ) -> None:
-        super().__init__(generator, prompts, chat=chat, temperature=temperature)
-        self.retriever = retriever
-        self.max_follow_ups = max_follow_ups
-        self.top_k = top_k
-        self.step_max_new_tokens = step_max_new_tokens
-        self.answer_max_new_tokens = answer_max_new_tokens
-        self.final_max_new_tokens = final_max_new_tokens
+    max_follow_ups: int = bounded(5, low=1)
+    top_k: int = bounded(10, low=1)
+    step_max_new_tokens: int = bounded(128, low=1)
+    answer_max_new_tokens: int = bounded(128, low=1)
+    final_max_new_tokens: int = bounded(64, low=1)
+
+
+class SelfAsk(Method):
+    name = "self_ask"
+    config_class = SelfAskConfig
+    cfg: SelfAskConfig
 
     def run_batch(self, examples: Sequence[Example]) -> list[Prediction]:
         n = len(examples)
         ledger = CostLedger(n)
         states = []
         for ex in examples:
-            ps = self.prompts.for_example(ex)
+            ps = self.library.for_example(ex)
             start = ps.self_ask(ex.question)
             states.append(_State(scratch=start, prefix_len=len(start), prompt_set=ps))
 
@@ -148,7 +141,7 @@ class SelfAsk(LLMMethod):
             active,
             [states[i].scratch for i in active],
             stage="self_ask_step",
-            max_new_tokens=self.step_max_new_tokens,
+            max_new_tokens=self.cfg.step_max_new_tokens,
             stop=STEP_STOPS,
             temperature=self.temperature,
         )
@@ -164,7 +157,7 @@ class SelfAsk(LLMMethod):
                 st.answer_info = answer_trace(found, "self_ask")
                 continue
             question = follow_up_of(text)
-            if question is not None and len(st.follow_ups) < self.max_follow_ups:
+            if question is not None and len(st.follow_ups) < self.cfg.max_follow_ups:
                 st.scratch += text.rstrip()
                 st.pending = question
             elif question is None:
@@ -177,7 +170,7 @@ class SelfAsk(LLMMethod):
         if not asking:
             return
         questions = [states[i].pending or "" for i in asking]
-        hits = ledger.search(self.retriever, asking, questions, self.top_k)
+        hits = ledger.search(self.retriever, asking, questions, self.cfg.top_k)
         answers = answer_from_chunks(
             self,
             ledger,
@@ -185,7 +178,7 @@ class SelfAsk(LLMMethod):
             [states[i].prompt_set for i in asking],
             questions,
             [[h.chunk for h in hs] for hs in hits],
-            max_new_tokens=self.answer_max_new_tokens,
+            max_new_tokens=self.cfg.answer_max_new_tokens,
             stage="intermediate",
         )
         for i, question, hs, (found, gen) in zip(asking, questions, hits, answers, strict=True):
@@ -210,7 +203,7 @@ class SelfAsk(LLMMethod):
             forced,
             [states[i].scratch for i in forced],
             stage="self_ask_final",
-            max_new_tokens=self.final_max_new_tokens,
+            max_new_tokens=self.cfg.final_max_new_tokens,
             stop=["\n"],
             temperature=self.temperature,
         )

@@ -3,18 +3,24 @@ documents in front of the question."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from efficientrag.baselines.active.loop import Program, Session
-from efficientrag.baselines.active.method import ActiveMethod
+from efficientrag.baselines.active.method import ActiveCommon, ActiveMethod
+
+
+@dataclass
+class SRRAGConfig(ActiveCommon):
+    """SR-RAG: one retrieval with the question before generating."""
 
 
 class SRRAG(ActiveMethod):
     name = "sr_rag"
+    config_class = SRRAGConfig
 
     def program(self, s: Session) -> Program:
         hits = yield self.retrieve(s.question)
         docs = s.hold(hits[0])
         g = yield self.generate(s, docs, self.remaining_for(s))
-        pieces = self.usable(g)
-        n, _ = self.through_answer(pieces, g.finish_reason == "stop")
-        text = s.accept(pieces[:n])
+        text = s.accept(self.until_answer(g))
         s.log(kind="retrieve_generate", query=s.question, doc_ids=[d.id for d in docs], text=text)

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from efficientrag.baselines.active.loop import Program, Session
-from efficientrag.baselines.active.method import ActiveMethod
+from efficientrag.baselines.active.method import ActiveCommon, ActiveMethod
+
+
+@dataclass
+class WoRAGConfig(ActiveCommon):
+    """wo-RAG: the answer from the question alone."""
 
 
 class WoRAG(ActiveMethod):
     name = "wo_rag"
+    config_class = WoRAGConfig
 
     def program(self, s: Session) -> Program:
         g = yield self.generate(s, (), self.remaining_for(s))
-        pieces = self.usable(g)
-        n, _ = self.through_answer(pieces, g.finish_reason == "stop")
-        text = s.accept(pieces[:n])
+        text = s.accept(self.until_answer(g))
         s.log(kind="generate", text=text)

@@ -45,6 +45,8 @@ class StopRequests:
     def __init__(self, label: str = "run") -> None:
         self.label = label
         self.requested: int | None = None
+        # Set once the run is writing what it has: further signals are acknowledged, not raised.
+        self.finishing = False
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> StopRequests:
@@ -70,4 +72,15 @@ class StopRequests:
                 flush=True,
             )
             return
+        if self.finishing:
+            print(f"{self.label}: already stopping: writing what is done", file=sys.stderr, flush=True)
+            return
         raise RunInterrupted(signum)
+
+
+def ignore_further_stop_signals() -> None:
+    """For a command that is exiting after an interrupt: later SIGINT/SIGTERM are ignored, so the
+    exit status stays the one that reports the interrupt (a program's choice, not a library's)."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in HANDLED_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from efficientrag.baselines.base import Method, Prediction
+from efficientrag.baselines.base import Prediction, Runnable
 from efficientrag.baselines.config import JudgeConfig
 from efficientrag.data.schema import Example
 from efficientrag.llm.errors import LLMError, LLMOutputError
@@ -193,7 +193,7 @@ class LLMJudge:
 class JudgedMethod:
     """Runs a method, then asks the judge about every answer (and every view's answer)."""
 
-    def __init__(self, inner: Method, judge: LLMJudge, *, include_views: bool = True) -> None:
+    def __init__(self, inner: Runnable, judge: LLMJudge, *, include_views: bool = True) -> None:
         self.inner = inner
         self.judge = judge
         self.include_views = include_views
@@ -223,7 +223,7 @@ class JudgedMethod:
         return preds
 
 
-def maybe_judged(cfg: ExperimentConfig, method: Method) -> Method:
+def maybe_judged(cfg: ExperimentConfig, method: Runnable) -> Runnable:
     """``method`` judged by ``baselines.judge`` when it is enabled, else ``method`` itself."""
     judge_cfg = cfg.baselines.judge
     if not judge_cfg.enabled:

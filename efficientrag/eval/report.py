@@ -22,7 +22,10 @@ from typing import Any
 import yaml
 
 from efficientrag.atomic import write_text_atomic
+from efficientrag.baselines.active.method import ActiveMethod
+from efficientrag.baselines.registry import METHODS
 from efficientrag.eval.paper_numbers import PaperNumber, all_numbers, lookup
+from efficientrag.eval.paper_numbers.dragin import model_variant
 from efficientrag.eval.plots import Point, plot_quality_vs_calls, plot_recall_vs_chunks
 from efficientrag.eval.run_binding import fingerprint_id, read_fingerprint
 from efficientrag.eval.scoring import ALL
@@ -223,8 +226,6 @@ def _main_variant(run: Run) -> str:
     if run.method in ACTIVE_METHODS:
         # DRAGIN's tables are per generator model; FLARE's rows use the empty variant, which is
         # also what a model the papers did not use falls back to.
-        from efficientrag.baselines.active.paper_numbers import model_variant
-
         model = _cfg(run.config, "generator", "hf", "model") or _cfg(
             run.config, "generator", "openai", "llm", "model"
         )
@@ -232,7 +233,7 @@ def _main_variant(run: Run) -> str:
     return ""
 
 
-ACTIVE_METHODS = frozenset({"wo_rag", "sr_rag", "fl_rag", "fs_rag", "flare", "flare_instruct", "dragin"})
+ACTIVE_METHODS = frozenset(name for name, cls in METHODS.items() if issubclass(cls, ActiveMethod))
 
 
 def _view_variant(view: str) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.atomic import write_json_atomic
+from efficientrag.config import flatten
 from efficientrag.fingerprint import json_digest
 
 FINGERPRINT_FILE = "run.json"
@@ -26,18 +27,6 @@ KEYS_SHOWN = 6
 
 class StaleRunError(ValueError):
     """A run folder holds predictions made under other inputs than the ones asked for now."""
-
-
-def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``: differing keys can then be named one by one."""
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            out.update(flatten(value, f"{name}."))
-        else:
-            out[name] = value
-    return out
 
 
 def fingerprint_id(fingerprint: Mapping[str, Any]) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from efficientrag.atomic import write_json_atomic, write_text_atomic
-from efficientrag.baselines.base import Method, Prediction
+from efficientrag.baselines.base import Prediction, Runnable
 from efficientrag.data.schema import Example
 from efficientrag.eval.interrupts import RunInterrupted, StopRequests
 from efficientrag.eval.run_binding import PREDICTIONS_FILE, bind_run, fingerprint_id
@@ -59,7 +59,7 @@ class RunAbortedError(RuntimeError):
 
 
 def run_method(
-    method: Method,
+    method: Runnable,
     examples: Sequence[Example],
     out_dir: str | Path,
     *,
@@ -118,28 +118,30 @@ def run_method(
                     break
         except RunInterrupted as exc:
             interrupted = exc
-    bar.close()
-    if interrupted is None and stop.requested is not None:
-        interrupted = RunInterrupted(stop.requested)
-    if errors:
-        write_jsonl(err_path, errors)
-        log.warning("%d examples failed; see %s", len(errors), err_path)
-    wanted = {ex.id for ex in examples}
-    records = [r for r in read_jsonl(pred_path, allow_torn_tail=True) if r["id"] in wanted]
-    summary = summarize_records(records, ks=ks)
-    summary.update(
-        {
-            "method": method.name,
-            "num_examples": len(examples),
-            "num_failed": len(errors),
-            "errors_file": str(err_path) if errors else None,
-            "fingerprint_id": fingerprint_id(fingerprint),
-            "wall_time_s_this_run": time.perf_counter() - started,
-            **(meta or {}),
-        }
-    )
-    write_json_atomic(out / "summary.json", summary, indent=2)
-    write_text_atomic(out / "table.md", summary_table([summary]) + "\n")
+        # Written with the handlers still installed: a further signal now only says "stopping".
+        stop.finishing = True
+        bar.close()
+        if interrupted is None and stop.requested is not None:
+            interrupted = RunInterrupted(stop.requested)
+        if errors:
+            write_jsonl(err_path, errors)
+            log.warning("%d examples failed; see %s", len(errors), err_path)
+        wanted = {ex.id for ex in examples}
+        records = [r for r in read_jsonl(pred_path, allow_torn_tail=True) if r["id"] in wanted]
+        summary = summarize_records(records, ks=ks)
+        summary.update(
+            {
+                "method": method.name,
+                "num_examples": len(examples),
+                "num_failed": len(errors),
+                "errors_file": str(err_path) if errors else None,
+                "fingerprint_id": fingerprint_id(fingerprint),
+                "wall_time_s_this_run": time.perf_counter() - started,
+                **(meta or {}),
+            }
+        )
+        write_json_atomic(out / "summary.json", summary, indent=2)
+        write_text_atomic(out / "table.md", summary_table([summary]) + "\n")
     if interrupted is not None:
         raise RunInterrupted(interrupted.signum, done=len(records), to_go=len(examples) - len(records))
     if aborted:
@@ -160,7 +162,7 @@ def _fail_fast_reason(errors: list[dict[str, Any]], succeeded: int, after: int) 
 
 
 def _run_batch_safely(
-    method: Method, batch: list[Example], errors: list[dict[str, Any]]
+    method: Runnable, batch: list[Example], errors: list[dict[str, Any]]
 ) -> list[tuple[Example, Prediction]]:
     """A failing batch is retried one example at a time, so one bad example costs only itself."""
     try:

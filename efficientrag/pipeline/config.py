@@ -41,6 +41,10 @@ class EfficientRAGConfig:
     # from its own first-hop hits, best ranked first, so the result holds Direct-R@(floor_k + the
     # unspent budget) beside the loop's chunks and every question costs the same number of chunks.
     fill_budget: bool = False
+    # The one answer call (``efficientrag eval`` with eval.answer=true) reads this many of the kept
+    # chunks (None: every chunk the loop kept, the paper) and writes at most answer_max_new_tokens.
+    answer_top_k: int | None = None
+    answer_max_new_tokens: int = 128
 
     def __post_init__(self) -> None:
         if self.budget_policy not in ("first", "best"):
@@ -60,6 +64,11 @@ class EfficientRAGConfig:
             raise ValueError("fill_budget needs a chunk_budget (the number of chunks to fill up to)")
         if self.floor_k > self.top_k:
             raise ValueError(f"floor_k ({self.floor_k}) cannot exceed top_k ({self.top_k})")
+        if (self.answer_top_k is not None and self.answer_top_k < 1) or self.answer_max_new_tokens < 1:
+            raise ValueError(
+                f"answer_top_k and answer_max_new_tokens must be >= 1, got {self.answer_top_k}, "
+                f"{self.answer_max_new_tokens}"
+            )
 
     batch_size: int = 32
     # None: the saved model's training length; set a number to override it.

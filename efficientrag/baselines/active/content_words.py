@@ -16,11 +16,10 @@ import logging
 import re
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from spacy.lang.en.stop_words import STOP_WORDS
-from spacy.language import Language
-
-from efficientrag.text.words import blank_english
+if TYPE_CHECKING:
+    from spacy.language import Language
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +42,16 @@ def bare(word: str) -> str:
 def is_content_word(word: str) -> bool:
     """The paper's indicator: not a stopword, and containing a letter or digit."""
     core = bare(word)
-    return bool(core) and any(ch.isalnum() for ch in core) and core not in STOP_WORDS
+    return bool(core) and any(ch.isalnum() for ch in core) and core not in _stop_words()
+
+
+@lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    # spaCy is imported on first use: importing it takes seconds, and every method module is
+    # imported whenever an experiment config is loaded.
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS)
 
 
 @lru_cache(maxsize=1)
@@ -77,5 +85,7 @@ def content_flags_pos(text: str, spans: Sequence[tuple[int, int]]) -> list[bool]
 
 def content_flags_stopwords(text: str, spans: Sequence[tuple[int, int]]) -> list[bool]:
     """The paper's rule for each word span: some spaCy token inside it is a content word."""
+    from efficientrag.text.words import blank_english
+
     tokens = [(t.idx, t.idx + len(t.text), t.text) for t in blank_english().tokenizer(text)]
     return [any(a <= s and e <= b and is_content_word(w) for s, e, w in tokens) for a, b in spans]

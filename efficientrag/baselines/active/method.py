@@ -1,5 +1,6 @@
-"""The base of every active method: prompt, budget, request helpers, the answer rule, and
-``run_batch`` over :func:`~efficientrag.baselines.active.loop.drive`.
+"""What every active method shares: its settings (:class:`ActiveCommon`), the prompt, the budget,
+request helpers, the answer rule, and ``run_batch`` over
+:func:`~efficientrag.baselines.active.loop.drive`.
 
 A subclass implements :meth:`ActiveMethod.program`, the per-question logic, and sets ``needs``
 (the generator capabilities it reads). After its program ends, every method gets the same answer
@@ -10,40 +11,79 @@ documents (it is DRAGIN's evaluation-time fix-up, applied the same way to all me
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from efficientrag.baselines.active.config import ActiveCommon
-from efficientrag.baselines.active.exemplars import exemplar_set, take
 from efficientrag.baselines.active.loop import Generate, Program, Retrieve, Session, drive
-from efficientrag.baselines.active.prompts import ANSWER_PHRASE, PromptBuilder, RenderedPrompt
 from efficientrag.baselines.active.queries import QueryTrimmer
 from efficientrag.baselines.active.sentences import (
     answer_sentence_end,
+    first_sentence_end,
     says_answer,
     tokens_through,
     word_pieces,
 )
-from efficientrag.baselines.base import Prediction
+from efficientrag.baselines.base import Method, Prediction
+from efficientrag.baselines.prompts.config import exemplar_family
+from efficientrag.baselines.prompts.continuation import ANSWER_PHRASE, PromptBuilder, RenderedPrompt
+from efficientrag.baselines.prompts.cot_exemplars import EXEMPLAR_SETS, exemplar_set, take
+from efficientrag.baselines.settings import Settings, bounded
 from efficientrag.data.schema import Chunk, Example
-from efficientrag.llm.generator import Generation, Generator, GeneratorCapabilityError
-from efficientrag.retrieval.base import Retriever
+from efficientrag.llm.generator import Generation, GeneratorCapabilityError
+
+EXEMPLAR_CHOICES = ("auto", *EXEMPLAR_SETS)
 
 
-class ActiveMethod(ABC):
+@dataclass
+class ActiveCommon(Settings):
+    """Settings every active method has, so a preset can give every method of one comparison the
+    same prompt and budget, as DRAGIN's Table 1 does. Defaults: DRAGIN's Llama2-13b-chat HotpotQA
+    setting (its Table 9: 100 tokens, 3 BM25 documents, 8 exemplars); FLARE's own defaults are in
+    :class:`~efficientrag.baselines.flare.FlareConfig`. Presets under ``configs/paper/`` set the
+    per-model, per-dataset values."""
+
+    # Few-shot exemplar set: "auto" follows data.dataset (jsonl data gets the HotpotQA set).
+    exemplars: str = "auto"
+    num_exemplars: int = bounded(8, low=0)
+    # Documents per retrieval.
+    top_k: int = bounded(3, low=1)
+    # The generation length: tokens of the whole answer (DRAGIN's "generate length", FLARE's
+    # max_generation_len).
+    max_new_tokens: int = bounded(100, low=1)
+    # Each document is cut to this many words in the prompt (None: whole chunk).
+    max_doc_words: int | None = bounded(None, low=1)
+    # Retrieval queries keep only their last this-many tokens (the official codes use 64 tokens of
+    # the LLM's tokenizer; whitespace words for an API generator). None: queries are not cut. The
+    # first query of FLARE and SR/FL/FS-RAG, the question itself, is never cut.
+    max_query_tokens: int | None = bounded(None, low=1)
+    # DRAGIN's answer rule for every method: when the finished text never says "So the answer is",
+    # the phrase is appended and this many more tokens are generated. 0 turns the rule off.
+    answer_retry_tokens: int = bounded(32, low=0)
+    # Generation stops at any of these (the exemplars are separated by a blank line).
+    stop: list[str] = field(default_factory=lambda: ["\n\n", "\nQuestion:"])
+
+    def __post_init__(self) -> None:
+        self.exemplars = exemplar_family(self.exemplars)
+        if self.exemplars not in EXEMPLAR_CHOICES:
+            raise ValueError(f"exemplars must be one of {list(EXEMPLAR_CHOICES)}, got {self.exemplars!r}")
+        if any(not isinstance(s, str) or not s for s in self.stop):
+            raise ValueError(f"stop sequences must be non-empty strings, got {self.stop!r}")
+        super().__post_init__()
+
+
+class ActiveMethod(Method):
     name = "active"
+    config_class = ActiveCommon
+    cfg: ActiveCommon
     # Generator capabilities the method reads (checked when it is built).
     needs: dict[str, bool] = {}
 
-    def __init__(
-        self,
-        retriever: Retriever | None,
-        generator: Generator,
-        cfg: ActiveCommon,
-        *,
-        dataset: str = "",
-    ) -> None:
+    def setup(self) -> None:
+        """Builds the generator now (its capabilities decide whether the method can run), then the
+        exemplars and the prompt; a method's own ``setup`` calls this first."""
+        generator = self.generator
         generator.supports.require(method=self.name, generator=generator.name, **self.needs)
         if not generator.supports.raw_completion:
             raise GeneratorCapabilityError(
@@ -51,11 +91,8 @@ class ActiveMethod(ABC):
                 "is configured not to do; set generator.openai.completions_for_text=true (vLLM and llama.cpp "
                 "serve /v1/completions) or use a local model"
             )
-        self.retriever = retriever
-        self.generator = generator
-        self.cfg = cfg
-        self.dataset = dataset
-        self.exemplars = take(exemplar_set(cfg.exemplars, dataset), cfg.num_exemplars)
+        cfg = self.cfg
+        self.exemplars = take(exemplar_set(cfg.exemplars, self.shared.dataset), cfg.num_exemplars)
         self.prompts = PromptBuilder(self.exemplars, max_doc_words=cfg.max_doc_words)
         self.trim_query = QueryTrimmer(cfg.max_query_tokens, getattr(generator, "tokenizer", None))
         # A local model returns every token it generated, so different budgets can share one call.
@@ -120,6 +157,24 @@ class ActiveMethod(ABC):
         if end is None:
             return len(pieces), False
         return tokens_through(pieces, end), True
+
+    def until_answer(self, g: Generation) -> list[str]:
+        """``g``'s pieces through the end of the sentence that states the answer (all of them when
+        none does)."""
+        pieces = self.usable(g)
+        n, _ = self.through_answer(pieces, g.finish_reason == "stop")
+        return pieces[:n]
+
+    def first_sentence(self, g: Generation) -> tuple[list[str], int, bool, bool]:
+        """``g``'s pieces, how many of them to keep (through the first sentence, and at most through
+        the sentence that states the answer), whether that completes the answer, and whether the
+        model stopped right after the first sentence."""
+        pieces = self.usable(g)
+        end = first_sentence_end(g.text)
+        n = len(pieces) if end is None else tokens_through(pieces, end)
+        stopped = g.finish_reason == "stop" and n == len(pieces)
+        n, answered = self.through_answer(pieces[:n], stopped)
+        return pieces, n, answered, stopped
 
     def complete_answer(self, s: Session) -> Program:
         """DRAGIN's answer rule (see the module docstring)."""

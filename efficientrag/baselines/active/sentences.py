@@ -16,9 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import spacy
-from spacy.language import Language
+if TYPE_CHECKING:
+    from spacy.language import Language
 
 _PIECES = re.compile(r"\s*\S+|\s+")
 _TERMINAL = re.compile(r"[.!?][\"')\]]*\s*$")
@@ -27,6 +28,8 @@ _ANSWER_PHRASE = re.compile(r"so\s+the\s+answer\s+is", re.IGNORECASE)
 
 @lru_cache(maxsize=1)
 def sentencizer() -> Language:
+    import spacy  # on first use: importing it takes seconds (see content_words)
+
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
     return nlp

@@ -1,13 +1,18 @@
-"""Prompts of the answering methods: shared instructions, three exemplars per dataset family.
+"""Every method's prompts and exemplars.
 
+The answering methods (Direct, CoT, Direct-R, Decompose-R, Iter-RetGen, Self-Ask, and the answer
+call of EfficientRAG) share instructions (:mod:`.instructions`) and three exemplars per dataset
+family (:mod:`.hotpotqa`, :mod:`.twowiki`, :mod:`.musique`, :mod:`.toy`, :mod:`.generic`):
 ``PromptLibrary(PromptConfig).for_example(ex)`` picks the family from the question's dataset (or
-the configured one) and returns a :class:`PromptSet` with one builder per prompt kind.
+the configured one) and returns a :class:`PromptSet` with one builder per prompt kind. The active
+methods (FLARE, DRAGIN, wo/SR/FL/FS-RAG) continue one plain-text layout (:mod:`.continuation`) after
+eight chain-of-thought exemplars per dataset (:mod:`.cot_exemplars`).
 """
 
 from __future__ import annotations
 
-from efficientrag.baselines.config import PromptConfig
 from efficientrag.baselines.prompts import generic, hotpotqa, musique, toy, twowiki
+from efficientrag.baselines.prompts.config import PromptConfig
 from efficientrag.baselines.prompts.exemplar import Exemplar
 from efficientrag.baselines.prompts.render import PromptSet, format_documents
 from efficientrag.data.schema import Example

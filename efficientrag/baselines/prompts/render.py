@@ -8,7 +8,7 @@ the chunk's ``contents`` (the string the retriever indexed).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from efficientrag.baselines.prompts import instructions as ins
@@ -30,6 +30,14 @@ def _doc_text(ex: Exemplar) -> list[str]:
     return [f"{title}: {text}" for title, text in ex.documents]
 
 
+def _answer(ex: Exemplar) -> dict:
+    return {"answer": ex.answer}
+
+
+def _thought(ex: Exemplar) -> dict:
+    return {"thought": ex.thought, "answer": ex.answer}
+
+
 @dataclass(frozen=True)
 class PromptSet:
     """The prompts of one dataset family (``dataset`` names whose exemplars they show)."""
@@ -37,46 +45,41 @@ class PromptSet:
     dataset: str
     exemplars: tuple[Exemplar, ...]
 
-    def _assemble(self, instruction: str, blocks: list[str], target: str) -> str:
-        parts = [instruction, *blocks, target]
-        return "\n\n".join(parts)
+    def _qa(
+        self,
+        instruction: str,
+        reply: Callable[[Exemplar], dict],
+        question: str,
+        documents: Sequence[str] | None = None,
+    ) -> str:
+        """The instruction, one block per exemplar ending in its JSON ``reply``, then the question
+        left open; with ``documents``, every block starts with its documents."""
+
+        def block(docs: Sequence[str] | None, q: str) -> str:
+            head = f"Documents:\n{format_documents(docs)}\n" if docs is not None else ""
+            return f"{head}Question: {q}\nAnswer:"
+
+        shown = [
+            f"{block(_doc_text(e) if documents is not None else None, e.question)} {_json(reply(e))}"
+            for e in self.exemplars
+        ]
+        return "\n\n".join([instruction, *shown, block(documents, question)])
 
     def direct(self, question: str) -> str:
-        blocks = [f"Question: {e.question}\nAnswer: {_json({'answer': e.answer})}" for e in self.exemplars]
-        return self._assemble(ins.DIRECT, blocks, f"Question: {question}\nAnswer:")
+        return self._qa(ins.DIRECT, _answer, question)
 
     def cot(self, question: str) -> str:
-        blocks = [
-            f"Question: {e.question}\nAnswer: {_json({'thought': e.thought, 'answer': e.answer})}"
-            for e in self.exemplars
-        ]
-        return self._assemble(ins.COT, blocks, f"Question: {question}\nAnswer:")
+        return self._qa(ins.COT, _thought, question)
 
     def decompose(self, question: str) -> str:
-        blocks = [
-            f"Question: {e.question}\nAnswer: {_json({'decomposed_questions': [q for q, _ in e.steps]})}"
-            for e in self.exemplars
-        ]
-        return self._assemble(ins.DECOMPOSE, blocks, f"Question: {question}\nAnswer:")
+        return self._qa(ins.DECOMPOSE, lambda e: {"decomposed_questions": [q for q, _ in e.steps]}, question)
 
     def answer(self, question: str, documents: Sequence[str]) -> str:
         """Answer from documents (Direct-R, Decompose-R, EfficientRAG, Self-Ask's follow-ups)."""
-        blocks = [
-            f"Documents:\n{format_documents(_doc_text(e))}\nQuestion: {e.question}\n"
-            f"Answer: {_json({'answer': e.answer})}"
-            for e in self.exemplars
-        ]
-        target = f"Documents:\n{format_documents(documents)}\nQuestion: {question}\nAnswer:"
-        return self._assemble(ins.RETRIEVAL_ANSWER, blocks, target)
+        return self._qa(ins.RETRIEVAL_ANSWER, _answer, question, documents)
 
     def iter_retgen(self, question: str, documents: Sequence[str]) -> str:
-        blocks = [
-            f"Documents:\n{format_documents(_doc_text(e))}\nQuestion: {e.question}\n"
-            f"Answer: {_json({'thought': e.thought, 'answer': e.answer})}"
-            for e in self.exemplars
-        ]
-        target = f"Documents:\n{format_documents(documents)}\nQuestion: {question}\nAnswer:"
-        return self._assemble(ins.ITER_RETGEN, blocks, target)
+        return self._qa(ins.ITER_RETGEN, _thought, question, documents)
 
     def self_ask(self, question: str) -> str:
         """The Self-Ask scratchpad's start; the method appends follow-ups and intermediate answers."""
@@ -87,4 +90,4 @@ class PromptSet:
                 lines += [f"{ins.FOLLOW_UP} {sub_question}", f"{ins.INTERMEDIATE} {sub_answer}"]
             lines.append(f"{ins.FINAL} {e.answer}")
             blocks.append("\n".join(lines))
-        return self._assemble(ins.SELF_ASK, blocks, f"Question: {question}\n{ins.NEEDS_FOLLOW_UP}")
+        return "\n\n".join([ins.SELF_ASK, *blocks, f"Question: {question}\n{ins.NEEDS_FOLLOW_UP}"])

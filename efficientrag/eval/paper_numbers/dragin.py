@@ -1,41 +1,19 @@
-"""Published numbers of FLARE (Table 1) and DRAGIN (Tables 2-3), in the format of
-:mod:`efficientrag.eval.paper_numbers`, so the comparison report can show them next to our runs.
+"""DRAGIN's Tables 2-3 (Su et al., ACL 2024): EM/F1 and retrieval calls per generator model.
 
-Keys: methods as registered here (FLARE's "No retrieval" is ``wo_rag``, "Single-time retrieval"
-``sr_rag``, "Previous-window" ``fl_rag``, "Previous-sentence" ``fs_rag``, "Question decomposition"
-``self_ask``); datasets as the readers name them (plus ``iirc`` and ``strategyqa``). FLARE's rows
-have the empty variant (one generator, text-davinci-003); DRAGIN's variant is the generator, as
-:func:`model_variant` derives it from a Hugging Face model name. Metrics: ``em`` and ``f1`` in
-percent (DRAGIN prints fractions; StrategyQA's accuracy is the exact match of yes/no, stored as
-``em``), FLARE's answer-token precision and recall as ``qa_precision`` / ``qa_recall`` (``recall``
-is retrieval recall in the report), DRAGIN's Table 3 as ``retrieval_calls`` per question.
+Methods are keyed as registered here (``wo_rag``, ``sr_rag``, ``fl_rag``, ``fs_rag``, ``flare``,
+``dragin``); datasets as the readers name them, plus ``iirc`` and ``strategyqa``. The variant is the
+generator, as :func:`model_variant` derives it from a Hugging Face model name. Metrics: ``em`` and
+``f1`` in percent (DRAGIN prints fractions; StrategyQA's accuracy is the exact match of yes/no,
+stored as ``em``), Table 3 as ``retrieval_calls`` per question.
 """
 
 from __future__ import annotations
 
 import re
 
-from efficientrag.eval.paper_numbers import PaperNumber, table
+from efficientrag.eval.paper_numbers.schema import PaperNumber, table
 
-FLARE = "FLARE (Jiang et al., EMNLP 2023)"
 DRAGIN = "DRAGIN (Su et al., ACL 2024)"
-
-FLARE_TABLE_1 = table(
-    paper=FLARE,
-    table="Table 1",
-    setting="text-davinci-003, BM25 over the DPR Wikipedia dump, top-2, 8 exemplars, 500 dev questions",
-    datasets=("2wikimultihopqa",),
-    metrics=("em", "f1", "qa_precision", "qa_recall"),
-    rows={
-        ("wo_rag", ""): "28.2 36.8 36.5 38.6",
-        ("sr_rag", ""): "39.4 48.8 48.6 51.5",
-        ("fl_rag", ""): "43.2 52.3 51.7 54.5",
-        ("fs_rag", ""): "39.0 49.2 48.9 51.8",
-        ("self_ask", ""): "47.8 56.4 56.1 58.6",
-        ("flare_instruct", ""): "42.4 49.8 49.1 52.5",
-        ("flare", ""): "51.0 59.7 59.1 62.6",
-    },
-)
 
 MODELS = {
     "llama2-13b-chat": "Llama2-13b-chat",
@@ -137,7 +115,7 @@ def _dragin_table_3() -> tuple[PaperNumber, ...]:
 DRAGIN_TABLE_2 = _dragin_table_2()
 DRAGIN_TABLE_3 = _dragin_table_3()
 
-NUMBERS: tuple[PaperNumber, ...] = FLARE_TABLE_1 + DRAGIN_TABLE_2 + DRAGIN_TABLE_3
+NUMBERS: tuple[PaperNumber, ...] = DRAGIN_TABLE_2 + DRAGIN_TABLE_3
 
 
 def model_variant(model: str) -> str:

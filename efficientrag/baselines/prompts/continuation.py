@@ -29,7 +29,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from efficientrag.baselines.active.exemplars import SEARCH_EXEMPLARS, CoTExemplar
+from efficientrag.baselines.prompts.cot_exemplars import SEARCH_EXEMPLARS, CoTExemplar
 from efficientrag.data.schema import Chunk
 
 CONTEXT_HEADER = "Context:"
@@ -130,3 +130,13 @@ class InstructPromptBuilder(PromptBuilder):
             '"[Search(term)]" whenever that helps.\n'
         )
         return "".join(lines)
+
+
+def question_prompt(passage: str, term: str) -> str:
+    """FLARE's explicit queries: ask for the question that ``term`` answers (our wording of the
+    paper's 'Ask a question to which the answer is ...')."""
+    return (
+        f"Text: {passage}\n"
+        f'Write one question whose answer is "{term}", as it is used in the text above. Write only the '
+        "question.\nQuestion:"
+    )

@@ -1,0 +1,161 @@
+"""The one method framework: one registry of classes, one ``baselines:`` section made from it, one
+validator style, old keys refused naming their new place, and fingerprints that follow the layout."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pytest
+
+from efficientrag.baselines.base import Method, Prediction, SharedSettings
+from efficientrag.baselines.config import baselines_config
+from efficientrag.baselines.direct_r import DirectRetrieval
+from efficientrag.baselines.flare import FlareConfig
+from efficientrag.baselines.iter_retgen import IterRetGenConfig
+from efficientrag.baselines.registry import METHODS, check_method_name
+from efficientrag.baselines.settings import Settings, bounded
+from efficientrag.config import ConfigError, from_dict, load_config
+from efficientrag.data.schema import Example
+from efficientrag.experiment import ExperimentConfig, method_section, method_settings, registered_name
+from efficientrag.testing.word_overlap import WordOverlapRetriever
+
+
+def test_every_registered_class_carries_its_name_and_a_section_of_the_config():
+    cfg = ExperimentConfig()
+    assert len(METHODS) == 14
+    for name, cls in METHODS.items():
+        assert issubclass(cls, Method) and cls.name == name
+        section = method_section(cfg, cls)
+        assert isinstance(section, cls.config_class), name
+    assert method_section(cfg, METHODS["efficientrag"]) is cfg.efficientrag
+    assert method_section(cfg, METHODS["flare"]) is cfg.baselines.flare
+    assert check_method_name("Flare-Instruct") == "flare_instruct"
+    with pytest.raises(ValueError, match="unknown method 'flair'; known methods: cot, decompose_r"):
+        check_method_name("flair")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("active.flare.theta=0.5", "baselines.flare.theta"),
+        ("active.dragin.variant=official", "baselines.dragin.variant"),
+        ("baselines.efficientrag.max_new_tokens=32", "efficientrag.answer_max_new_tokens"),
+        ("baselines.efficientrag.answer_top_k=3", "efficientrag.answer_top_k"),
+    ],
+)
+def test_an_old_key_fails_in_one_line_naming_the_new_one(old, new):
+    with pytest.raises(ConfigError) as info:
+        load_config(ExperimentConfig, overrides=[old])
+    message = str(info.value)
+    assert f"config key '{old.split('=')[0]}' is now '{new}'" in message and "\n" not in message
+    value = old.split("=")[1]
+    loaded = load_config(ExperimentConfig, overrides=[f"{new}={value}"])
+    node = loaded
+    for part in new.split("."):
+        node = getattr(node, part)
+    assert str(node) == value
+
+
+def test_an_old_section_in_a_yaml_file_names_the_file_and_the_new_key(tmp_path):
+    preset = tmp_path / "old.yaml"
+    preset.write_text("active:\n  wo_rag:\n    top_k: 3\n")
+    with pytest.raises(
+        ConfigError, match=rf"{preset}: config key 'active.wo_rag.top_k' is now 'baselines.wo_rag.top_k'"
+    ):
+        load_config(ExperimentConfig, preset)
+    preset.write_text("active: {}\n")
+    with pytest.raises(ConfigError, match="config key 'active' is now 'baselines'"):
+        load_config(ExperimentConfig, preset)
+
+
+def test_one_validator_style_ranges_and_choices():
+    # A range declared by the base survives a subclass that only changes the default.
+    with pytest.raises(ValueError, match="top_k must be >= 1, got 0"):
+        FlareConfig(top_k=0)
+    with pytest.raises(ValueError, match=r"beta must lie in \[0, 1\], got -0.1"):
+        FlareConfig(beta=-0.1)
+    with pytest.raises(ValueError, match=r"query_source must be one of \['thought', 'generation'\], got 'x'"):
+        IterRetGenConfig(query_source="x")  # type: ignore[arg-type]
+    with pytest.raises(
+        ConfigError, match=r"invalid config for 'baselines.iter_retgen.': iterations must be >= 1"
+    ):
+        load_config(ExperimentConfig, overrides=["baselines.iter_retgen.iterations=0"])
+    assert IterRetGenConfig(iterations=1).iterations == 1
+
+
+@dataclass
+class EchoConfig(Settings):
+    repeat: int = bounded(1, low=1)
+
+
+class Echo(Method):
+    """The docs' example method: answers with the question's first word, ``repeat`` times."""
+
+    name = "echo"
+    config_class = EchoConfig
+    cfg: EchoConfig
+
+    def run_batch(self, examples: Sequence[Example]) -> list[Prediction]:
+        return [
+            Prediction(ex.id, chunks=[], answer=" ".join([ex.question.split()[0]] * self.cfg.repeat))
+            for ex in examples
+        ]
+
+
+def test_a_registered_method_gets_its_section_from_the_registry_line():
+    config_class = baselines_config({**METHODS, "echo": Echo})
+    baselines = from_dict(config_class, {"echo": {"repeat": 2}, "flare": {"theta": 0.5}}, prefix="baselines.")
+    assert baselines.echo.repeat == 2 and baselines.flare.theta == 0.5
+    with pytest.raises(ConfigError, match="repeat must be >= 1"):
+        from_dict(config_class, {"echo": {"repeat": 0}}, prefix="baselines.")
+    method = Echo(None, None, baselines.echo)
+    (pred,) = method.run_batch([Example("q", "Where is it?", ["x"], [])])
+    assert pred.answer == "Where Where"
+
+
+def test_direct_r_retrieves_to_the_largest_cutoff_and_names_its_answering_run():
+    from efficientrag.data.schema import Chunk
+
+    corpus = [Chunk(str(i), f"T{i}", f"alpha word{i}") for i in range(30)]
+    retriever = WordOverlapRetriever(corpus)
+    example = Example("q", "alpha", ["x"], [])
+    plain = DirectRetrieval(retriever, None, shared=SharedSettings(ks=(2, 5)))
+    assert plain.name == "direct_r" and len(plain.run_batch([example])[0].chunks) == 5
+    answering = DirectRetrieval(retriever, None, shared=SharedSettings(ks=(2, 5), answer=True))
+    assert answering.name == "direct_r_qa" and answering.depth == 10  # and at least its top_k
+    with pytest.raises(RuntimeError, match="direct_r_qa was built without a generator"):
+        answering.run_batch([example])
+
+
+def test_the_fingerprint_settings_follow_the_layout():
+    cfg = load_config(ExperimentConfig, overrides=["eval.answer=true"])
+    assert registered_name("EfficientRAG_qa") == "efficientrag" and registered_name("direct_r") == "direct_r"
+    flare = method_settings(cfg, "flare")
+    assert set(flare) == {"baselines.flare", "baselines.prompts", "baselines.temperature", "generator"}
+    # An answering run is bound to its own section (EfficientRAG's loop settings included), not to
+    # every other method's.
+    answering = method_settings(cfg, "efficientrag_qa")
+    assert (
+        answering["efficientrag"]["top_k"] == 10 and answering["efficientrag"]["answer_max_new_tokens"] == 128
+    )
+    assert "labeler" not in answering["efficientrag"] and "baselines" not in answering
+    assert set(method_settings(cfg, "direct_r_qa")) == {
+        "baselines.direct_r",
+        "baselines.prompts",
+        "baselines.temperature",
+        "generator",
+    }
+    retrieval_only = load_config(ExperimentConfig)
+    assert set(method_settings(retrieval_only, "direct_r")) == {"baselines.direct_r"}
+    assert set(method_settings(retrieval_only, "my_own_method")) >= {"baselines", "generator"}
+
+
+def test_loading_a_config_imports_neither_torch_nor_spacy():
+    # Every method module is imported with the config (the registry makes its sections), so none
+    # of them may pull in the heavy libraries at import time.
+    code = "import sys, efficientrag.experiment; print(sorted({'torch', 'spacy'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
