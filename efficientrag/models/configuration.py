@@ -1,4 +1,4 @@
-"""The model kinds and their ``transformers`` configs: what ``config.json`` of a saved model holds.
+"""The ``transformers`` configs of the two model kinds: what ``config.json`` of a saved model holds.
 
 One config class per model, each with its own ``model_type``, so ``AutoConfig``/``AutoModel`` resolve a
 saved folder to the right class with ``trust_remote_code`` off (the classes are registered when

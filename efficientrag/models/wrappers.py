@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 import torch
@@ -44,9 +44,10 @@ from efficientrag.models.modeling import MODEL_CLASSES, MODEL_INPUTS, TokenClass
 from efficientrag.models.tokenization import Collator, EncodedInput, encode_words, load_tokenizer, word_scores
 
 M = TypeVar("M", bound="WordClassifier")
+P = TypeVar("P")  # what the model predicts for one input
 
 
-class WordClassifier(ABC):
+class WordClassifier(ABC, Generic[P]):
     """Base of :class:`~efficientrag.models.Labeler` and :class:`~efficientrag.models.Filter`."""
 
     kind: ClassVar[str] = ""
@@ -203,7 +204,7 @@ class WordClassifier(ABC):
     def device(self) -> torch.device:
         return next(self.network.parameters()).device
 
-    def to(self, device: str | torch.device | None) -> WordClassifier:
+    def to(self: M, device: str | torch.device | None) -> M:
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         if (is_quantized(self.network) or self.onnx is not None) and torch.device(device).type != "cpu":
@@ -277,7 +278,7 @@ class WordClassifier(ABC):
         max_length: int | None = None,
         word_aggregation: str | None = None,
         show_progress: bool = False,
-    ) -> list[Any]:
+    ) -> list[P]:
         """One prediction per input, in input order (``batch_size`` defaults to the model's own)."""
         encoded = self.encode(inputs, max_length=max_length)
         runs = self._run(
@@ -293,7 +294,7 @@ class WordClassifier(ABC):
         """The model's inputs as tokenized inputs, truncated to ``max_length`` at word boundaries."""
 
     @abstractmethod
-    def _prediction(self, encoded: EncodedInput, word_probs: list[float], continue_prob: float | None) -> Any:
+    def _prediction(self, encoded: EncodedInput, word_probs: list[float], continue_prob: float | None) -> P:
         """One input's prediction from its encoding and the network's word (and tag) probabilities."""
 
     def _run(
@@ -365,7 +366,7 @@ class LabelerPrediction:
     query_truncated_words: int = 0
 
 
-class Labeler(WordClassifier):
+class Labeler(WordClassifier[LabelerPrediction]):
     kind = "labeler"
     default_max_length = 384
     default_batch_size = 32
@@ -405,7 +406,7 @@ class FilterPrediction:
     truncated_words: int = 0
 
 
-class Filter(WordClassifier):
+class Filter(WordClassifier[FilterPrediction]):
     kind = "filter"
     default_max_length = 256
     default_batch_size = 64
