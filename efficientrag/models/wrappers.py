@@ -47,6 +47,24 @@ M = TypeVar("M", bound="WordClassifier")
 P = TypeVar("P")  # what the model predicts for one input
 
 
+@dataclass
+class LabelerPrediction:
+    """``word_probs`` has one entry per chunk word; words cut by truncation get 0.0."""
+
+    continue_prob: float
+    word_probs: list[float]
+    truncated_words: int = 0
+    query_truncated_words: int = 0
+
+
+@dataclass
+class FilterPrediction:
+    """``word_probs`` has one entry per input word; words cut by truncation get 0.0."""
+
+    word_probs: list[float]
+    truncated_words: int = 0
+
+
 class WordClassifier(ABC, Generic[P]):
     """Base of :class:`~efficientrag.models.Labeler` and :class:`~efficientrag.models.Filter`."""
 
@@ -356,16 +374,6 @@ def _check_max_length(config: Any, max_length: int) -> None:
         raise ValueError(f"max_length {max_length} exceeds the backbone's max_position_embeddings ({limit})")
 
 
-@dataclass
-class LabelerPrediction:
-    """``word_probs`` has one entry per chunk word; words cut by truncation get 0.0."""
-
-    continue_prob: float
-    word_probs: list[float]
-    truncated_words: int = 0
-    query_truncated_words: int = 0
-
-
 class Labeler(WordClassifier[LabelerPrediction]):
     kind = "labeler"
     default_max_length = 384
@@ -396,14 +404,6 @@ class Labeler(WordClassifier[LabelerPrediction]):
             truncated_words=encoded.truncated_words,
             query_truncated_words=encoded.query_truncated_words,
         )
-
-
-@dataclass
-class FilterPrediction:
-    """``word_probs`` has one entry per input word; words cut by truncation get 0.0."""
-
-    word_probs: list[float]
-    truncated_words: int = 0
 
 
 class Filter(WordClassifier[FilterPrediction]):
