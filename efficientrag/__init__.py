@@ -23,8 +23,8 @@ _EXPORTS = {
     "EfficientRAG": "efficientrag.pipeline.efficientrag",
     "RetrievalResult": "efficientrag.pipeline.efficientrag",
     "EfficientRAGConfig": "efficientrag.pipeline.config",
-    "Labeler": "efficientrag.models.labeler",
-    "Filter": "efficientrag.models.filter",
+    "Labeler": "efficientrag.models.wrappers",
+    "Filter": "efficientrag.models.wrappers",
     "load_config": "efficientrag.config",
 }
 

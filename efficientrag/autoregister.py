@@ -22,7 +22,7 @@ from typing import Any
 # transformers module -> our module that registers with it (each of ours registers on import).
 TRIGGERS = {
     "transformers.models.auto.configuration_auto": "efficientrag.models.configuration",
-    "transformers.models.auto.modeling_auto": "efficientrag.models.network",
+    "transformers.models.auto.modeling_auto": "efficientrag.models.modeling",
 }
 
 _lock = threading.Lock()
@@ -48,7 +48,7 @@ def _register(ours: str) -> None:
     except Exception as err:  # a broken registration must not break importing transformers
         warnings.warn(
             f"efficientrag could not register its models with transformers' Auto classes ({err}); "
-            "import efficientrag.models.network before AutoModel.from_pretrained",
+            "import efficientrag.models.modeling before AutoModel.from_pretrained",
             RuntimeWarning,
             stacklevel=2,
         )

@@ -251,10 +251,10 @@ def _delegate(argv: list[str]) -> int | None:
         from efficientrag.synth.script import main as synth_main
 
         return synth_main(argv[1:], prog="efficientrag synth")
-    from efficientrag.training.config import MODEL_KINDS
+    from efficientrag.models.inputs import KINDS
     from efficientrag.training.script import main as train_main
 
-    if len(argv) < 2 or argv[1] not in MODEL_KINDS:
+    if len(argv) < 2 or argv[1] not in KINDS:
         print("usage: efficientrag train {labeler,filter} --config PRESET.yaml [--resume] [key=value ...]")
         return 2
     try:

@@ -216,7 +216,7 @@ def model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:
 def check_model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:
     """Fail on a missing or damaged model folder now, before a corpus is encoded; returns each
     folder's content hash."""
-    from efficientrag.models.base import check_model_folder
+    from efficientrag.models.model_folder import check_model_folder
 
     out = {}
     for kind, path in model_folders(cfg, method).items():

@@ -13,14 +13,21 @@ from typing import Any
 
 
 def lazy_exports(
-    package: str, exports: Mapping[str, str], namespace: dict[str, Any]
+    package: str,
+    exports: Mapping[str, str],
+    namespace: dict[str, Any],
+    *,
+    removed: Mapping[str, str] | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for ``package``: ``exports`` maps a name to its module; a loaded
-    name is stored in ``namespace`` (the package's ``globals()``) so it is looked up only once."""
+    name is stored in ``namespace`` (the package's ``globals()``) so it is looked up only once.
+    ``removed`` maps a name the package no longer has to what replaces it, which its error says."""
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)
         if module is None:
+            if removed and name in removed:
+                raise AttributeError(f"{package}.{name} was removed: {removed[name]}")
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(module), name)
         namespace[name] = value

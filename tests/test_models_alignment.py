@@ -6,10 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from efficientrag.models.batching import IGNORE_INDEX, Collator
-from efficientrag.models.encoding import encode_words
-from efficientrag.models.tokenizer_setup import load_tokenizer
-from efficientrag.models.word_scores import word_scores
+from efficientrag.models.inputs import IGNORE_INDEX
+from efficientrag.models.tokenization import Collator, encode_words, load_tokenizer, word_scores
 from efficientrag.testing.tiny_backbones import tiny_deberta, tiny_modernbert
 from efficientrag.testing.token_tasks import sentences
 

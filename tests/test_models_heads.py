@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from efficientrag.models import Filter, Labeler
-from efficientrag.models.batching import IGNORE_INDEX
-from efficientrag.models.losses import compute_loss
+from efficientrag.models.inputs import IGNORE_INDEX
+from efficientrag.models.modeling import compute_loss
 
 # Two rows, four positions. Row 0: positions 1-2 are chunk words; row 1: positions 1-3.
 TOKEN_LOGITS = torch.tensor(

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from efficientrag.config import load_config
-from efficientrag.models import Filter, Labeler, onnx_runtime
-from efficientrag.models.quantize import QUANTIZE_MODES, is_quantized, quantize_network
+from efficientrag.models import Filter, Labeler, export
+from efficientrag.models.export import QUANTIZE_MODES, is_quantized, quantize_network
 from efficientrag.pipeline.config import EfficientRAGConfig, QuantizeMode
 from efficientrag.pipeline.efficientrag import EfficientRAG
 from efficientrag.testing.scripted_models import bridge_corpus
@@ -85,15 +85,15 @@ def test_onnx_predictions_match_torch_over_batch_and_sequence_sizes(saved, kind)
 
 def test_the_export_is_cached_and_reused(saved, onnx_cache, monkeypatch):
     first = Labeler.from_pretrained(saved / "labeler", device="cpu").quantize("onnx-int8")
-    fp32_file = first.onnx.path.parent.parent / "fp32" / onnx_runtime.MODEL_FILE
+    fp32_file = first.onnx.path.parent.parent / "fp32" / export.MODEL_FILE
     assert first.onnx.path.is_relative_to(onnx_cache) and fp32_file.is_file()
     stamps = {p: p.stat().st_mtime_ns for p in (first.onnx.path, fp32_file)}
 
     def no_export(*args, **kwargs):
         raise AssertionError("exported again")
 
-    monkeypatch.setattr(onnx_runtime, "_export", no_export)
-    monkeypatch.setattr(onnx_runtime, "_quantize", no_export)
+    monkeypatch.setattr(export, "_export", no_export)
+    monkeypatch.setattr(export, "_quantize", no_export)
     again = Labeler.from_pretrained(saved / "labeler", device="cpu").quantize("onnx-int8")
     assert again.onnx.path == first.onnx.path
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
@@ -176,4 +176,4 @@ def test_missing_onnxruntime_says_which_extra_to_install(monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", without_onnxruntime)
     with pytest.raises(ImportError, match=r"pip install 'efficientrag\[onnx\]'"):
-        onnx_runtime.require_onnx()
+        export.require_onnx()

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from efficientrag.models import Filter, Labeler
-from efficientrag.models.quantize import is_quantized, quantize_network
+from efficientrag.models.export import is_quantized, quantize_network
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG
 from efficientrag.testing.scripted_models import bridge_corpus
@@ -112,7 +112,7 @@ def test_bf16_refuses_saving_and_other_conversions(saved, tmp_path):
 
 
 def test_bf16_warns_where_the_cpu_has_no_bf16_kernels(monkeypatch):
-    from efficientrag.models import quantize as module
+    from efficientrag.models import export as module
 
     monkeypatch.setattr(module, "cpu_has_bf16_kernels", lambda: False)
     net = torch.nn.Sequential(torch.nn.Linear(4, 4))

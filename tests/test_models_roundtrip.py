@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from efficientrag.models import Filter, Labeler
-from efficientrag.models.spec import SPEC_FILE
+from efficientrag.models.model_folder import CONFIG_FILE, FIRST_FORMAT_FILE
 from efficientrag.testing.tiny_backbones import tiny_deberta, tiny_modernbert
 from efficientrag.testing.token_tasks import sentences
 
@@ -33,7 +33,7 @@ def test_minilm_labeler_round_trip_gives_identical_predictions(minilm_path, tmp_
     folder = lab.save_pretrained(tmp_path / "labeler")
     files = {p.name for p in folder.iterdir()}
     assert {"model.safetensors", "config.json", "tokenizer.json", "README.md"} <= files
-    assert SPEC_FILE not in files
+    assert FIRST_FORMAT_FILE not in files
     assert not any(name.endswith((".bin", ".pkl", ".pt")) for name in files)
     config = json.loads((folder / "config.json").read_text())
     assert config["model_type"] == "efficientrag_labeler" and config["token_labels"] == ["useless", "useful"]
@@ -73,7 +73,7 @@ def test_wrong_kind_and_missing_folder_are_refused(minilm_path, tmp_path):
     folder = Filter.from_backbone(minilm_path, device="cpu").save_pretrained(tmp_path / "f")
     with pytest.raises(ValueError, match="filter"):
         Labeler.from_pretrained(folder)
-    with pytest.raises(FileNotFoundError, match=SPEC_FILE):
+    with pytest.raises(FileNotFoundError, match=CONFIG_FILE):
         Labeler.from_pretrained(tmp_path / "nothing-here")
 
 

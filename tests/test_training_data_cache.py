@@ -12,7 +12,7 @@ import pytest
 
 from efficientrag.data.errors import DataFormatError
 from efficientrag.models import Filter, Labeler
-from efficientrag.models.tokenizer_setup import load_tokenizer
+from efficientrag.models.tokenization import load_tokenizer
 from efficientrag.testing.tiny_backbones import tiny_deberta
 from efficientrag.testing.token_tasks import filter_rows, labeler_rows, sentences, write_rows
 from efficientrag.training import load_training_set

@@ -1,38 +1,46 @@
-"""Labeler/Tagger and Filter token classifiers.
+"""Labeler/Tagger and Filter token classifiers, laid out as in ``transformers``.
 
-Names are imported lazily: ``efficientrag.models.inputs`` (the training-row contract used by
-synthesis) must not pull in torch and transformers.
+``inputs`` (the model kinds and the training rows synthesis writes; no torch), ``configuration``
+(the saved configs), ``tokenization`` (word <-> sub-word alignment, batching), ``modeling`` (the
+networks and their loss), ``wrappers`` (:class:`Labeler`, :class:`Filter`), ``model_folder``
+(saved folders), ``card`` (their model card) and ``export`` (int8, bf16, ONNX Runtime).
+
+Names are imported lazily: ``efficientrag.models.inputs`` must not pull in torch and transformers.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from efficientrag.lazy import lazy_exports
 
 _EXPORTS = {
-    "Labeler": "efficientrag.models.labeler",
-    "LabelerPrediction": "efficientrag.models.labeler",
-    "Filter": "efficientrag.models.filter",
-    "FilterPrediction": "efficientrag.models.filter",
-    "ModelSpec": "efficientrag.models.spec",
+    "KINDS": "efficientrag.models.inputs",
+    "Labeler": "efficientrag.models.wrappers",
+    "LabelerPrediction": "efficientrag.models.wrappers",
+    "Filter": "efficientrag.models.wrappers",
+    "FilterPrediction": "efficientrag.models.wrappers",
     "LabelerConfig": "efficientrag.models.configuration",
     "FilterConfig": "efficientrag.models.configuration",
-    "LabelerModel": "efficientrag.models.network",
-    "FilterModel": "efficientrag.models.network",
+    "LabelerModel": "efficientrag.models.modeling",
+    "FilterModel": "efficientrag.models.modeling",
     "TrainingRecord": "efficientrag.models.card",
-    "convert_folder": "efficientrag.models.legacy",
+}
+# Names of the first save format, which left the package (issue 27).
+_REMOVED = {
+    "ModelSpec": "a loaded model's settings are model.config (LabelerConfig / FilterConfig)",
+    "convert_folder": "convert a first-format folder with `python train/convert_first_format.py OLD [NEW]`",
 }
 
 if TYPE_CHECKING:
     from efficientrag.models.card import TrainingRecord
     from efficientrag.models.configuration import FilterConfig, LabelerConfig
-    from efficientrag.models.filter import Filter, FilterPrediction
-    from efficientrag.models.labeler import Labeler, LabelerPrediction
-    from efficientrag.models.legacy import convert_folder
-    from efficientrag.models.network import FilterModel, LabelerModel
-    from efficientrag.models.spec import ModelSpec
+    from efficientrag.models.inputs import KINDS
+    from efficientrag.models.modeling import FilterModel, LabelerModel
+    from efficientrag.models.wrappers import Filter, FilterPrediction, Labeler, LabelerPrediction
 
 __all__ = [
+    "KINDS",
     "Filter",
     "FilterConfig",
     "FilterModel",
@@ -41,13 +49,7 @@ __all__ = [
     "LabelerConfig",
     "LabelerModel",
     "LabelerPrediction",
-    "ModelSpec",
     "TrainingRecord",
-    "convert_folder",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'efficientrag.models' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), removed=_REMOVED)

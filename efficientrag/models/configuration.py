@@ -1,4 +1,4 @@
-"""The ``transformers`` configs of the Labeler and the Filter: what ``config.json`` of a saved model holds.
+"""The ``transformers`` configs of the two model kinds: what ``config.json`` of a saved model holds.
 
 One config class per model, each with its own ``model_type``, so ``AutoConfig``/``AutoModel`` resolve a
 saved folder to the right class with ``trust_remote_code`` off (the classes are registered when
@@ -14,10 +14,14 @@ from typing import Any, ClassVar
 from transformers import AutoConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
-from efficientrag.models.inputs import TAGS
-from efficientrag.models.spec import KINDS, POOLINGS, TOKEN_LABELS, WORD_AGGREGATIONS
+from efficientrag.models.inputs import KINDS, TAGS
 
-FORMAT_VERSION = 2  # 1 was efficientrag_model.json (efficientrag.models.spec)
+POOLINGS = ("mean", "first", "pair")  # tag-head pooling (Labeler)
+WORD_AGGREGATIONS = ("first", "mean", "max")  # sub-word probabilities -> one per word
+TOKEN_LABELS = {"labeler": ("useless", "useful"), "filter": ("drop", "keep")}
+
+# 1 was efficientrag_model.json; such folders are converted by train/convert_first_format.py.
+FORMAT_VERSION = 2
 LABELER_MODEL_TYPE = "efficientrag_labeler"
 FILTER_MODEL_TYPE = "efficientrag_filter"
 
@@ -116,8 +120,11 @@ class FilterConfig(WordClassifierConfig):
     kind: ClassVar[str] = "filter"
 
 
-CONFIG_CLASSES: dict[str, type[WordClassifierConfig]] = {"labeler": LabelerConfig, "filter": FilterConfig}
-MODEL_TYPES: dict[str, str] = {LABELER_MODEL_TYPE: "labeler", FILTER_MODEL_TYPE: "filter"}
+# Every table keyed by kind is built from the classes, which name their kind once.
+CONFIG_CLASSES: dict[str, type[WordClassifierConfig]] = {
+    cls.kind: cls for cls in (LabelerConfig, FilterConfig)
+}
+MODEL_TYPES: dict[str, str] = {cls.model_type: kind for kind, cls in CONFIG_CLASSES.items()}
 
 
 def register_configs() -> None:

@@ -1,15 +1,25 @@
-"""What the Labeler and Filter read, and the training rows that teach them.
+"""The two models, what they read, and the training rows that teach them.
 
 These rows are the contract between synthesis (``efficientrag.synth``), which writes them, and
 training (``efficientrag.training``), which reads them. Labels are per *word* (see
-``efficientrag.text.words``); sub-word labels are derived at tokenization time.
+``efficientrag.text.words``); sub-word labels are derived at tokenization time. The module imports
+no torch, so synthesis and config validation can read it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+# The model kinds: every table keyed by kind (configs, networks, training presets, the CLI) reads this.
+KINDS = ("labeler", "filter")
+
+# What the networks read besides token ids: the segment of each position (special tokens and
+# padding, query words, target words; "pair" tag-head pooling reads the query and the chunk apart
+# through it), and the label of positions the token loss ignores (anything not a target word).
+SEG_OTHER, SEG_QUERY, SEG_TARGET = 0, 1, 2
+IGNORE_INDEX = -100
 
 TAG_CONTINUE = "continue"
 TAG_TERMINATE = "terminate"
@@ -35,6 +45,7 @@ def filter_words(query_words: Sequence[str], infos: Sequence[Sequence[str]]) -> 
 class LabelerRow:
     """One (query, chunk) pair: which chunk words are useful, and whether to continue."""
 
+    kind: ClassVar[str] = "labeler"
     id: str
     question_id: str
     query_words: list[str]
@@ -53,16 +64,8 @@ class LabelerRow:
             raise ValueError(f"row {self.id}: tag must be one of {TAGS}, got {self.tag!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "question_id": self.question_id,
-            "query_words": self.query_words,
-            "chunk_words": self.chunk_words,
-            "labels": self.labels,
-            "tag": self.tag,
-            "chunk_id": self.chunk_id,
-            "meta": self.meta,
-        }
+        """The JSONL line, keys in field order (as synthesis has always written them)."""
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LabelerRow:
@@ -82,6 +85,7 @@ class LabelerRow:
 class FilterRow:
     """One Filter example: which words of ``Query: … Info: …`` form the next-hop query."""
 
+    kind: ClassVar[str] = "filter"
     id: str
     question_id: str
     words: list[str]
@@ -93,13 +97,8 @@ class FilterRow:
             raise ValueError(f"row {self.id}: {len(self.labels)} labels for {len(self.words)} words")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "question_id": self.question_id,
-            "words": self.words,
-            "labels": self.labels,
-            "meta": self.meta,
-        }
+        """The JSONL line, keys in field order (as synthesis has always written them)."""
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> FilterRow:
@@ -110,3 +109,7 @@ class FilterRow:
             labels=[int(x) for x in d["labels"]],
             meta=dict(d.get("meta") or {}),
         )
+
+
+# The training row of each model kind.
+ROW_TYPES: dict[str, type[LabelerRow] | type[FilterRow]] = {cls.kind: cls for cls in (LabelerRow, FilterRow)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-# The same modes as efficientrag.models.quantize.QUANTIZE_MODES (a test keeps them equal); spelled
+# The same modes as efficientrag.models.export.QUANTIZE_MODES (a test keeps them equal); spelled
 # out here so loading a config does not import torch.
 QuantizeMode = Literal["none", "int8", "bf16", "onnx", "onnx-int8"]
 

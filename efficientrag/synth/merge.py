@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from efficientrag.jsonl import read_jsonl, write_jsonl
+from efficientrag.models.inputs import KINDS
 
-MODELS = ("labeler", "filter")
 PARTS = ("train", "validation")
 
 
@@ -23,7 +23,7 @@ def merge_training_sets(sources: Sequence[str | Path], out_dir: str | Path) -> d
         raise ValueError("merge_training_sets needs at least one synthesis output folder")
     out = Path(out_dir)
     counts: dict[str, dict[str, int]] = {}
-    for model in MODELS:
+    for model in KINDS:
         seen: dict[str, Path] = {}
         counts[model] = {}
         for part in PARTS:

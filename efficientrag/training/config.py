@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from efficientrag.config import ConfigError, load_config
-
-MODEL_KINDS = ("labeler", "filter")
+from efficientrag.models.inputs import KINDS
 
 # Keys that decide which batches the run sees, in which order, and how steps are counted. A resumed
 # run must agree on them with the run that wrote the checkpoint, or it would not continue that run.
@@ -31,7 +30,7 @@ DATA_ORDER_KEYS = (
 @dataclass
 class TrainConfig:
     # What to train.
-    model: Literal["", "labeler", "filter"] = ""  # "" = decided by the entry point (train/labeler.py …)
+    model: Literal[("", *KINDS)] = ""  # "" = decided by the entry point (train/labeler.py …)
     backbone: str = "sentence-transformers/all-MiniLM-L6-v2"
     # Tag-head pooling (Labeler): the paper averages all states; "first" is the official code's;
     # "pair" (ours) compares the query's and the chunk's mean states (docs/training.md).
@@ -106,8 +105,8 @@ def load_train_config(
     kind: str, path: str | Path | None, overrides: list[str] | tuple[str, ...] = ()
 ) -> TrainConfig:
     """Load a preset for ``kind``; a preset written for the other model is refused."""
-    if kind not in MODEL_KINDS:
-        raise ConfigError(f"model kind must be one of {MODEL_KINDS}, got {kind!r}")
+    if kind not in KINDS:
+        raise ConfigError(f"model kind must be one of {KINDS}, got {kind!r}")
     cfg = load_config(TrainConfig, path, overrides)
     if cfg.model and cfg.model != kind:
         raise ConfigError(f"{path}: this config trains a {cfg.model!r}, not a {kind!r}")

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.data.errors import DataFormatError, SkippedRecord
-from efficientrag.models.inputs import FilterRow, LabelerRow
+from efficientrag.models.inputs import ROW_TYPES, FilterRow, LabelerRow
 
-ROW_TYPES: dict[str, type[LabelerRow] | type[FilterRow]] = {"labeler": LabelerRow, "filter": FilterRow}
 SPLIT_FILES = {"train": "train.jsonl", "validation": "validation.jsonl"}
 
 

@@ -29,7 +29,7 @@ from datasets import Dataset, Features, List, Value
 from torch.utils.data import Dataset as TorchDataset
 
 from efficientrag.data.errors import DataFormatError, SkippedRecord
-from efficientrag.models.encoding import EncodedInput
+from efficientrag.models.tokenization import EncodedInput
 from efficientrag.training.data import (
     ROW_TYPES,
     SPLIT_FILES,

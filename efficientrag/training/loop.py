@@ -37,17 +37,13 @@ from transformers import get_linear_schedule_with_warmup
 from efficientrag.atomic import write_text_atomic
 from efficientrag.config import ConfigError, load_config, save_config, to_dict
 from efficientrag.jsonl import JsonlAppender, read_jsonl, write_jsonl
-from efficientrag.models.base import WordClassifier
-from efficientrag.models.batching import IGNORE_INDEX
 from efficientrag.models.card import TRAIN_CONFIG_FILE, TrainingRecord, write_model_card
-from efficientrag.models.filter import Filter
-from efficientrag.models.inputs import TAG_CONTINUE, TAGS
-from efficientrag.models.labeler import Labeler
-from efficientrag.models.losses import compute_loss
-from efficientrag.models.network import MODEL_INPUTS
-from efficientrag.models.word_scores import word_scores
+from efficientrag.models.inputs import IGNORE_INDEX, KINDS, TAG_CONTINUE, TAGS
+from efficientrag.models.modeling import MODEL_INPUTS, compute_loss
+from efficientrag.models.tokenization import word_scores
+from efficientrag.models.wrappers import WRAPPER_CLASSES, WordClassifier
 from efficientrag.training.checkpoint import TrainerState, last_checkpoint, save_last
-from efficientrag.training.config import DATA_ORDER_KEYS, MODEL_KINDS, TrainConfig
+from efficientrag.training.config import DATA_ORDER_KEYS, TrainConfig
 from efficientrag.training.encoded import EncodedDataset, positive_class_weights, prepare_split
 from efficientrag.training.metrics import SELECTION_METRIC, BinaryCounts, selection_score
 from efficientrag.training.sampler import LengthGroupedBatchSampler
@@ -55,7 +51,6 @@ from efficientrag.training.trackers import available_trackers, start_trackers
 
 logger = logging.getLogger(__name__)
 
-MODEL_CLASSES: dict[str, type[WordClassifier]] = {"labeler": Labeler, "filter": Filter}
 CONTINUE = TAGS.index(TAG_CONTINUE)
 
 
@@ -74,8 +69,8 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
     With ``resume=True`` the run continues from ``checkpoints/last`` (model, optimizer, scheduler,
     RNG, data position); a completed run returns its metrics without training again.
     """
-    if cfg.model not in MODEL_KINDS:
-        raise ConfigError(f"config 'model' must be one of {MODEL_KINDS}, got {cfg.model!r}")
+    if cfg.model not in KINDS:
+        raise ConfigError(f"config 'model' must be one of {KINDS}, got {cfg.model!r}")
     if not cfg.data_dir:
         raise ConfigError("config 'data_dir' is required (a folder with train.jsonl and validation.jsonl)")
     out = Path(cfg.output_dir)
@@ -109,7 +104,7 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
         out.mkdir(parents=True, exist_ok=True)
     set_seed(cfg.seed)
 
-    model = MODEL_CLASSES[cfg.model].from_backbone(
+    model = WRAPPER_CLASSES[cfg.model].from_backbone(
         cfg.backbone,
         pooling=cfg.pooling,
         max_length=cfg.max_length,

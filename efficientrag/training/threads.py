@@ -15,14 +15,9 @@ import os
 
 import torch
 
+from efficientrag.cpu import available_cores
+
 logger = logging.getLogger(__name__)
-
-
-def available_cores() -> int:
-    """Cores this process may run on (the affinity mask, which containers and taskset narrow)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
 
 
 def has_accelerator() -> bool:

@@ -1,62 +1,76 @@
-"""What the Labeler and the Filter share: building, saving, loading and batched inference.
+"""The Labeler and the Filter: a network and its tokenizer, loaded once and called on whole batches.
 
-A model object wraps a ``transformers`` network (:class:`~efficientrag.models.network.LabelerModel`
-or ``FilterModel``, whose config records everything needed to rebuild it) and its tokenizer; it is
-loaded once and then called on whole batches (the pipeline never runs the network per item).
+A model object wraps a ``transformers`` network (:class:`~efficientrag.models.modeling.LabelerModel`
+or ``FilterModel``, whose config records everything needed to rebuild it) and its tokenizer; the
+pipeline never runs the network per item. :class:`WordClassifier` holds what both share (building,
+saving and loading through :mod:`efficientrag.models.model_folder`, devices, the faster inference
+paths of :mod:`efficientrag.models.export`, batched prediction); :class:`Labeler` and
+:class:`Filter` say what their inputs and predictions are.
 
-A saved folder is a standard ``transformers`` one: ``config.json``, ``model.safetensors``, the
-tokenizer files and a model card (``README.md``). ``AutoModel.from_pretrained`` reads it (the
-classes are registered by ``import efficientrag``), ``from_pretrained`` also takes a Hub name, and
-folders in the first format (``efficientrag_model.json``) still load (:mod:`efficientrag.models.legacy`).
+* The Labeler/Tagger reads the pair ``(query words, chunk words)``: the token head scores chunk
+  words (useless/useful), the tag head scores the pair (Continue = class 0 / Terminate = class 1).
+* The Filter reads ``Query: … Info: …`` (:func:`~efficientrag.models.inputs.filter_words`) and keeps
+  the words that form the next-hop query (drop/keep per word).
 """
 
 from __future__ import annotations
 
-import json
-import shutil
 import tempfile
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 from transformers import AutoModel, PreTrainedTokenizerBase
 
-from efficientrag.atomic import atomic_folder
-from efficientrag.hub import download_model_folder, hub_offline, looks_like_repo_id, resolve_model_path
-from efficientrag.models.batching import Collator
-from efficientrag.models.card import (
-    CARD_FILE,
-    MODEL_NAME_SLOT,
-    TRAIN_CONFIG_FILE,
-    TrainingRecord,
-    write_model_card,
+from efficientrag.hub import hub_offline, resolve_model_path
+from efficientrag.models.card import CARD_FILE, MODEL_NAME_SLOT, TrainingRecord
+from efficientrag.models.configuration import CONFIG_CLASSES, WordClassifierConfig
+from efficientrag.models.export import (
+    OnnxNetwork,
+    check_quantize_mode,
+    is_bf16,
+    is_quantized,
+    onnx_network,
+    quantize_network,
 )
-from efficientrag.models.configuration import CONFIG_CLASSES, MODEL_TYPES, WordClassifierConfig
-from efficientrag.models.encoding import EncodedInput
-from efficientrag.models.network import MODEL_CLASSES, MODEL_INPUTS, TokenClassifierNetwork, align_parameters
-from efficientrag.models.quantize import check_quantize_mode, is_bf16, is_quantized, quantize_network
-from efficientrag.models.spec import SPEC_FILE
-from efficientrag.models.tokenizer_setup import load_tokenizer
-from efficientrag.models.word_scores import word_scores
-
-if TYPE_CHECKING:
-    from efficientrag.models.onnx_runtime import OnnxNetwork
+from efficientrag.models.inputs import TAGS, FilterRow, LabelerRow
+from efficientrag.models.model_folder import load_network, locate_model_folder, write_model_folder
+from efficientrag.models.modeling import MODEL_CLASSES, MODEL_INPUTS, TokenClassifierNetwork, align_parameters
+from efficientrag.models.tokenization import Collator, EncodedInput, encode_words, load_tokenizer, word_scores
 
 M = TypeVar("M", bound="WordClassifier")
-
-CONFIG_FILE = "config.json"
-WEIGHTS_FILES = ("model.safetensors", "model.safetensors.index.json")
-# What a trained folder holds about its run; it travels with the model when the model is saved again.
-RUN_FILES = (CARD_FILE, TRAIN_CONFIG_FILE, "metrics.json")
+P = TypeVar("P")  # what the model predicts for one input
 
 
-class WordClassifier:
+@dataclass
+class LabelerPrediction:
+    """``word_probs`` has one entry per chunk word; words cut by truncation get 0.0."""
+
+    continue_prob: float
+    word_probs: list[float]
+    truncated_words: int = 0
+    query_truncated_words: int = 0
+
+
+@dataclass
+class FilterPrediction:
+    """``word_probs`` has one entry per input word; words cut by truncation get 0.0."""
+
+    word_probs: list[float]
+    truncated_words: int = 0
+
+
+class WordClassifier(ABC, Generic[P]):
     """Base of :class:`~efficientrag.models.Labeler` and :class:`~efficientrag.models.Filter`."""
 
     kind: ClassVar[str] = ""
     default_max_length: ClassVar[int] = 384
+    default_batch_size: ClassVar[int] = 32
 
     def __init__(
         self,
@@ -79,7 +93,7 @@ class WordClassifier:
 
     @property
     def spec(self) -> WordClassifierConfig:
-        """The config under its earlier name (it replaced ``ModelSpec``)."""
+        """The config under its name of the first save format (``ModelSpec``), for code written then."""
         return self.network.config
 
     @property
@@ -208,7 +222,7 @@ class WordClassifier:
     def device(self) -> torch.device:
         return next(self.network.parameters()).device
 
-    def to(self, device: str | torch.device | None) -> WordClassifier:
+    def to(self: M, device: str | torch.device | None) -> M:
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         if (is_quantized(self.network) or self.onnx is not None) and torch.device(device).type != "cpu":
@@ -221,9 +235,9 @@ class WordClassifier:
         """Switch to a faster CPU inference path (in place); ``mode="none"`` leaves the model as it is.
 
         ``"int8"`` quantizes the torch network's Linear layers and ``"bf16"`` casts it to bfloat16
-        (:mod:`efficientrag.models.quantize`);
+        (:mod:`efficientrag.models.export`);
         ``"onnx"`` / ``"onnx-int8"`` predict through ONNX Runtime (fp32 / int8 weights), exported
-        once into a cache and leaving the torch network float (:mod:`efficientrag.models.onnx_runtime`).
+        once into a cache and leaving the torch network float.
         """
         check_quantize_mode(mode)
         if mode == "none":
@@ -254,8 +268,6 @@ class WordClassifier:
                 f"this {self.kind}'s torch network is {state}; ONNX Runtime exports the float "
                 "network: load the model again"
             )
-        from efficientrag.models.onnx_runtime import onnx_network
-
         self.onnx = onnx_network(self.network, mode)
         return self
 
@@ -275,6 +287,33 @@ class WordClassifier:
         if pad is None:
             raise ValueError(f"tokenizer of {self.config.encoder_name!r} has no pad token")
         return Collator(pad, pad_to=pad_to, compat_labels=compat_labels)
+
+    def predict(
+        self,
+        inputs: Sequence[Any],
+        *,
+        batch_size: int | None = None,
+        max_length: int | None = None,
+        word_aggregation: str | None = None,
+        show_progress: bool = False,
+    ) -> list[P]:
+        """One prediction per input, in input order (``batch_size`` defaults to the model's own)."""
+        encoded = self.encode(inputs, max_length=max_length)
+        runs = self._run(
+            encoded,
+            batch_size=batch_size or self.default_batch_size,
+            word_aggregation=word_aggregation,
+            show_progress=show_progress,
+        )
+        return [self._prediction(encoded[i], words, cont) for i, words, cont in runs]
+
+    @abstractmethod
+    def encode(self, inputs: Sequence[Any], *, max_length: int | None = None) -> list[EncodedInput]:
+        """The model's inputs as tokenized inputs, truncated to ``max_length`` at word boundaries."""
+
+    @abstractmethod
+    def _prediction(self, encoded: EncodedInput, word_probs: list[float], continue_prob: float | None) -> P:
+        """One input's prediction from its encoding and the network's word (and tag) probabilities."""
 
     def _run(
         self,
@@ -335,143 +374,59 @@ def _check_max_length(config: Any, max_length: int) -> None:
         raise ValueError(f"max_length {max_length} exceeds the backbone's max_position_embeddings ({limit})")
 
 
-def locate_model_folder(name_or_path: str | Path, *, revision: str | None = None) -> Path:
-    """A local folder as is; otherwise a Hub name, fetched into (or read from) the Hub cache."""
-    path = Path(name_or_path).expanduser()
-    if path.exists():
-        if not path.is_dir():
-            raise NotADirectoryError(f"{path} is a file; a saved model is a folder")
-        return path
-    name = str(name_or_path)
-    if not looks_like_repo_id(name):
-        raise FileNotFoundError(
-            f"{path} not found: no folder with {CONFIG_FILE} (or {SPEC_FILE}) there, and it is not a Hub name"
+class Labeler(WordClassifier[LabelerPrediction]):
+    kind = "labeler"
+    default_max_length = 384
+    default_batch_size = 32
+
+    def encode(
+        self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]], *, max_length: int | None = None
+    ) -> list[EncodedInput]:
+        queries = [list(q) for q, _ in pairs]
+        chunks = [list(c) for _, c in pairs]
+        return encode_words(self.tokenizer, chunks, self._max_length(max_length), queries=queries)
+
+    def encode_rows(self, rows: Sequence[LabelerRow], *, max_length: int | None = None) -> list[EncodedInput]:
+        """Training inputs: encoded pairs carrying word labels and the tag class."""
+        encoded = self.encode([(r.query_words, r.chunk_words) for r in rows], max_length=max_length)
+        for row, enc in zip(rows, encoded, strict=True):
+            enc.word_labels = np.asarray(row.labels, dtype=np.int64)
+            enc.tag = TAGS.index(row.tag)
+        return encoded
+
+    def _prediction(
+        self, encoded: EncodedInput, word_probs: list[float], continue_prob: float | None
+    ) -> LabelerPrediction:
+        assert continue_prob is not None
+        return LabelerPrediction(
+            continue_prob=continue_prob,
+            word_probs=word_probs,
+            truncated_words=encoded.truncated_words,
+            query_truncated_words=encoded.query_truncated_words,
         )
-    return download_model_folder(name, revision=revision)
 
 
-def check_model_folder(name_or_path: str | Path, kind: str, *, revision: str | None = None) -> Path:
-    """Everything about a saved ``kind`` folder that can go wrong, checked without loading it: that
-    it exists, holds a ``kind`` model and complete safetensors weights. Run before long work (encoding
-    a corpus) so a typo in a path fails in a second, not after an hour."""
-    from efficientrag.models.legacy import is_legacy_folder
+class Filter(WordClassifier[FilterPrediction]):
+    kind = "filter"
+    default_max_length = 256
+    default_batch_size = 64
 
-    folder = locate_model_folder(name_or_path, revision=revision)
-    if not is_legacy_folder(folder):
-        config_path = folder / CONFIG_FILE
-        if not config_path.is_file():
-            raise FileNotFoundError(
-                f"{config_path} not found: {folder} is not a saved efficientrag {kind} "
-                "(training writes one under its output_dir, in best/)"
-            )
-        saved_kind = _saved_kind(config_path, kind)
-        if saved_kind != kind:
-            raise ValueError(f"{folder} holds a {saved_kind!r} model, not a {kind!r} model")
-    weights = [folder / f for f in WEIGHTS_FILES if (folder / f).is_file()]
-    if not weights:
-        raise FileNotFoundError(
-            f"{folder / WEIGHTS_FILES[0]} not found (weights are read from safetensors only)"
-        )
-    for path in (p for p in weights if p.suffix == ".safetensors"):
-        check_safetensors(path)
-    return folder
+    def encode(
+        self, word_lists: Sequence[Sequence[str]], *, max_length: int | None = None
+    ) -> list[EncodedInput]:
+        return encode_words(self.tokenizer, [list(w) for w in word_lists], self._max_length(max_length))
+
+    def encode_rows(self, rows: Sequence[FilterRow], *, max_length: int | None = None) -> list[EncodedInput]:
+        encoded = self.encode([r.words for r in rows], max_length=max_length)
+        for row, enc in zip(rows, encoded, strict=True):
+            enc.word_labels = np.asarray(row.labels, dtype=np.int64)
+        return encoded
+
+    def _prediction(
+        self, encoded: EncodedInput, word_probs: list[float], continue_prob: float | None
+    ) -> FilterPrediction:
+        return FilterPrediction(word_probs=word_probs, truncated_words=encoded.truncated_words)
 
 
-def check_safetensors(path: Path) -> None:
-    """A truncated or damaged weights file fails here with its path, not deep inside a loader."""
-    from safetensors import SafetensorError, safe_open
-
-    try:
-        with safe_open(str(path), framework="pt") as fh:
-            fh.keys()
-    except (SafetensorError, OSError) as err:
-        raise ValueError(
-            f"{path}: incomplete or corrupt safetensors file ({err}); copy it again or retrain the model"
-        ) from None
-
-
-def load_network(folder: Path, kind: str) -> TokenClassifierNetwork:
-    """The ``kind`` network saved in ``folder`` (current or first format), in eval mode."""
-    from efficientrag.models.legacy import is_legacy_folder, load_legacy_network
-
-    if is_legacy_folder(folder):
-        network = load_legacy_network(folder)
-    else:
-        config_path = folder / CONFIG_FILE
-        if not config_path.is_file():
-            raise FileNotFoundError(
-                f"{config_path} not found (nor {SPEC_FILE}): {folder} is not a saved efficientrag "
-                f"{kind} (save one with .save_pretrained(folder))"
-            )
-        saved_kind = _saved_kind(config_path, kind)
-        if saved_kind != kind:
-            raise ValueError(f"{folder} holds a {saved_kind!r} model, not a {kind!r} model")
-        if not any((folder / f).is_file() for f in WEIGHTS_FILES):
-            raise FileNotFoundError(
-                f"{folder / WEIGHTS_FILES[0]} not found (weights are read from safetensors only)"
-            )
-        if (folder / WEIGHTS_FILES[0]).is_file():
-            check_safetensors(folder / WEIGHTS_FILES[0])
-        try:
-            config = CONFIG_CLASSES[kind].from_pretrained(str(folder), local_files_only=True)
-        except ValueError as err:
-            raise ValueError(f"{config_path}: {err}") from err
-        mismatch = f"{folder / WEIGHTS_FILES[0]} does not match the network described by {config_path}"
-        try:
-            network, info = MODEL_CLASSES[kind].from_pretrained(
-                str(folder),
-                config=config,
-                local_files_only=True,
-                use_safetensors=True,
-                output_loading_info=True,
-            )
-        except RuntimeError as err:
-            if "mismatched" not in str(err):
-                raise
-            raise ValueError(f"{mismatch}: tensor shapes differ") from err
-        # transformers only warns about these and leaves the weights random; a shared model must not.
-        wrong = {k: sorted(v)[:5] for k, v in info.items() if k != "error_msgs" and v}
-        if wrong or info.get("error_msgs"):
-            raise ValueError(f"{mismatch}: {wrong or info['error_msgs']}")
-    if network.config.kind != kind:
-        raise ValueError(f"{folder} holds a {network.config.kind!r} model, not a {kind!r} model")
-    return network.eval()
-
-
-def write_model_folder(
-    folder: str | Path,
-    network: TokenClassifierNetwork,
-    tokenizer: PreTrainedTokenizerBase,
-    *,
-    state_dict: dict[str, torch.Tensor] | None = None,
-    training: TrainingRecord | None = None,
-    carry_from: Path | None = None,
-) -> Path:
-    """Write the folder into ``<folder>.tmp``, then swap it in, so a crash never leaves it half written.
-
-    ``carry_from``: a folder whose run files (card, train_config.yaml, metrics.json) are copied over.
-    """
-    if state_dict is not None:
-        state_dict = {k: v.detach().to("cpu").contiguous() for k, v in state_dict.items()}
-    with atomic_folder(folder) as tmp:
-        network.save_pretrained(str(tmp), state_dict=state_dict)
-        tokenizer.save_pretrained(str(tmp))
-        write_model_card(tmp, network.config, training)
-        for name in RUN_FILES if carry_from is not None else ():
-            if (carry_from / name).is_file():
-                shutil.copyfile(carry_from / name, tmp / name)
-    return Path(folder)
-
-
-def _saved_kind(config_path: Path, kind: str) -> str:
-    try:
-        model_type = json.loads(config_path.read_text(encoding="utf-8")).get("model_type")
-    except (json.JSONDecodeError, AttributeError) as err:
-        raise ValueError(f"{config_path}: not a JSON object ({err})") from err
-    if model_type not in MODEL_TYPES:
-        expected = CONFIG_CLASSES[kind].model_type
-        raise ValueError(
-            f"{config_path}: model_type {model_type!r} is not an efficientrag model (expected {expected!r}); "
-            f"to train a {kind} on this encoder use {kind.capitalize()}.from_backbone"
-        )
-    return MODEL_TYPES[model_type]
+# The wrapper of each model kind, for code that is handed the kind (the training loop).
+WRAPPER_CLASSES: dict[str, type[WordClassifier]] = {cls.kind: cls for cls in (Labeler, Filter)}

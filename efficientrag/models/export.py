@@ -1,17 +1,30 @@
-"""Run a loaded Labeler/Filter's network through ONNX Runtime for faster CPU inference.
+"""Faster inference for a loaded Labeler/Filter: int8 and bfloat16 torch networks, and ONNX Runtime.
 
-Torch's int8 dynamic quantization (:mod:`efficientrag.models.quantize`) keeps the encoder in eager
-mode; ONNX Runtime runs the same network as one optimized graph (fused LayerNorm/GELU/attention, no
-Python between ops). How much that buys depends on the input: ``benchmarks/labeler_backends.py``
-measures isolated batches of long pairs, ``benchmarks/labeler_speed.py`` the whole retrieval loop,
-where most of the time is the Linear layers' matrix products. In the loop on 2 CPU cores fp32 gained
-nothing over torch and int8 weights 1.3-1.4x, at up to 1.3 recall points on validation questions
-(README, "CPU cost"); shorter Labeler inputs (``labeler_max_length``) gained more.
+Every mode (``QUANTIZE_MODES``) is an inference-only transformation, checked here for every entry
+point; ``WordClassifier.quantize`` applies them.
 
-The network is exported once per (weights, config, torch version) into a cache folder
-(``$EFFICIENTRAG_ONNX_CACHE``, else ``$XDG_CACHE_HOME/efficientrag/onnx``, else
-``~/.cache/efficientrag/onnx``), never into the model's own folder. The session is a snapshot of the
-weights at export time: a model trained further must be converted again.
+**int8** (torch). On CPU the Labeler is most of EfficientRAG's per-question time, and almost all of
+that is the encoder's Linear layers. Dynamic quantization stores their weights as int8 and quantizes
+each activation batch on the fly (PyTorch's fbgemm/x86 kernels): no calibration data, no export
+step, and the probabilities move by a few thousandths (measured by ``benchmarks/labeler_speed.py``).
+A quantized model cannot be trained or saved again.
+
+**bf16** casts the whole network to bfloat16. On a CPU with bfloat16 instructions (AVX512-BF16 or
+AMX, which oneDNN uses) MiniLM's forward pass is 2.6-4x faster than float32 at 128-256 tokens
+(measured here); where oneDNN has no bfloat16 kernels it is slower, so that case warns. On a GPU it
+is the usual half-precision inference. The probabilities move by about a hundredth.
+
+**onnx / onnx-int8**. Torch's int8 keeps the encoder in eager mode; ONNX Runtime runs the same
+network as one optimized graph (fused LayerNorm/GELU/attention, no Python between ops). How much
+that buys depends on the input: ``benchmarks/labeler_backends.py`` measures isolated batches of long
+pairs, ``benchmarks/labeler_speed.py`` the whole retrieval loop, where most of the time is the Linear
+layers' matrix products. In the loop on 2 CPU cores fp32 gained nothing over torch and int8 weights
+1.3-1.4x, at up to 1.3 recall points on validation questions (README, "CPU cost"); shorter Labeler
+inputs (``labeler_max_length``) gained more. The network is exported once per (weights, config,
+torch version) into a cache folder (``$EFFICIENTRAG_ONNX_CACHE``, else
+``$XDG_CACHE_HOME/efficientrag/onnx``, else ``~/.cache/efficientrag/onnx``), never into the model's
+own folder. The session is a snapshot of the weights at export time: a model trained further must
+be converted again.
 """
 
 from __future__ import annotations
@@ -23,13 +36,79 @@ import shutil
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
-from efficientrag.models.encoding import SEG_QUERY, SEG_TARGET
-from efficientrag.models.network import TokenClassifierNetwork
-from efficientrag.training.threads import available_cores
+from efficientrag.cpu import available_cores
+from efficientrag.models.inputs import SEG_QUERY, SEG_TARGET
+from efficientrag.models.modeling import TokenClassifierNetwork
+
+QuantizeMode = Literal["none", "int8", "bf16", "onnx", "onnx-int8"]
+QUANTIZE_MODES: tuple[str, ...] = ("none", "int8", "bf16", "onnx", "onnx-int8")
+# What this module does itself; the others convert the whole network (WordClassifier.quantize).
+TORCH_MODES: tuple[str, ...] = ("none", "int8", "bf16")
+
+
+def check_quantize_mode(mode: str) -> None:
+    if mode not in QUANTIZE_MODES:
+        raise ValueError(f"quantize must be one of {', '.join(QUANTIZE_MODES)}, got {mode!r}")
+
+
+def quantize_network(network: torch.nn.Module, mode: str) -> torch.nn.Module:
+    """Replace ``network``'s Linear layers in place by int8 dynamic ones (``mode="int8"``), or cast
+    it to bfloat16 in place (``mode="bf16"``).
+
+    Only CPU kernels exist for int8 layers, so a network on another device is refused rather
+    than silently moved.
+    """
+    check_quantize_mode(mode)
+    if mode not in TORCH_MODES:
+        raise ValueError(
+            f"quantize={mode!r} runs the network through ONNX Runtime: use WordClassifier.quantize({mode!r})"
+        )
+    if mode == "none":
+        return network
+    devices = {p.device.type for p in network.parameters()}
+    if mode == "bf16":
+        if "cpu" in devices and not cpu_has_bf16_kernels():
+            warnings.warn(
+                "this CPU has no bfloat16 kernels in oneDNN (AVX512/AMX): quantize='bf16' will be slower "
+                "than float32 here",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return network.eval().to(torch.bfloat16)
+    if devices - {"cpu"}:
+        raise ValueError(f"int8 quantization runs on CPU only; the model is on {sorted(devices)}")
+    network.eval()
+    with warnings.catch_warnings():
+        # torch.ao's eager quantization is deprecated in favour of torchao, which is not a
+        # dependency here; the kernels are unchanged in the torch versions this package supports.
+        warnings.simplefilter("ignore", category=DeprecationWarning)
+        warnings.simplefilter("ignore", category=UserWarning)
+        torch.ao.quantization.quantize_dynamic(network, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+    return network
+
+
+def is_quantized(network: torch.nn.Module) -> bool:
+    """int8-quantized (CPU only)."""
+    dynamic_linear = torch.ao.nn.quantized.dynamic.Linear
+    return any(isinstance(m, dynamic_linear) for m in network.modules())
+
+
+def is_bf16(network: torch.nn.Module) -> bool:
+    return any(p.dtype == torch.bfloat16 for p in network.parameters())
+
+
+def cpu_has_bf16_kernels() -> bool:
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+# -- ONNX Runtime ------------------------------------------------------------------------------------
 
 ONNX_MODES: tuple[str, ...] = ("onnx", "onnx-int8")
 # Part of the cache key: bump it when the exported graph changes, so old caches are not reused.

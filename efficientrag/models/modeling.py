@@ -5,8 +5,9 @@ a standard one (``config.json`` + ``model.safetensors``) that ``AutoModel.from_p
 ``push_to_hub`` shares. The encoder is built from the nested ``config.encoder_config`` (never
 downloaded), or handed in already trained by :meth:`WordClassifier.from_backbone`.
 
-The forward pass takes only model inputs and returns logits; losses live in
-:mod:`efficientrag.models.losses`, so the same module trains under DDP/DeepSpeed and predicts.
+The forward pass takes only model inputs and returns logits; the training loss is a function of
+those logits (:func:`compute_loss`, below), so the same module trains under DDP/DeepSpeed and
+predicts.
 The tag head reads the mean of the non-padding token states (the paper) or the first token (the
 official code's ``ContextPooler``), followed by a small dense layer. ``pair`` pooling (ours) reads
 the query's and the chunk's mean states separately and feeds ``[q, c, q*c, |q-c|]`` to the head:
@@ -21,13 +22,14 @@ import inspect
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from transformers import AutoModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
 from efficientrag.models.configuration import FilterConfig, LabelerConfig, WordClassifierConfig
-from efficientrag.models.encoding import SEG_QUERY, SEG_TARGET
+from efficientrag.models.inputs import IGNORE_INDEX, SEG_QUERY, SEG_TARGET, TAG_TERMINATE, TAGS
 
 # The batch keys the forward pass takes (the collator also carries word maps, labels, indices).
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "segment_ids")
@@ -145,7 +147,9 @@ class FilterModel(TokenClassifierNetwork):
     config_class = FilterConfig
 
 
-MODEL_CLASSES: dict[str, type[TokenClassifierNetwork]] = {"labeler": LabelerModel, "filter": FilterModel}
+MODEL_CLASSES: dict[str, type[TokenClassifierNetwork]] = {
+    cls.config_class.kind: cls for cls in (LabelerModel, FilterModel)
+}
 
 
 def register_models() -> None:
@@ -172,6 +176,78 @@ def _hidden_size(config) -> int:
         if isinstance(value, int) and value > 0:
             return value
     raise ValueError(f"cannot tell the hidden size of backbone config {type(config).__name__}")
+
+
+# -- training loss ---------------------------------------------------------------------------------
+
+TERMINATE = TAGS.index(TAG_TERMINATE)
+
+
+@dataclass
+class LossParts:
+    """The token and tag heads' losses (Labeler: their sum, as in the official code)."""
+
+    total: torch.Tensor
+    token: torch.Tensor
+    tag: torch.Tensor | None
+
+
+def compute_loss(
+    outputs: dict[str, torch.Tensor],
+    batch: dict[str, torch.Tensor],
+    *,
+    compat: bool = False,
+    class_weights: torch.Tensor | None = None,
+) -> LossParts:
+    """Token cross-entropy over target-word sub-words only (labels -100 elsewhere), plus (Labeler) tag
+    cross-entropy; optional class weights apply to the token loss.
+
+    ``compat=True`` reproduces the official ``labeler_training.py`` loss:
+
+    * positions outside the chunk (query, special, padding) are labelled 0 by the collator and count
+      as negatives;
+    * the token loss is taken only over rows whose *predicted* tag is Continue (argmax != Terminate);
+      rows predicted Terminate contribute nothing (their weight is zero, so the graph stays connected
+      and DDP sees every parameter used);
+    * the class-weight vector, when given, weights both the token and the tag cross-entropy.
+    """
+    token_logits = outputs["token_logits"].float()
+    labels = batch["labels"]
+    weight = class_weights.to(token_logits.device, torch.float32) if class_weights is not None else None
+    tag_logits = outputs.get("tag_logits")
+    if compat and tag_logits is not None:
+        rows = (tag_logits.detach().argmax(dim=-1) != TERMINATE).to(token_logits.dtype)
+        token = _weighted_token_loss(token_logits, labels, weight, rows)
+    else:
+        token = _weighted_token_loss(token_logits, labels, weight, None)
+    if tag_logits is None:
+        return LossParts(total=token, token=token, tag=None)
+    tag = F.cross_entropy(tag_logits.float(), batch["tags"], weight=weight if compat else None)
+    return LossParts(total=token + tag, token=token, tag=tag)
+
+
+def _weighted_token_loss(
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    weight: torch.Tensor | None,
+    row_weight: torch.Tensor | None,
+) -> torch.Tensor:
+    """Mean cross-entropy over counted positions (weighted mean when class weights are given)."""
+    flat_logits = logits.reshape(-1, logits.shape[-1])
+    flat_labels = labels.reshape(-1)
+    per_token = F.cross_entropy(
+        flat_logits, flat_labels, weight=weight, ignore_index=IGNORE_INDEX, reduction="none"
+    )
+    counted = (flat_labels != IGNORE_INDEX).to(logits.dtype)
+    if weight is not None:
+        counted = counted * weight[flat_labels.clamp(min=0)]
+    if row_weight is not None:
+        counted = counted * row_weight.repeat_interleave(labels.shape[1])
+        per_token = per_token * (row_weight.repeat_interleave(labels.shape[1]) > 0)
+    denominator = counted.sum()
+    # With nothing to count (all rows predicted Terminate, or no target words) the loss is an
+    # exact zero that still depends on the logits, so backward() and DDP work unchanged.
+    return (per_token.sum() / denominator) if denominator > 0 else (logits.sum() * 0.0)
 
 
 register_models()
