@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from efficientrag.baselines.base import Counters, Prediction
 from efficientrag.data.schema import Example
 from efficientrag.pipeline.efficientrag import EfficientRAG
+from efficientrag.pipeline.trace import trace_to_dicts
 
 
 class EfficientRAGRetrieval:
@@ -23,7 +24,7 @@ class EfficientRAGRetrieval:
         for ex, res in zip(examples, results, strict=True):
             counters = Counters(res.counters)
             for hop in res.trace:
-                for stage, seconds in hop["timings_s"].items():
+                for stage, seconds in hop.timings_s.items():
                     counters.add(f"time_{stage}_s", seconds)
             out.append(
                 Prediction(
@@ -31,7 +32,7 @@ class EfficientRAGRetrieval:
                     chunks=res.chunks,
                     scores=res.scores,
                     ranked=False,
-                    trace={"hops": res.trace},
+                    trace={"hops": trace_to_dicts(res.trace)},
                     counters=counters,
                 )
             )
