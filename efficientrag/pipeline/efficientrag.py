@@ -1,23 +1,26 @@
 """The EfficientRAG retriever: multi-hop retrieval with two small models and no LLM per hop.
 
-Per hop, for every open branch of every question (all batched), four steps: retrieve top-k for the
-branch's query and label every new (query, chunk) pair (``_search_and_label``), keep the chunks
-tagged Continue (``_keep``), let the Filter write the next queries from the query plus the labeled
-words (``_next_queries``), and record the hop in each question's trace (``_record``). Two options bound the result:
-``floor_k`` keeps the question's own top hits whatever their tag (the result then contains
-Direct-R@floor_k), and a ``chunk_budget`` with ``budget_policy="best"`` keeps the most probable
-chunks at the end instead of the first ones found; ``fill_budget`` spends what the loop left of the
-budget on the question's next-ranked hits. A chunk already in the pool is
-not labeled again; a chunk tagged Terminate for one query is judged again when a different query
+Per hop, for every open branch of every question (all batched), the steps of ``_hop``: retrieve
+top-k for the branch's query (``_search``), label every new (query, chunk) pair (``_label``), keep
+the chunks tagged Continue (``_keep``), let the Filter write the next queries from the query plus
+the labeled words (``_next_queries``), and add the hop to each question's trace (``_record``).
+
+Two options bound the result: ``floor_k`` keeps the question's own top hits whatever their tag (the
+result then contains Direct-R@floor_k), and a ``chunk_budget`` with ``budget_policy="best"`` keeps
+the most probable chunks at the end instead of the first ones found; ``fill_budget`` spends what
+the loop left of the budget on the question's next-ranked hits. A chunk already in the pool is not
+labeled again; a chunk tagged Terminate for one query is judged again when a different query
 retrieves it (the tag depends on the query: the bridge paragraph is often retrieved, and rightly
-rejected, by the original question before the next-hop query makes it relevant). A branch ends when none of its chunks says Continue, when its query is empty or repeats, at
-the hop limit, or when the question's chunk budget is full.
+rejected, by the original question before the next-hop query makes it relevant). A branch ends
+when none of its chunks says Continue, when its query is empty or repeats, at the hop limit, or
+when the question's chunk budget is full.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -206,19 +209,24 @@ class EfficientRAG:
     def _hop(self, hop: int, states: list[_State]) -> None:
         """One hop for every open branch of ``states``, each step batched over all of them."""
         work = _HopWork(hop, [(s, b) for s in states for b in s.branches])
-        self._search_and_label(work)
+        hits = self._search(work)
+        self._label(work, hits)
         self._keep(work)
         self._next_queries(work)
         self._record(work)
 
-    def _search_and_label(self, work: _HopWork) -> None:
-        """Retrieve top-k for every branch and label every (query, chunk) pair not judged before,
-        in one Labeler batch. A chunk already in the pool is not labeled again (unless only the
-        floor holds it), nor is a chunk already judged for the same query."""
-        cfg = self.config
+    def _search(self, work: _HopWork) -> list[list[Hit]]:
+        """Top-k for every branch, in one batched search."""
         with work.timed("retrieval"):
-            hits = self.retriever.search([b.query for _, b in work.branches], cfg.top_k)
+            hits = self.retriever.search([b.query for _, b in work.branches], self.config.top_k)
         work.retrieval_split = getattr(self.retriever, "last_timings", None) or {}
+        return hits
+
+    def _label(self, work: _HopWork, hits: list[list[Hit]]) -> None:
+        """Label every (query, chunk) pair not judged before, in one Labeler batch. A chunk already in
+        the pool is not labeled again (unless only the floor holds it), nor is a chunk already judged
+        for the same query."""
+        cfg = self.config
         for bi, ((state, branch), branch_hits) in enumerate(zip(work.branches, hits, strict=True)):
             state.count("retrieval_calls")
             qkey = _query_key(branch.query)
@@ -321,9 +329,11 @@ class EfficientRAG:
         """Append each question's ``Hop`` to its trace (with its share of the batch's time) and open
         its next branches."""
         n_pairs, n_jobs = max(1, len(work.pairs)), max(1, len(work.jobs))
+        pairs_of = Counter(id(p.state) for p in work.pairs)
+        jobs_of = Counter(id(job.state) for job in work.jobs)
         for state, own in work.groups:
-            share = sum(1 for p in work.pairs if p.state is state) / n_pairs
-            filter_share = sum(1 for job in work.jobs if job.state is state) / n_jobs
+            share = pairs_of[id(state)] / n_pairs
+            filter_share = jobs_of[id(state)] / n_jobs
             query_share = len(own) / max(1, len(work.branches))
             timings = {
                 "retrieval": work.seconds["retrieval"] * query_share,
