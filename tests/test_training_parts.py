@@ -8,7 +8,7 @@ import torch
 
 from efficientrag.config import ConfigError
 from efficientrag.training.config import TrainConfig, load_train_config
-from efficientrag.training.loop import resolve_mixed_precision
+from efficientrag.training.setup import resolve_mixed_precision
 from efficientrag.training.metrics import BinaryCounts, selection_score
 from efficientrag.training.sampler import LengthGroupedBatchSampler
 
