@@ -68,10 +68,7 @@ class TrainingRun:
     steps_per_epoch: int
     num_epochs: int
     state: TrainerState
-
-    @property
-    def main(self) -> bool:
-        return self.accelerator.is_main_process
+    main: bool  # the main process writes the files
 
     @property
     def run_info(self) -> dict[str, int]:
@@ -126,31 +123,7 @@ def setup_run(cfg: TrainConfig, resume_from: Path | None) -> TrainingRun:
         train_ds, val_ds, data_info = _load_data(cfg, model, out, main)
     class_weights = _class_weights(cfg, train_ds)
 
-    collate = model.collator(
-        pad_to=cfg.max_length if cfg.pad_to_max_length else None, compat_labels=cfg.compat
-    )
-    if mixed_precision != "no" and not cfg.pad_to_max_length:
-        collate.pad_to_multiple_of = 8
-    sampler = LengthGroupedBatchSampler(
-        train_ds.lengths, cfg.batch_size, seed=cfg.seed, group_by_length=cfg.group_by_length
-    )
-    # The loader's own generator keeps worker seeding off the global RNG, so a resumed run draws
-    # the same dropout masks as an uninterrupted one.
-    train_loader = DataLoader(
-        train_ds,
-        batch_sampler=sampler,
-        collate_fn=collate,
-        num_workers=cfg.num_workers,
-        generator=torch.Generator().manual_seed(cfg.seed),
-    )
-    eval_loader = DataLoader(
-        val_ds,
-        batch_sampler=LengthGroupedBatchSampler(
-            val_ds.lengths, cfg.per_device_eval_batch_size, seed=cfg.seed, shuffle=False
-        ),
-        collate_fn=collate,
-        num_workers=cfg.num_workers,
-    )
+    sampler, train_loader, eval_loader = _loaders(cfg, model, train_ds, val_ds, mixed_precision)
 
     optimizer = torch.optim.AdamW(
         _parameter_groups(model.network, cfg.weight_decay), lr=cfg.learning_rate, eps=cfg.adam_epsilon
@@ -206,7 +179,45 @@ def setup_run(cfg: TrainConfig, resume_from: Path | None) -> TrainingRun:
         steps_per_epoch=steps_per_epoch,
         num_epochs=num_epochs,
         state=state,
+        main=main,
     )
+
+
+def _loaders(
+    cfg: TrainConfig,
+    model: WordClassifier,
+    train_ds: EncodedDataset,
+    val_ds: EncodedDataset,
+    mixed_precision: str,
+) -> tuple[LengthGroupedBatchSampler, DataLoader, DataLoader]:
+    """Length-grouped, dynamically padded batches; the training order depends only on the seed and
+    the epoch."""
+    collate = model.collator(
+        pad_to=cfg.max_length if cfg.pad_to_max_length else None, compat_labels=cfg.compat
+    )
+    if mixed_precision != "no" and not cfg.pad_to_max_length:
+        collate.pad_to_multiple_of = 8
+    sampler = LengthGroupedBatchSampler(
+        train_ds.lengths, cfg.batch_size, seed=cfg.seed, group_by_length=cfg.group_by_length
+    )
+    # The loader's own generator keeps worker seeding off the global RNG, so a resumed run draws
+    # the same dropout masks as an uninterrupted one.
+    train_loader = DataLoader(
+        train_ds,
+        batch_sampler=sampler,
+        collate_fn=collate,
+        num_workers=cfg.num_workers,
+        generator=torch.Generator().manual_seed(cfg.seed),
+    )
+    eval_loader = DataLoader(
+        val_ds,
+        batch_sampler=LengthGroupedBatchSampler(
+            val_ds.lengths, cfg.per_device_eval_batch_size, seed=cfg.seed, shuffle=False
+        ),
+        collate_fn=collate,
+        num_workers=cfg.num_workers,
+    )
+    return sampler, train_loader, eval_loader
 
 
 def _load_data(
