@@ -112,6 +112,7 @@ def run_digests(root: Path, name: str, backbone: Path) -> dict[str, str]:
         output_dir=str(out),
         learning_rate=3e-3,
         max_length=64,
+        cache_dir=str(root / "tokenized"),  # its own cache: a hit never depends on the tests run before
         warmup_steps=2,
         logging_steps=1,
         mixed_precision="no",
