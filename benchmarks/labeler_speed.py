@@ -166,8 +166,8 @@ def main(argv: list[str] | None = None) -> int:
             seconds[name]["wall"] += time.perf_counter() - t0
             for ex, res in zip(part, results, strict=True):
                 for hop in res.trace:
-                    seconds[name]["labeler"] += hop["timings_s"]["labeler"]
-                    seconds[name]["filter"] += hop["timings_s"]["filter"]
+                    seconds[name]["labeler"] += hop.timings_s["labeler"]
+                    seconds[name]["filter"] += hop.timings_s["filter"]
                 scores[name].append(
                     score_retrieval(
                         res.chunk_ids, [c.contents for c in res.chunks], ex.gold_chunk_ids, ex.answers

@@ -226,7 +226,7 @@ def latency(prep: Prepared, rag: Any, overrides: list[str], n: int) -> dict[str,
         wall += time.perf_counter() - t0
         for hop in res.trace:
             for stage in stages:
-                totals[stage] += hop["timings_s"].get(stage, 0.0)
+                totals[stage] += hop.timings_s.get(stage, 0.0)
     out = {stage: 1000 * v / len(questions) for stage, v in totals.items()}
     out["total"] = 1000 * wall / len(questions)
     out["n"] = len(questions)

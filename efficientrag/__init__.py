@@ -22,6 +22,8 @@ _EXPORTS = {
     "load_retriever": "efficientrag.retrieval.factory",
     "EfficientRAG": "efficientrag.pipeline.efficientrag",
     "RetrievalResult": "efficientrag.pipeline.efficientrag",
+    "Hop": "efficientrag.pipeline.trace",
+    "HitRecord": "efficientrag.pipeline.trace",
     "EfficientRAGConfig": "efficientrag.pipeline.config",
     "Labeler": "efficientrag.models.wrappers",
     "Filter": "efficientrag.models.wrappers",

@@ -187,6 +187,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_retrieve(args: argparse.Namespace) -> int:
     from efficientrag.experiment import check_model_folders, prepare_data, search_backend
     from efficientrag.pipeline.efficientrag import EfficientRAG, check_questions
+    from efficientrag.pipeline.trace import trace_to_dicts
     from efficientrag.pipeline.trace_format import format_result
 
     cfg = _experiment_config(args)
@@ -203,7 +204,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
                 {
                     "question": result.question,
                     "chunks": [c.to_dict() for c in result.chunks],
-                    "trace": result.trace,
+                    "trace": trace_to_dicts(result.trace),
                 },
                 indent=2,
             )

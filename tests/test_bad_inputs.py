@@ -159,10 +159,11 @@ def test_a_question_longer_than_the_labeler_input_warns_once_and_is_traced(tmp_p
         short = rag.retrieve("Who directed Alpha Film?")
     warnings = [r for r in caplog.records if "longer than the Labeler's input" in r.getMessage()]
     assert len(warnings) == 1 and "64 tokens" in warnings[0].getMessage()
-    cut = first.trace[0]["truncated_query_words"]
+    cut = first.trace[0].truncated_query_words
     assert list(cut) == [0] and 0 < cut[0] < len(long_question.split())
     assert first.counters["query_words_truncated"] == cut[0]
-    assert "truncated_query_words" not in short.trace[0]
+    assert not short.trace[0].truncated_query_words
+    assert "truncated_query_words" not in short.trace[0].to_dict()
 
 
 # -- corpora --------------------------------------------------------------------------------------

@@ -46,8 +46,8 @@ def test_documents_follow_the_pool_with_hop_of_entry():
     # The question itself retrieved (and the Labeler rejected) the Bob chunk at hop 0: its hop is
     # where it was kept, not where it was first seen.
     trace = rag.retrieve(ALPHA_QUESTION).trace
-    hop0 = {r["id"]: r for r in trace[0]["hits"][0]}
-    assert hop0["bob"]["tag"] == "terminate"
+    hop0 = {r.id: r for r in trace[0].hits[0]}
+    assert hop0["bob"].tag == "terminate"
 
 
 def test_three_hop_chain_numbers_every_hop():

@@ -126,8 +126,8 @@ def test_pipeline_config_runs_both_models_through_onnx_int8(saved):
     assert plain.labeler.backend == "torch" and plain.filter.backend == "torch"
     reference = plain.retrieve("Where was Alaric born?")
     # The first hop labels the same hits; its Continue probabilities come from the int8 graph.
-    got = {r["id"]: r["continue_prob"] for r in result.trace[0]["hits"][0]}
-    want = {r["id"]: r["continue_prob"] for r in reference.trace[0]["hits"][0]}
+    got = {r.id: r.continue_prob for r in result.trace[0].hits[0]}
+    want = {r.id: r.continue_prob for r in reference.trace[0].hits[0]}
     assert got.keys() == want.keys() and len(got) == 3
     assert all(abs(got[k] - want[k]) < 0.05 for k in got)
 

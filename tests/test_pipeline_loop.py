@@ -27,8 +27,8 @@ def test_merged_mode_follows_the_bridge_and_stops_without_continue(corpus):
     res = rag.retrieve(Q1)
     assert res.chunk_ids == ["alpha", "bob"]
     # hop 0: question; hop 1: "Bob Stone"; hop 2: "Paris" -> only Terminate chunks -> stop.
-    assert [h["queries"] for h in res.trace] == [[Q1], ["Bob Stone"], ["Paris"]]
-    assert res.trace[-1]["next_queries"] == []
+    assert [h.queries for h in res.trace] == [[Q1], ["Bob Stone"], ["Paris"]]
+    assert res.trace[-1].next_queries == []
     assert retriever.queries == [Q1, "Bob Stone", "Paris"]
     assert res.counters["llm_calls"] == 0 and res.counters["hops"] == 3
 
@@ -49,8 +49,8 @@ def test_pooled_chunks_are_not_relabeled_but_rejected_ones_are_rejudged(corpus):
     assert titles.count("Alpha") == 1
     # bob is retrieved (and rejected) by the question, then kept for "Bob Stone".
     assert titles.count("Bob") == 2 and "bob" in res.chunk_ids
-    hop1 = {r["id"]: r for r in res.trace[1]["hits"][0]}
-    assert hop1["alpha"]["seen"] is True and hop1["bob"]["tag"] == "continue"
+    hop1 = {r.id: r for r in res.trace[1].hits[0]}
+    assert hop1["alpha"].seen is True and hop1["bob"].tag == "continue"
 
 
 def test_chunk_budget(corpus):
@@ -71,12 +71,12 @@ def test_branch_mode_one_query_per_continue_chunk_with_cap(corpus):
     q = "Which film was directed by Alpha or Omega?"
     rag, _ = make(corpus, top_k=2, max_hops=2, query_mode="branch", max_branches=2)
     res = rag.retrieve(q)
-    assert sorted(res.trace[1]["queries"]) == ["Bob Stone", "Carla Moss"]
+    assert sorted(res.trace[1].queries) == ["Bob Stone", "Carla Moss"]
     assert set(res.chunk_ids) == {"alpha", "omega", "bob", "carla"}
     # The Filter saw one Info block per branch.
     assert all(w.count("Info") == 1 for w in rag.filter.calls[0])
     capped, _ = make(corpus, top_k=2, max_hops=2, query_mode="branch", max_branches=1)
-    assert len(capped.retrieve(q).trace[1]["queries"]) == 1
+    assert len(capped.retrieve(q).trace[1].queries) == 1
 
 
 def test_merged_mode_puts_all_infos_in_one_filter_input(corpus):
@@ -84,7 +84,7 @@ def test_merged_mode_puts_all_infos_in_one_filter_input(corpus):
     rag, _ = make(corpus, top_k=2, max_hops=2, query_mode="merged")
     res = rag.retrieve(q)
     assert len(rag.filter.calls[0]) == 1 and rag.filter.calls[0][0].count("Info") == 2
-    assert len(res.trace[1]["queries"]) == 1
+    assert len(res.trace[1].queries) == 1
 
 
 def test_batch_equals_one_by_one(corpus):
@@ -93,9 +93,9 @@ def test_batch_equals_one_by_one(corpus):
     single = [make(corpus, top_k=2, max_hops=4)[0].retrieve(q) for q in (Q1, Q2)]
     for b, s in zip(batch, single, strict=True):
         assert b.chunk_ids == s.chunk_ids
-        assert [h["queries"] for h in b.trace] == [h["queries"] for h in s.trace]
-        assert [[r["id"] for r in rows] for h in b.trace for rows in h["hits"]] == [
-            [r["id"] for r in rows] for h in s.trace for rows in h["hits"]
+        assert [h.queries for h in b.trace] == [h.queries for h in s.trace]
+        assert [[r.id for r in rows] for h in b.trace for rows in h.hits] == [
+            [r.id for r in rows] for h in s.trace for rows in h.hits
         ]
     assert batch[1].chunk_ids == ["omega", "carla"]
     # One Labeler call per hop for the whole batch.
@@ -105,7 +105,7 @@ def test_batch_equals_one_by_one(corpus):
 def test_trace_is_complete(corpus):
     rag, _ = make(corpus, top_k=2)
     res = rag.retrieve(Q1)
-    for hop in res.trace:
+    for hop in (h.to_dict() for h in res.trace):
         assert set(hop) >= {"hop", "queries", "hits", "next_queries", "timings_s"}
         assert set(hop["timings_s"]) == {"retrieval", "labeler", "filter"}
         for rows in hop["hits"]:
@@ -113,8 +113,8 @@ def test_trace_is_complete(corpus):
                 assert {"id", "score", "seen"} <= set(row)
                 if not row["seen"]:
                     assert row["tag"] in {"continue", "terminate"} and "labeled_words" in row
-    first = {r["id"]: r for r in res.trace[0]["hits"][0]}
-    assert first["alpha"]["labeled_words"] == ["Bob", "Stone"]
+    first = {r.id: r for r in res.trace[0].hits[0]}
+    assert first["alpha"].labeled_words == ["Bob", "Stone"]
 
 
 def test_trace_splits_retrieval_time_when_the_backend_reports_it(corpus):
@@ -129,9 +129,9 @@ def test_trace_splits_retrieval_time_when_the_backend_reports_it(corpus):
     # Two questions share each batched search: each is charged its share of the call.
     for res in rag.retrieve_batch([Q1, Q2]):
         for hop in res.trace:
-            assert set(hop["timings_s"]) == {"retrieval", "encode", "search", "labeler", "filter"}
-            assert hop["timings_s"]["encode"] == pytest.approx(0.25)
-            assert hop["timings_s"]["search"] == pytest.approx(0.5)
+            assert set(hop.timings_s) == {"retrieval", "encode", "search", "labeler", "filter"}
+            assert hop.timings_s["encode"] == pytest.approx(0.25)
+            assert hop.timings_s["search"] == pytest.approx(0.5)
 
 
 def test_trace_renders_every_hop(corpus):
@@ -150,7 +150,7 @@ def test_floor_keeps_the_questions_top_hits_and_only_adds(corpus):
     res = rag.retrieve(Q1)
     # One hop, and only alpha says Continue: without the floor the result would be alpha alone.
     assert set(direct) <= set(res.chunk_ids) and len(res.chunk_ids) == 3
-    assert all(r.get("floor") for r in res.trace[0]["hits"][0])
+    assert all(r.floor for r in res.trace[0].hits[0])
     plain, _ = make(corpus, top_k=3, max_hops=1)
     assert plain.retrieve(Q1).chunk_ids == ["alpha"]
 
@@ -161,10 +161,10 @@ def test_floor_chunks_tagged_terminate_are_judged_again_and_open_their_branch(co
     rag, _ = make(corpus, top_k=3, max_hops=4, floor_k=3)
     res = rag.retrieve(Q1)
     assert "bob" in res.chunk_ids
-    assert [h["queries"] for h in res.trace][:3] == [[Q1], ["Bob Stone"], ["Paris"]]
-    hop1 = {r["id"]: r for r in res.trace[1]["hits"][0]}
-    assert hop1["bob"]["seen"] is False and hop1["bob"]["tag"] == "continue"
-    assert hop1["alpha"]["seen"] is True  # a floor chunk tagged Continue is not labeled again
+    assert [h.queries for h in res.trace][:3] == [[Q1], ["Bob Stone"], ["Paris"]]
+    hop1 = {r.id: r for r in res.trace[1].hits[0]}
+    assert hop1["bob"].seen is False and hop1["bob"].tag == "continue"
+    assert hop1["alpha"].seen is True  # a floor chunk tagged Continue is not labeled again
 
 
 def test_best_budget_keeps_the_most_probable_chunks_and_lets_the_loop_run(corpus):

@@ -27,7 +27,7 @@ def test_cached_loop_gives_the_same_results_and_skips_repeated_pairs():
         cached = EfficientRAG(retriever, lab, fil, cfg).retrieve(Q1)
         ref = EfficientRAG(retriever, plain.labeler, plain.filter, cfg).retrieve(Q1)
         assert cached.chunk_ids == ref.chunk_ids and cached.scores == ref.scores
-        assert [h["next_queries"] for h in cached.trace] == [h["next_queries"] for h in ref.trace]
+        assert [h.next_queries for h in cached.trace] == [h.next_queries for h in ref.trace]
     asked = [pair for call in inner.calls for pair in call]
     assert len(asked) == len({(tuple(q), tuple(c)) for q, c in asked}), "a pair reached the model twice"
     assert lab.hits > 0 and lab.misses == len(asked)

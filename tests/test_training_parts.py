@@ -8,9 +8,9 @@ import torch
 
 from efficientrag.config import ConfigError
 from efficientrag.training.config import TrainConfig, load_train_config
-from efficientrag.training.loop import resolve_mixed_precision
 from efficientrag.training.metrics import BinaryCounts, selection_score
 from efficientrag.training.sampler import LengthGroupedBatchSampler
+from efficientrag.training.setup import resolve_mixed_precision
 
 LENGTHS = np.random.default_rng(0).integers(10, 400, size=1000)
 

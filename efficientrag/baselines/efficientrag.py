@@ -15,6 +15,7 @@ from efficientrag.baselines.base import Counters, GeneratorSource, Method, Predi
 from efficientrag.data.schema import Example
 from efficientrag.llm.generator import Generator
 from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.pipeline.trace import trace_to_dicts
 from efficientrag.retrieval.base import Retriever
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ class EfficientRAGRetrieval(Method):
         for ex, res in zip(examples, results, strict=True):
             counters = Counters(res.counters)
             for hop in res.trace:
-                for stage, seconds in hop["timings_s"].items():
+                for stage, seconds in hop.timings_s.items():
                     counters.add(f"time_{stage}_s", seconds)
             out.append(
                 Prediction(
@@ -66,7 +67,7 @@ class EfficientRAGRetrieval(Method):
                     chunks=res.chunks,
                     scores=res.scores,
                     ranked=False,
-                    trace={"hops": res.trace},
+                    trace={"hops": trace_to_dicts(res.trace)},
                     counters=counters,
                 )
             )

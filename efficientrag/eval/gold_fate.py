@@ -17,20 +17,23 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from efficientrag.pipeline.trace import HitRecord
+
 FATES = ("kept", "tagged_terminate", "over_budget", "never_retrieved")
 
 
-def fate_of_record(rec: Mapping[str, Any]) -> dict[str, str]:
-    """Gold chunk id -> its fate in one prediction record (needs ``trace.hops[*].hits``)."""
+def fate_of_record(rec: Mapping[str, Any], *, where: str = "record") -> dict[str, str]:
+    """Gold chunk id -> its fate in one prediction record (needs ``trace.hops[*].hits``); a malformed
+    hit is an error that names ``where`` the record came from."""
     kept = set(rec["retrieved_ids"])
     seen: set[str] = set()
     continued: set[str] = set()
-    for hop in rec["trace"]["hops"]:
-        for hits in hop["hits"]:
-            for hit in hits:
-                seen.add(hit["id"])
-                if hit.get("tag") == "continue":
-                    continued.add(hit["id"])
+    for h, hop in enumerate(rec["trace"]["hops"]):
+        for rows in hop["hits"]:
+            for hit in (HitRecord.from_dict(row, where=f"{where}: trace.hops[{h}]") for row in rows):
+                seen.add(hit.id)
+                if hit.continued:
+                    continued.add(hit.id)
     out = {}
     for gid in rec["gold_chunk_ids"]:
         if gid in kept:
@@ -45,9 +48,13 @@ def fate_of_record(rec: Mapping[str, Any]) -> dict[str, str]:
 
 
 def count_fates(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    return _tally(fate_of_record(rec) for rec in records)
+
+
+def _tally(fates_per_record: Iterable[Mapping[str, str]]) -> dict[str, int]:
     counts = {"gold": 0, **dict.fromkeys(FATES, 0)}
-    for rec in records:
-        for fate in fate_of_record(rec).values():
+    for fates in fates_per_record:
+        for fate in fates.values():
             counts["gold"] += 1
             counts[fate] += 1
     return counts
@@ -56,19 +63,19 @@ def count_fates(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
 def gold_fate(predictions: str | Path) -> dict[str, int]:
     """Counts over a ``predictions.jsonl`` written by an EfficientRAG evaluation."""
     path = Path(predictions)
-    records = []
+    fates = []
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             rec = json.loads(line)
+            where = f"{path}:{lineno} (id {rec.get('id')!r})"
             if "trace" not in rec or "hops" not in (rec["trace"] or {}):
                 raise ValueError(
-                    f"{path}:{lineno} (id {rec.get('id')!r}): field 'trace.hops' missing; "
-                    "gold fate needs an EfficientRAG run's predictions"
+                    f"{where}: field 'trace.hops' missing; gold fate needs an EfficientRAG run's predictions"
                 )
-            records.append(rec)
-    return count_fates(records)
+            fates.append(fate_of_record(rec, where=where))
+    return _tally(fates)
 
 
 def fate_percentages(counts: Mapping[str, int]) -> dict[str, float]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from efficientrag.data.schema import Chunk
 from efficientrag.pipeline.efficientrag import RetrievalResult
+from efficientrag.pipeline.trace import Hop, trace_to_dicts
 
 TRACE_KEY = "trace"
 """Metadata key of the per-hop trace (added only when an adapter is asked to include it)."""
@@ -31,10 +32,11 @@ def kept_chunks(
     earlier than it is kept, so the hop comes from the Labeler's Continue tag, not from the first
     retrieval. Both are None only for a result whose trace has no Continue tag for the chunk (one
     not made by the EfficientRAG loop). ``include_trace`` adds the whole per-hop trace under
-    ``TRACE_KEY`` (the same list object for every chunk of the question) for callers that want to
-    show or log the reasoning.
+    ``TRACE_KEY`` (the same list object for every chunk of the question, as JSON-ready dicts, like
+    predictions.jsonl) for callers that want to show or log the reasoning.
     """
     entered = _entry_points(result.trace)
+    trace = trace_to_dicts(result.trace) if include_trace else None
     out = []
     for chunk, score in zip(result.chunks, result.scores, strict=True):
         hop, query = entered.get(chunk.id, (None, None))
@@ -46,12 +48,12 @@ def kept_chunks(
             "query": query,
         }
         if include_trace:
-            metadata[TRACE_KEY] = result.trace
+            metadata[TRACE_KEY] = trace
         out.append((chunk, metadata))
     return out
 
 
-def _entry_points(trace: Sequence[dict[str, Any]]) -> dict[str, tuple[int, str]]:
+def _entry_points(trace: Sequence[Hop]) -> dict[str, tuple[int, str]]:
     """First (hop, query) at which each chunk was tagged Continue, i.e. entered the pool.
 
     Rows marked ``seen`` carry no tag (the chunk was already pooled or already judged for that
@@ -61,10 +63,10 @@ def _entry_points(trace: Sequence[dict[str, Any]]) -> dict[str, tuple[int, str]]
     """
     entered: dict[str, tuple[int, str]] = {}
     for step in trace:
-        for query, rows in zip(step["queries"], step["hits"], strict=True):
+        for query, rows in zip(step.queries, step.hits, strict=True):
             for row in rows:
-                if row.get("tag") == "continue" and row["id"] not in entered:
-                    entered[row["id"]] = (int(step["hop"]), query)
+                if row.continued and row.id not in entered:
+                    entered[row.id] = (step.hop, query)
     return entered
 
 

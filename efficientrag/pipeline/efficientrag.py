@@ -1,29 +1,35 @@
 """The EfficientRAG retriever: multi-hop retrieval with two small models and no LLM per hop.
 
-Per hop, for every open branch of every question (all batched): retrieve top-k for the branch's
-query, run the Labeler on every new (query, chunk) pair, keep the chunks tagged Continue, and let the
-Filter write the next query from the query plus the labeled words. Two options bound the result:
-``floor_k`` keeps the question's own top hits whatever their tag (the result then contains
-Direct-R@floor_k), and a ``chunk_budget`` with ``budget_policy="best"`` keeps the most probable
-chunks at the end instead of the first ones found; ``fill_budget`` spends what the loop left of the
-budget on the question's next-ranked hits. A chunk already in the pool is
-not labeled again; a chunk tagged Terminate for one query is judged again when a different query
+Per hop, for every open branch of every question (all batched), the steps of ``_hop``: retrieve
+top-k for the branch's query (``_search``), label every new (query, chunk) pair (``_label``), keep
+the chunks tagged Continue (``_keep``), let the Filter write the next queries from the query plus
+the labeled words (``_next_queries``), and add the hop to each question's trace (``_record``).
+
+Two options bound the result: ``floor_k`` keeps the question's own top hits whatever their tag (the
+result then contains Direct-R@floor_k), and a ``chunk_budget`` with ``budget_policy="best"`` keeps
+the most probable chunks at the end instead of the first ones found; ``fill_budget`` spends what
+the loop left of the budget on the question's next-ranked hits. A chunk already in the pool is not
+labeled again; a chunk tagged Terminate for one query is judged again when a different query
 retrieves it (the tag depends on the query: the bridge paragraph is often retrieved, and rightly
-rejected, by the original question before the next-hop query makes it relevant). A branch ends when none of its chunks says Continue, when its query is empty or repeats, at
-the hop limit, or when the question's chunk budget is full.
+rejected, by the original question before the next-hop query makes it relevant). A branch ends
+when none of its chunks says Continue, when its query is empty or repeats, at the hop limit, or
+when the question's chunk budget is full.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from efficientrag.data.schema import Chunk
 from efficientrag.models.inputs import filter_words
 from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.pipeline.trace import HitRecord, Hop
 from efficientrag.retrieval.base import Hit, Retriever
 from efficientrag.text.words import join_words, split_words
 
@@ -60,7 +66,7 @@ class RetrievalResult:
     question: str
     chunks: list[Chunk]
     scores: list[float]
-    trace: list[dict[str, Any]]
+    trace: list[Hop]
     counters: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -87,11 +93,60 @@ class _State:
     queries_used: set[str] = field(default_factory=set)
     # The question's own first-hop hits in rank order with their Continue probability (fill_budget).
     first_hits: list[tuple[Hit, float]] = field(default_factory=list)
-    trace: list[dict[str, Any]] = field(default_factory=list)
+    trace: list[Hop] = field(default_factory=list)
     counters: dict[str, float] = field(default_factory=dict)
 
     def count(self, key: str, value: float = 1.0) -> None:
         self.counters[key] = self.counters.get(key, 0.0) + value
+
+
+@dataclass
+class _Pair:
+    """A (query, chunk) pair the Labeler judges in this hop; ``branch`` indexes the hop's branches."""
+
+    state: _State
+    branch: int
+    hit: Hit
+    record: HitRecord
+
+
+@dataclass
+class _FilterJob:
+    """One next-hop query to write: the Filter's input words (query plus labeled words)."""
+
+    state: _State
+    words: list[str]
+
+
+@dataclass
+class _HopWork:
+    """What one hop of a batch produces, step by step; every list is batched over all questions."""
+
+    hop: int
+    branches: list[tuple[_State, _Branch]]
+    records: list[list[HitRecord]] = field(default_factory=list)  # per branch, in rank order
+    pairs: list[_Pair] = field(default_factory=list)
+    labels: list[Any] = field(default_factory=list)  # the Labeler's prediction per pair
+    truncated: dict[int, int] = field(default_factory=dict)  # branch -> query words cut
+    # branch -> (Continue probability, labeled words) of each Continue chunk that entered the pool
+    continued: dict[int, list[tuple[float, list[str]]]] = field(default_factory=dict)
+    jobs: list[_FilterJob] = field(default_factory=list)
+    next_branches: dict[int, list[_Branch]] = field(default_factory=dict)  # id(state) -> branches
+    seconds: dict[str, float] = field(default_factory=dict)  # the whole batch's time per stage
+    retrieval_split: dict[str, float] = field(default_factory=dict)  # encode/search, if reported
+
+    def __post_init__(self) -> None:
+        self.groups: list[tuple[_State, list[int]]] = []  # each question with its branch indices
+        for bi, (state, _) in enumerate(self.branches):
+            if not self.groups or self.groups[-1][0] is not state:
+                self.groups.append((state, []))
+            self.groups[-1][1].append(bi)
+
+    @contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        yield
+        self.seconds[stage] = time.perf_counter() - t0
 
 
 class EfficientRAG:
@@ -152,146 +207,157 @@ class EfficientRAG:
     # ------------------------------------------------------------------------------------------
 
     def _hop(self, hop: int, states: list[_State]) -> None:
-        cfg = self.config
-        branch_refs = [(s, b) for s in states for b in s.branches]
-        t0 = time.perf_counter()
-        hits = self.retriever.search([b.query for _, b in branch_refs], cfg.top_k)
-        t_search = time.perf_counter() - t0
-        split = getattr(self.retriever, "last_timings", None) or {}
+        """One hop for every open branch of ``states``, each step batched over all of them."""
+        work = _HopWork(hop, [(s, b) for s in states for b in s.branches])
+        hits = self._search(work)
+        self._label(work, hits)
+        self._keep(work)
+        self._next_queries(work)
+        self._record(work)
 
-        # Label every new (query, chunk) pair of chunks not yet in the pool, in one batch.
-        to_label: list[tuple[_State, int, Hit, bool]] = []
-        pairs: list[tuple[list[str], list[str]]] = []
-        hop_hits: list[list[dict[str, Any]]] = []
-        for bi, ((state, branch), branch_hits) in enumerate(zip(branch_refs, hits, strict=True)):
+    def _search(self, work: _HopWork) -> list[list[Hit]]:
+        """Top-k for every branch, in one batched search."""
+        with work.timed("retrieval"):
+            hits = self.retriever.search([b.query for _, b in work.branches], self.config.top_k)
+        work.retrieval_split = getattr(self.retriever, "last_timings", None) or {}
+        return hits
+
+    def _label(self, work: _HopWork, hits: list[list[Hit]]) -> None:
+        """Label every (query, chunk) pair not judged before, in one Labeler batch. A chunk already in
+        the pool is not labeled again (unless only the floor holds it), nor is a chunk already judged
+        for the same query."""
+        cfg = self.config
+        for bi, ((state, branch), branch_hits) in enumerate(zip(work.branches, hits, strict=True)):
             state.count("retrieval_calls")
-            rows = []
             qkey = _query_key(branch.query)
+            records = []
             for rank, h in enumerate(branch_hits):
                 pooled = h.id in state.pool and h.id not in state.floor_only
-                skip = pooled or (qkey, h.id) in state.labeled_pairs
-                row: dict[str, Any] = {"id": h.id, "score": h.score, "seen": skip}
-                floor = hop == 0 and rank < cfg.floor_k
-                if floor:
-                    row["floor"] = True
-                rows.append(row)
-                if skip:
-                    continue
-                state.labeled_pairs.add((qkey, h.id))
-                to_label.append((state, bi, h, floor))
-                pairs.append((branch.words, self._words_of(h.chunk)))
-            hop_hits.append(rows)
-        t0 = time.perf_counter()
-        labels = (
-            self.labeler.predict(pairs, batch_size=cfg.batch_size, max_length=cfg.labeler_max_length)
-            if pairs
-            else []
-        )
-        t_labeler = time.perf_counter() - t0
-
+                seen = pooled or (qkey, h.id) in state.labeled_pairs
+                record = HitRecord(h.id, h.score, seen, floor=work.hop == 0 and rank < cfg.floor_k)
+                records.append(record)
+                if not seen:
+                    state.labeled_pairs.add((qkey, h.id))
+                    work.pairs.append(_Pair(state, bi, h, record))
+            work.records.append(records)
+        with work.timed("labeler"):
+            work.labels = (
+                self.labeler.predict(
+                    [(work.branches[p.branch][1].words, self._words_of(p.hit.chunk)) for p in work.pairs],
+                    batch_size=cfg.batch_size,
+                    max_length=cfg.labeler_max_length,
+                )
+                if work.pairs
+                else []
+            )
         # A query longer than the Labeler's input was cut (at word boundaries) for every pair it is in.
-        truncated: dict[int, int] = {}
-        for (_, bi, _, _), pred in zip(to_label, labels, strict=True):
+        for pair, pred in zip(work.pairs, work.labels, strict=True):
             cut = int(getattr(pred, "query_truncated_words", 0) or 0)
             if cut:
-                truncated[bi] = max(truncated.get(bi, 0), cut)
-        if truncated:
-            self._warn_truncated(branch_refs, truncated)
+                work.truncated[pair.branch] = max(work.truncated.get(pair.branch, 0), cut)
+        if work.truncated:
+            self._warn_truncated(work.branches, work.truncated)
 
-        # Collect Continue chunks and their labeled words per branch.
-        infos: dict[int, list[tuple[float, list[str], Hit]]] = {}
-        row_of = {(bi, r["id"]): r for bi, rows in enumerate(hop_hits) for r in rows if not r["seen"]}
-        for (state, bi, h, floor), pred in zip(to_label, labels, strict=True):
-            cont = float(pred.continue_prob) >= cfg.tag_threshold
+    def _keep(self, work: _HopWork) -> None:
+        """Record each judgement; pool the floor chunks and, while the budget allows, the Continue
+        chunks, whose labeled words go on to the Filter."""
+        cfg = self.config
+        for pair, pred in zip(work.pairs, work.labels, strict=True):
+            state, h, prob = pair.state, pair.hit, float(pred.continue_prob)
+            cont = prob >= cfg.tag_threshold
             words = self._words_of(h.chunk)
             labeled = [w for w, p in zip(words, pred.word_probs, strict=False) if p >= cfg.token_threshold]
-            row = row_of[(bi, h.id)]
-            row.update(tag="continue" if cont else "terminate", continue_prob=float(pred.continue_prob))
-            row["labeled_words"] = labeled
+            pair.record.judge(prob, cont, labeled)
             state.count("labeler_pairs")
-            if hop == 0:
-                state.first_hits.append((h, float(pred.continue_prob)))
-            if floor:
+            if work.hop == 0:
+                state.first_hits.append((h, prob))
+            if pair.record.floor:
                 state.floor.add(h.id)
-                state.pool[h.id] = (h.chunk, float(pred.continue_prob))
+                state.pool[h.id] = (h.chunk, prob)
                 if not cont:
                     state.floor_only.add(h.id)
             if cont and (h.id in state.floor or not self._budget_full(state)):
                 state.floor_only.discard(h.id)
-                prob = max(float(pred.continue_prob), state.pool.get(h.id, (None, 0.0))[1])
-                state.pool[h.id] = (h.chunk, prob)
-                infos.setdefault(bi, []).append((float(pred.continue_prob), labeled, h))
+                state.pool[h.id] = (h.chunk, max(prob, state.pool.get(h.id, (None, 0.0))[1]))
+                work.continued.setdefault(pair.branch, []).append((prob, labeled))
 
-        # Form next queries: merged (one per question) or one per Continue chunk.
-        filter_jobs: list[tuple[_State, _Branch, list[str]]] = []
-        for state in states:
-            own = [bi for bi, (s, _) in enumerate(branch_refs) if s is state]
+    def _next_queries(self, work: _HopWork) -> None:
+        """The Filter writes the next queries: one per question from all its Continue chunks
+        (merged), or one per Continue chunk, the most probable ``max_branches`` first (branch). An
+        empty query, or one the question has already asked, opens no branch."""
+        cfg = self.config
+        for state, own in work.groups:
             if cfg.query_mode == "merged":
-                collected = [(p, w, h) for bi in own for (p, w, h) in infos.get(bi, [])]
+                collected = [words for bi in own for _, words in work.continued.get(bi, [])]
                 if collected:
                     # The hop's query is the one the chunks answered; with one branch per hop in
                     # merged mode there is exactly one.
-                    branch = branch_refs[own[0]][1]
-                    filter_jobs.append(
-                        (state, branch, filter_words(branch.words, [w for _, w, _ in collected]))
-                    )
+                    branch = work.branches[own[0]][1]
+                    work.jobs.append(_FilterJob(state, filter_words(branch.words, collected)))
             else:
-                candidates = [(p, w, branch_refs[bi][1]) for bi in own for (p, w, _) in infos.get(bi, [])]
+                candidates = [
+                    (prob, words, work.branches[bi][1])
+                    for bi in own
+                    for prob, words in work.continued.get(bi, [])
+                ]
                 candidates.sort(key=lambda x: -x[0])
-                for _, w, branch in candidates[: cfg.max_branches]:
-                    filter_jobs.append((state, branch, filter_words(branch.words, [w])))
-        t0 = time.perf_counter()
-        kept = (
-            self.filter.predict(
-                [words for _, _, words in filter_jobs],
-                batch_size=cfg.batch_size,
-                max_length=cfg.filter_max_length,
+                for _, words, branch in candidates[: cfg.max_branches]:
+                    work.jobs.append(_FilterJob(state, filter_words(branch.words, [words])))
+        with work.timed("filter"):
+            kept = (
+                self.filter.predict(
+                    [job.words for job in work.jobs],
+                    batch_size=cfg.batch_size,
+                    max_length=cfg.filter_max_length,
+                )
+                if work.jobs
+                else []
             )
-            if filter_jobs
-            else []
-        )
-        t_filter = time.perf_counter() - t0
-
-        next_branches: dict[int, list[_Branch]] = {id(s): [] for s in states}
-        next_queries: dict[int, list[str]] = {id(s): [] for s in states}
-        for (state, _, words), pred in zip(filter_jobs, kept, strict=True):
-            state.count("filter_calls")
-            q_words = [w for w, p in zip(words, pred.word_probs, strict=False) if p >= cfg.filter_threshold]
+        for job, pred in zip(work.jobs, kept, strict=True):
+            job.state.count("filter_calls")
+            q_words = [
+                w for w, p in zip(job.words, pred.word_probs, strict=False) if p >= cfg.filter_threshold
+            ]
             query = join_words(q_words)
             key = _query_key(query)
-            if not key or key in state.queries_used:
+            if not key or key in job.state.queries_used:
                 continue
-            state.queries_used.add(key)
-            next_branches[id(state)].append(_Branch(query, q_words))
-            next_queries[id(state)].append(query)
+            job.state.queries_used.add(key)
+            work.next_branches.setdefault(id(job.state), []).append(_Branch(query, q_words))
 
-        n_pairs, n_jobs = max(1, len(pairs)), max(1, len(filter_jobs))
-        for state in states:
-            own = [bi for bi, (s, _) in enumerate(branch_refs) if s is state]
-            share = sum(1 for st, *_ in to_label if st is state) / n_pairs
-            filter_share = sum(1 for st, _, _ in filter_jobs if st is state) / n_jobs
-            query_share = len(own) / max(1, len(branch_refs))
+    def _record(self, work: _HopWork) -> None:
+        """Append each question's ``Hop`` to its trace (with its share of the batch's time) and open
+        its next branches."""
+        n_pairs, n_jobs = max(1, len(work.pairs)), max(1, len(work.jobs))
+        pairs_of = Counter(id(p.state) for p in work.pairs)
+        jobs_of = Counter(id(job.state) for job in work.jobs)
+        for state, own in work.groups:
+            share = pairs_of[id(state)] / n_pairs
+            filter_share = jobs_of[id(state)] / n_jobs
+            query_share = len(own) / max(1, len(work.branches))
             timings = {
-                "retrieval": t_search * query_share,
-                "labeler": t_labeler * share,
-                "filter": t_filter * filter_share,
+                "retrieval": work.seconds["retrieval"] * query_share,
+                "labeler": work.seconds["labeler"] * share,
+                "filter": work.seconds["filter"] * filter_share,
             }
             # "retrieval" splits into query encoding and index search when the backend reports it.
-            timings.update({name: seconds * query_share for name, seconds in split.items()})
-            entry: dict[str, Any] = {
-                "hop": hop,
-                "queries": [branch_refs[bi][1].query for bi in own],
-                "hits": [hop_hits[bi] for bi in own],
-                "next_queries": next_queries[id(state)],
-                "timings_s": timings,
-            }
-            cut = {j: truncated[bi] for j, bi in enumerate(own) if bi in truncated}
-            if cut:
+            timings.update({name: seconds * query_share for name, seconds in work.retrieval_split.items()})
+            next_branches = work.next_branches.get(id(state), [])
+            entry = Hop(
+                hop=work.hop,
+                queries=[work.branches[bi][1].query for bi in own],
+                hits=[work.records[bi] for bi in own],
+                next_queries=[b.query for b in next_branches],
+                timings_s=timings,
                 # query index within this hop -> words the Labeler did not see (its input limit).
-                entry["truncated_query_words"] = cut
-                state.count("query_words_truncated", float(sum(cut.values())))
+                truncated_query_words={
+                    j: work.truncated[bi] for j, bi in enumerate(own) if bi in work.truncated
+                },
+            )
+            if entry.truncated_query_words:
+                state.count("query_words_truncated", float(sum(entry.truncated_query_words.values())))
             state.trace.append(entry)
-            state.branches = next_branches[id(state)]
+            state.branches = next_branches
 
     def _warn_truncated(self, branch_refs: list[tuple[_State, _Branch]], truncated: dict[int, int]) -> None:
         """Once per retriever: a query cut silently would look like a retrieval failure."""

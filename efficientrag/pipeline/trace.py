@@ -1,0 +1,101 @@
+"""What the EfficientRAG loop did, hop by hop: the typed trace of a ``RetrievalResult``.
+
+Readers (the trace printer, the framework adapters, timing and gold-fate reports) use attributes;
+``to_dict()`` writes the JSON that predictions.jsonl and ``efficientrag retrieve --json`` have always
+held, so files written before the trace was typed still read the same. Optional fields are left out
+of the JSON when unset rather than written as null, as they always were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE
+
+
+@dataclass
+class HitRecord:
+    """One retrieved chunk of one query, and what the Labeler said about it.
+
+    ``seen``: the chunk was not judged again (already in the pool, or already judged for this query),
+    so it has no tag. ``floor``: it is one of the question's own top ``floor_k`` hits, kept whatever
+    its tag. ``labeled_words``: the chunk words the Labeler marked useful (the Filter's input).
+    """
+
+    id: str
+    score: float
+    seen: bool
+    floor: bool = False
+    tag: str | None = None
+    continue_prob: float | None = None
+    labeled_words: list[str] | None = None
+
+    @property
+    def continued(self) -> bool:
+        return self.tag == TAG_CONTINUE
+
+    def judge(self, continue_prob: float, keep: bool, labeled_words: list[str]) -> None:
+        self.tag = TAG_CONTINUE if keep else TAG_TERMINATE
+        self.continue_prob = continue_prob
+        self.labeled_words = labeled_words
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "score": self.score, "seen": self.seen}
+        if self.floor:
+            out["floor"] = True
+        if self.tag is not None:
+            out.update(tag=self.tag, continue_prob=self.continue_prob, labeled_words=self.labeled_words)
+        return out
+
+    @classmethod
+    def from_dict(cls, row: Mapping[str, Any], *, where: str = "hit") -> HitRecord:
+        """A hit row read back from JSON; a row without its id, score or seen flag is an error that
+        names ``where`` it was read from."""
+        missing = [k for k in ("id", "score", "seen") if k not in row]
+        if missing:
+            raise ValueError(f"{where}: field {missing[0]!r} missing; not an EfficientRAG trace hit")
+        return cls(
+            id=row["id"],
+            score=row["score"],
+            seen=row["seen"],
+            floor=bool(row.get("floor", False)),
+            tag=row.get("tag"),
+            continue_prob=row.get("continue_prob"),
+            labeled_words=row.get("labeled_words"),
+        )
+
+
+@dataclass
+class Hop:
+    """One hop of one question: its queries (one per open branch), each query's hits in rank order,
+    the next-hop queries the Filter wrote, and the seconds this question's share of each stage took.
+
+    ``timings_s`` holds ``retrieval``, ``labeler`` and ``filter`` (plus ``encode`` and ``search`` when
+    the retriever reports them). ``truncated_query_words`` maps a query's index in ``queries`` to the
+    number of its words the Labeler did not see (its input limit).
+    """
+
+    hop: int
+    queries: list[str]
+    hits: list[list[HitRecord]]
+    next_queries: list[str]
+    timings_s: dict[str, float]
+    truncated_query_words: dict[int, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "hop": self.hop,
+            "queries": self.queries,
+            "hits": [[row.to_dict() for row in rows] for rows in self.hits],
+            "next_queries": self.next_queries,
+            "timings_s": self.timings_s,
+        }
+        if self.truncated_query_words:
+            out["truncated_query_words"] = self.truncated_query_words
+        return out
+
+
+def trace_to_dicts(trace: list[Hop]) -> list[dict[str, Any]]:
+    return [hop.to_dict() for hop in trace]
