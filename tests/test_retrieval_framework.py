@@ -148,5 +148,5 @@ def test_efficientrag_on_a_framework_retriever_equals_faiss(backend, encoder, fa
     ]
     assert [r.chunk_ids for r in runs[0]] == [r.chunk_ids for r in runs[1]]
     assert set(runs[1][0].chunk_ids) == {"alpha", "bob"}
-    hop_hits = [[[h["id"] for h in hits] for hop in r.trace for hits in hop["hits"]] for r in runs[1]]
-    assert hop_hits == [[[h["id"] for h in hits] for hop in r.trace for hits in hop["hits"]] for r in runs[0]]
+    hop_hits = [[[h.id for h in hits] for hop in r.trace for hits in hop.hits] for r in runs[1]]
+    assert hop_hits == [[[h.id for h in hits] for hop in r.trace for hits in hop.hits] for r in runs[0]]

@@ -28,6 +28,7 @@ from efficientrag.baselines.replies import answer_trace, read_answer
 from efficientrag.baselines.settings import Settings, bounded
 from efficientrag.data.schema import Example
 from efficientrag.llm.answers import ExtractedAnswer
+from efficientrag.llm.generator import Generation
 from efficientrag.retrieval.base import Hit
 
 # Where a continuation must stop: before an intermediate answer (ours comes from retrieval), or
@@ -134,17 +135,30 @@ class SelfAsk(Method):
             )
         return out
 
-    def _continue(self, ledger: CostLedger, states: list[_State], active: list[int]) -> None:
-        """One continuation of every active scratchpad; sets ``answer``, ``pending`` or neither."""
-        gens = ledger.generate(
+    def _extend(
+        self,
+        ledger: CostLedger,
+        states: list[_State],
+        idx: list[int],
+        stage: str,
+        max_new: int,
+        stop: Sequence[str],
+    ) -> list[Generation]:
+        """Continue the scratchpads of ``idx`` (greedy unless the method's temperature says otherwise)."""
+        scratch = [states[i].scratch for i in idx]
+        return ledger.generate(
             self.generator,
-            active,
-            [states[i].scratch for i in active],
-            stage="self_ask_step",
-            max_new_tokens=self.cfg.step_max_new_tokens,
-            stop=STEP_STOPS,
+            idx,
+            scratch,
+            stage=stage,
+            max_new_tokens=max_new,
+            stop=stop,
             temperature=self.temperature,
         )
+
+    def _continue(self, ledger: CostLedger, states: list[_State], active: list[int]) -> None:
+        """One continuation of every active scratchpad; sets ``answer``, ``pending`` or neither."""
+        gens = self._extend(ledger, states, active, "self_ask_step", self.cfg.step_max_new_tokens, STEP_STOPS)
         for i, gen in zip(active, gens, strict=True):
             st = states[i]
             ledger.add(i, "iterations")
@@ -198,15 +212,7 @@ class SelfAsk(Method):
             if not st.scratch.endswith("\n"):
                 st.scratch += "\n"
             st.scratch += ins.FINAL
-        gens = ledger.generate(
-            self.generator,
-            forced,
-            [states[i].scratch for i in forced],
-            stage="self_ask_final",
-            max_new_tokens=self.cfg.final_max_new_tokens,
-            stop=["\n"],
-            temperature=self.temperature,
-        )
+        gens = self._extend(ledger, states, forced, "self_ask_final", self.cfg.final_max_new_tokens, ["\n"])
         for i, gen in zip(forced, gens, strict=True):
             st = states[i]
             st.scratch += gen.text

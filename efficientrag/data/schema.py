@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from efficientrag.record_fields import record_from_dict
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -73,13 +75,4 @@ class Example:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Example:
-        return cls(
-            id=str(d["id"]),
-            question=str(d["question"]),
-            answers=[str(a) for a in d.get("answers", [])],
-            gold_chunk_ids=[str(x) for x in d.get("gold_chunk_ids", [])],
-            type=str(d.get("type", "")),
-            dataset=str(d.get("dataset", "")),
-            context_ids=[str(x) for x in d.get("context_ids", [])],
-            raw=dict(d.get("raw") or {}),
-        )
+        return record_from_dict(cls, d, optional=("answers", "gold_chunk_ids"))

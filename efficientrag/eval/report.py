@@ -178,9 +178,7 @@ def _quality_rows(runs: Sequence[Run]) -> list[Row]:
             if run.method == "direct_r":
                 label = f"{run.label} (answer from top {_direct_r_answer_k(run)})"
             rows.append(Row(run, label, _main_variant(run), dict(qa)))
-        for view, data in (run.summary.get("views") or {}).items():
-            if data.get("qa"):
-                rows.append(Row(run, f"{run.label}[{view}]", _view_variant(view), dict(data["qa"])))
+        rows.extend(_view_rows(run, "qa"))
     return rows
 
 
@@ -192,10 +190,15 @@ def _retrieval_rows(runs: Sequence[Run]) -> list[Row]:
                 rows.append(Row(run, run.label, _main_variant(run), dict(agg)))
             else:
                 rows.append(Row(run, f"{run.label}@{cut}", f"@{cut}", dict(agg)))
-        for view, data in (run.summary.get("views") or {}).items():
-            if data.get("retrieval"):
-                rows.append(Row(run, f"{run.label}[{view}]", _view_variant(view), dict(data["retrieval"])))
+        rows.extend(_view_rows(run, "retrieval"))
     return rows
+
+
+def _view_rows(run: Run, section: str) -> list[Row]:
+    views = (run.summary.get("views") or {}).items()
+    return [
+        Row(run, f"{run.label}[{v}]", _view_variant(v), dict(d[section])) for v, d in views if d.get(section)
+    ]
 
 
 def _cost_rows(runs: Sequence[Run]) -> list[Row]:

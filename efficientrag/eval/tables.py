@@ -6,7 +6,7 @@ QA (runs that answered) and cost (LLM calls, tokens, retrieval calls, latency pe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from efficientrag.eval.scoring import ALL
@@ -47,16 +47,12 @@ def failure_notes(summaries: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def retrieval_rows(summary: dict[str, Any]) -> list[str]:
-    rows = []
     name = run_label(summary)
-    dataset = summary.get("dataset", "")
-    for cut, agg in (summary.get("retrieval") or {}).items():
-        label = name if cut == ALL else f"{name}@{cut}"
-        rows.append(_retrieval_row(label, dataset, agg, summary))
-    for view, data in (summary.get("views") or {}).items():
-        if "retrieval" in data:
-            rows.append(_retrieval_row(f"{name}[{view}]", dataset, data["retrieval"], summary))
-    return rows
+    labelled = [
+        (name if cut == ALL else f"{name}@{cut}", agg)
+        for cut, agg in (summary.get("retrieval") or {}).items()
+    ]
+    return _with_views(summary, "retrieval", labelled, _retrieval_row)
 
 
 def _retrieval_row(label: str, dataset: str, agg: dict[str, Any], summary: dict[str, Any]) -> str:
@@ -67,15 +63,23 @@ def _retrieval_row(label: str, dataset: str, agg: dict[str, Any], summary: dict[
 
 
 def qa_rows(summary: dict[str, Any]) -> list[str]:
-    rows = []
+    labelled = [(run_label(summary), summary["qa"])] if summary.get("qa") else []
+    return _with_views(summary, "qa", labelled, _qa_row)
+
+
+def _with_views(
+    summary: dict[str, Any],
+    section: str,
+    labelled: list[tuple[str, dict[str, Any]]],
+    row: Callable[[str, str, dict[str, Any], dict[str, Any]], str],
+) -> list[str]:
+    """The run's own rows, then one per view (``name[view]``) that has ``section``."""
     name = run_label(summary)
-    dataset = summary.get("dataset", "")
-    if summary.get("qa"):
-        rows.append(_qa_row(name, dataset, summary["qa"], summary))
     for view, data in (summary.get("views") or {}).items():
-        if data.get("qa"):
-            rows.append(_qa_row(f"{name}[{view}]", dataset, data["qa"], summary))
-    return rows
+        if data.get(section):
+            labelled.append((f"{name}[{view}]", data[section]))
+    dataset = summary.get("dataset", "")
+    return [row(label, dataset, agg, summary) for label, agg in labelled]
 
 
 def _qa_row(label: str, dataset: str, qa: dict[str, Any], summary: dict[str, Any]) -> str:

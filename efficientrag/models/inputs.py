@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
+from efficientrag.record_fields import record_from_dict
+
 # The model kinds: every table keyed by kind (configs, networks, training presets, the CLI) reads this.
 KINDS = ("labeler", "filter")
 
@@ -69,16 +71,7 @@ class LabelerRow:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LabelerRow:
-        return cls(
-            id=str(d["id"]),
-            question_id=str(d["question_id"]),
-            query_words=list(d["query_words"]),
-            chunk_words=list(d["chunk_words"]),
-            labels=[int(x) for x in d["labels"]],
-            tag=str(d["tag"]),
-            chunk_id=str(d.get("chunk_id", "")),
-            meta=dict(d.get("meta") or {}),
-        )
+        return record_from_dict(cls, d)
 
 
 @dataclass
@@ -102,13 +95,7 @@ class FilterRow:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> FilterRow:
-        return cls(
-            id=str(d["id"]),
-            question_id=str(d["question_id"]),
-            words=list(d["words"]),
-            labels=[int(x) for x in d["labels"]],
-            meta=dict(d.get("meta") or {}),
-        )
+        return record_from_dict(cls, d)
 
 
 # The training row of each model kind.

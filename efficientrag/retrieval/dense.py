@@ -129,7 +129,12 @@ class DenseRetriever:
         for field, value in encoder.describe().items():
             if field != "pooling":
                 check_field(where, meta, field, value)
-        _check_probe(where, meta, encoder)
+        check_encoder_probe(
+            where,
+            meta.get("encoder_probe"),
+            encoder,
+            f"probe embedding of {meta.get('encoder')!r} at build time",
+        )
         path = index_dir / INDEX_FILE
         if not path.is_file():
             raise IndexNotFoundError(index_dir, f"{INDEX_FILE} is missing")
@@ -210,8 +215,10 @@ def decode_vector(text: Any) -> np.ndarray | None:
         return None
 
 
-def _check_probe(where: Path, meta: dict[str, Any], encoder: Encoder) -> None:
-    saved = decode_vector(meta.get("encoder_probe"))
+def check_encoder_probe(where: Path | str, encoded_probe: Any, encoder: Encoder, saved_as: str) -> None:
+    """Same encoder name, other weights (a fine-tuned copy saved under the old name) would search
+    the index with vectors from another space; the probe sentence's embedding tells them apart."""
+    saved = decode_vector(encoded_probe)
     if saved is None or saved.shape != (encoder.dim,):
         return
     now = encoder.probe().astype(np.float64)
@@ -220,6 +227,6 @@ def _check_probe(where: Path, meta: dict[str, Any], encoder: Encoder) -> None:
         raise IndexMismatchError(
             where,
             "encoder weights",
-            f"probe embedding of {meta.get('encoder')!r} at build time",
+            saved_as,
             f"a different one now (cosine {cosine:.4f})",
         )

@@ -45,6 +45,9 @@ class MissingChunkIdError(KeyError):
 
 class _FrameworkSearch:
     framework = ""
+    # What the constructor accepts, for its errors: (pip package, extra, the base class it wants,
+    # how to get one from a store/index).
+    needs: tuple[str, str, str, str] = ("", "", "", "")
 
     def __init__(
         self,
@@ -54,6 +57,13 @@ class _FrameworkSearch:
         title_key: str = "title",
         score_key: str | None = None,
     ) -> None:
+        name, (package, extra, wanted, hint) = type(self).__name__, self.needs
+        try:
+            base = self._base_retriever_class()
+        except ImportError as exc:
+            raise ImportError(f"{name} needs {package} ({exc}): pip install 'efficientrag[{extra}]'") from exc
+        if not isinstance(retriever, base):
+            raise TypeError(f"{name} takes {wanted}, got {type(retriever).__name__}; {hint}")
         self.retriever = retriever
         self.id_key = id_key
         self.title_key = title_key
@@ -107,6 +117,10 @@ class _FrameworkSearch:
 
     # --- per framework -----------------------------------------------------------------------------
 
+    @staticmethod
+    def _base_retriever_class() -> type:
+        raise NotImplementedError
+
     def _retrieve(self, queries: list[str], k: int) -> list[list[Any]]:
         raise NotImplementedError
 
@@ -124,22 +138,23 @@ class LangChainSearch(_FrameworkSearch):
     """A LangChain ``BaseRetriever`` as a search backend (see the module docstring)."""
 
     framework = "LangChain"
+    needs = (
+        "langchain-core",
+        "langchain",
+        "a langchain_core BaseRetriever",
+        "for a vector store pass store.as_retriever()",
+    )
 
     def __init__(self, retriever: Any, *, max_concurrency: int | None = None, **kw: Any) -> None:
-        try:
-            from langchain_core.retrievers import BaseRetriever
-        except ImportError as exc:
-            raise ImportError(
-                f"LangChainSearch needs langchain-core ({exc}): pip install 'efficientrag[langchain]'"
-            ) from exc
-        if not isinstance(retriever, BaseRetriever):
-            raise TypeError(
-                f"LangChainSearch takes a langchain_core BaseRetriever, got {type(retriever).__name__}; "
-                "for a vector store pass store.as_retriever()"
-            )
         super().__init__(retriever, **kw)
         self.max_concurrency = max_concurrency
         self._copies: dict[int, Any] = {}
+
+    @staticmethod
+    def _base_retriever_class() -> type:
+        from langchain_core.retrievers import BaseRetriever
+
+        return BaseRetriever
 
     def _target(self, k: int) -> tuple[Any, dict[str, Any]]:
         """The retriever to call and the per-call kwargs that make it return ``k`` documents."""
@@ -178,21 +193,22 @@ class LlamaIndexSearch(_FrameworkSearch):
     """A LlamaIndex ``BaseRetriever`` as a search backend (see the module docstring)."""
 
     framework = "LlamaIndex"
+    needs = (
+        "llama-index-core",
+        "llamaindex",
+        "a llama_index BaseRetriever",
+        "for an index pass index.as_retriever()",
+    )
 
     def __init__(self, retriever: Any, *, max_concurrency: int = 8, **kw: Any) -> None:
-        try:
-            from llama_index.core.base.base_retriever import BaseRetriever
-        except ImportError as exc:
-            raise ImportError(
-                f"LlamaIndexSearch needs llama-index-core ({exc}): pip install 'efficientrag[llamaindex]'"
-            ) from exc
-        if not isinstance(retriever, BaseRetriever):
-            raise TypeError(
-                f"LlamaIndexSearch takes a llama_index BaseRetriever, got {type(retriever).__name__}; "
-                "for an index pass index.as_retriever()"
-            )
         super().__init__(retriever, **kw)
         self.max_concurrency = max_concurrency
+
+    @staticmethod
+    def _base_retriever_class() -> type:
+        from llama_index.core.base.base_retriever import BaseRetriever
+
+        return BaseRetriever
 
     def _set_k(self, k: int) -> None:
         if hasattr(self.retriever, "similarity_top_k"):

@@ -199,23 +199,15 @@ class MilvusRetriever:
 
     def _search(self, texts: list[str], vectors: list[list[float]] | None, k: int) -> Any:
         m = self.m
-        if m.search == "dense":
+        if m.search in ("dense", "bm25"):
+            dense = m.search == "dense"
             return self.client.search(
                 m.collection,
-                data=vectors,
-                anns_field=m.dense_field,
+                data=vectors if dense else texts,
+                anns_field=m.dense_field if dense else m.sparse_field,
                 limit=k,
                 output_fields=self._fields,
-                search_params=self._dense_params(k),
-            )
-        if m.search == "bm25":
-            return self.client.search(
-                m.collection,
-                data=texts,
-                anns_field=m.sparse_field,
-                limit=k,
-                output_fields=self._fields,
-                search_params={"metric_type": "BM25"},
+                search_params=self._dense_params(k) if dense else {"metric_type": "BM25"},
             )
         from pymilvus import AnnSearchRequest, RRFRanker
 
@@ -345,19 +337,7 @@ def _check_encoder_name(location: str, info: CollectionInfo, cfg: RetrieverConfi
 
 
 def _check_probe(location: str, info: CollectionInfo, encoder: Any) -> None:
-    import numpy as np
+    from efficientrag.retrieval.dense import check_encoder_probe
 
-    from efficientrag.retrieval.dense import PROBE_MIN_COSINE, decode_vector
-
-    saved = decode_vector(info.properties.get(PROP + "encoder_probe"))
-    if saved is None or saved.shape != (encoder.dim,):
-        return
-    now = encoder.probe().astype(np.float64)
-    cosine = float(saved @ now / max(np.linalg.norm(saved) * np.linalg.norm(now), 1e-12))
-    if cosine < PROBE_MIN_COSINE:
-        raise IndexMismatchError(
-            location,
-            "encoder weights",
-            "the probe embedding at fill time",
-            f"a different one now (cosine {cosine:.4f})",
-        )
+    saved = info.properties.get(PROP + "encoder_probe")
+    check_encoder_probe(location, saved, encoder, "the probe embedding at fill time")

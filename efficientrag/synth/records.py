@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from efficientrag.record_fields import record_from_dict
+
 STAGES = ("decompose", "label", "align", "next_hop", "negatives", "build")
 OUTPUT_FILES = {
     "decompose": "decomposed.jsonl",
@@ -66,14 +68,7 @@ class SubQuestion:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SubQuestion:
-        return cls(
-            idx=int(d["idx"]),
-            sub_question=str(d["sub_question"]),
-            answer=str(d["answer"]),
-            dependency=[int(x) for x in d.get("dependency") or []],
-            chunk_id=str(d["chunk_id"]),
-            answer_parts=[str(x) for x in d.get("answer_parts") or []],
-        )
+        return record_from_dict(cls, d, optional=("dependency",))
 
 
 @dataclass
@@ -93,15 +88,7 @@ class DecomposedRecord:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DecomposedRecord:
-        return cls(
-            id=str(d["id"]),
-            question=str(d["question"]),
-            answers=[str(a) for a in d.get("answers", [])],
-            dataset=str(d.get("dataset", "")),
-            type=str(d.get("type", "")),
-            teacher=str(d.get("teacher", "")),
-            sub_questions=[SubQuestion.from_dict(s) for s in d["sub_questions"]],
-        )
+        return record_from_dict(cls, d, optional=("answers", "dataset", "type", "teacher"))
 
 
 @dataclass
