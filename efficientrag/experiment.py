@@ -237,7 +237,9 @@ def build_method(
     from efficientrag.eval.judge import maybe_judged
 
     cls = METHODS[check_method_name(name)]
-    return maybe_judged(cfg, cls(retriever, generator, method_section(cfg, cls), shared=shared_settings(cfg)))
+    return maybe_judged(
+        cfg.baselines.judge, cls(retriever, generator, method_section(cfg, cls), shared=shared_settings(cfg))
+    )
 
 
 def method_section(cfg: ExperimentConfig, cls: type) -> Any:

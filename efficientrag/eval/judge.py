@@ -27,7 +27,6 @@ from efficientrag.llm.errors import LLMError, LLMOutputError
 from efficientrag.llm.json_output import parse_json_output
 
 if TYPE_CHECKING:
-    from efficientrag.experiment import ExperimentConfig
     from efficientrag.llm.client import LLMClient
 
 JUDGE_STAGE = "judge"
@@ -223,9 +222,8 @@ class JudgedMethod:
         return preds
 
 
-def maybe_judged(cfg: ExperimentConfig, method: Runnable) -> Runnable:
+def maybe_judged(judge_cfg: JudgeConfig, method: Runnable) -> Runnable:
     """``method`` judged by ``baselines.judge`` when it is enabled, else ``method`` itself."""
-    judge_cfg = cfg.baselines.judge
     if not judge_cfg.enabled:
         return method
     return JudgedMethod(method, LLMJudge(judge_cfg), include_views=judge_cfg.include_views)
