@@ -278,11 +278,14 @@ def _experiment_config(args: argparse.Namespace):
     from efficientrag.experiment import ExperimentConfig
 
     overrides = _flag_overrides(args)
-    if getattr(args, "corpus", None) and not args.dataset and not args.data and not args.config:
+    corpus, data = getattr(args, "corpus", None), getattr(args, "data", None)
+    if corpus and not args.dataset and not data and not args.config:
         # Only a corpus: the user's own documents, asked with -q (or indexed), no question file.
         overrides.insert(0, "data.dataset=jsonl")
-        if not args.work_dir:
-            overrides.insert(0, f"work_dir=runs/{Path(args.corpus).stem}")
+    if (corpus or data) and not args.work_dir and not args.config:
+        # The user's own files get their own folder (never the toy world's runs/toy), named after
+        # the corpus, so `index`, `retrieve` and `eval` over one corpus share its index.
+        overrides.insert(0, f"work_dir=runs/{Path(corpus or data).stem}")
     return load_config(ExperimentConfig, args.config, [*overrides, *args.overrides])
 
 

@@ -193,6 +193,28 @@ def test_a_corpus_alone_is_enough_to_index_and_ask(tmp_path, tiny_models, capsys
     assert "Question: Who directed Alpha Film?" in out and "[alpha]" in out
 
 
+def test_own_questions_run_in_the_corpus_folder_on_its_index(tmp_path, capsys, monkeypatch):
+    """`index --corpus c.jsonl` then `eval --data q.jsonl --corpus c.jsonl` (the README's "Your own
+    data"): the run goes under runs/c/, beside the index it searches, not into the toy world's."""
+    corpus = write_jsonl(tmp_path / "notes.jsonl", CHUNKS)
+    questions = write_jsonl(
+        tmp_path / "asked.jsonl",
+        [{"id": "q1", "question": "Where was the director of Alpha Film born?", "answer": "Lisbon",
+          "gold_ids": ["alpha", "bob"]}],
+    )  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    assert main(["index", "--corpus", str(corpus), "retriever.kind=bm25"]) == 0
+    meta = tmp_path / "runs" / "notes" / "index" / "bm25" / "meta.json"
+    built = meta.stat().st_mtime_ns
+    code = main(["eval", "--dataset", "jsonl", "--data", str(questions), "--corpus", str(corpus),
+                 "--method", "direct_r", "retriever.kind=bm25"])  # fmt: skip
+    assert code == 0
+    assert (tmp_path / "runs" / "notes" / "eval" / "direct_r" / "predictions.jsonl").is_file()
+    assert meta.stat().st_mtime_ns == built  # searched the index `index` built, not a new one
+    assert not (tmp_path / "runs" / "toy").exists()
+    assert "runs/notes/eval/direct_r" in capsys.readouterr().out
+
+
 def _chunk(row: dict):
     from efficientrag.data.schema import Chunk
 
