@@ -27,6 +27,7 @@ _EXPERIMENT_FLAGS = {
     "limit": "eval.limit",
     "labeler": "efficientrag.labeler",
     "filter": "efficientrag.filter",
+    "treehop": "treehop.model",
 }
 
 
@@ -247,6 +248,7 @@ def _add_eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, help="evaluate the first N questions (eval.limit)")
     p.add_argument("--labeler", help="trained Labeler folder (efficientrag.labeler)")
     p.add_argument("--filter", help="trained Filter folder (efficientrag.filter)")
+    p.add_argument("--treehop", help="trained TreeHop folder (treehop.model), for --method treehop")
     p.add_argument("--no-resume", action="store_true", help="start over instead of continuing")
     p.set_defaults(handler=cmd_eval)
 

@@ -25,6 +25,7 @@ from efficientrag.data.schema import Example
 from efficientrag.llm.generator_config import GeneratorConfig
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.config import RetrieverConfig
+from efficientrag.treehop.config import TreeHopRetrievalConfig
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,8 @@ class ExperimentConfig:
     retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
     eval: EvalSettings = field(default_factory=EvalSettings)
     efficientrag: EfficientRAGConfig = field(default_factory=EfficientRAGConfig)
+    # TreeHop's model and search settings (``--method treehop``; needs a dense retriever).
+    treehop: TreeHopRetrievalConfig = field(default_factory=TreeHopRetrievalConfig)
     # The one LLM every answering method uses (Direct, CoT, ..., EfficientRAG's answer call).
     generator: GeneratorConfig = field(default_factory=GeneratorConfig)
     # Settings of the answering baselines (prompts, top-k, iterations, follow-ups) and the QA judge.

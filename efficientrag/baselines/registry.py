@@ -25,6 +25,7 @@ MethodFactory = Callable[["ExperimentConfig", Retriever, GeneratorSource], Metho
 FAMILY_MODULES = (
     "efficientrag.baselines.qa_methods",
     "efficientrag.baselines.active.factories",
+    "efficientrag.treehop.method",
 )
 
 
