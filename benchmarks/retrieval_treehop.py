@@ -39,6 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import treehop_combination as combination  # noqa: E402
 from retrieval_efficientrag import (  # noqa: E402
     DATASETS,
     DEFAULT_SHARED,
@@ -53,34 +54,73 @@ from retrieval_efficientrag import (  # noqa: E402
 )
 from treehop_tables import render  # noqa: E402
 
+from efficientrag.treehop.fixed_update import FixedUpdate  # noqa: E402
+
 KS = [2, 4, 5, 6, 7, 10, 15, 20, 30]
 SETTINGS = {"TreeHop@5, 2 hops": (5, 2), "TreeHop@5, 3 hops": (5, 3), "TreeHop@10, 2 hops": (10, 2)}
 SETTINGS["TreeHop@10, 3 hops"] = (10, 3)
 PRESET = REPO / "configs" / "treehop" / "minilm-cpu.yaml"
+# Training variants (overrides of the preset), each trained and scored on the validation questions
+# (TreeHop@5, 2 hops, best epoch); the best one is reported. The preset holds the winner of the
+# pooled run; the paper's learning rate and a dropout-regularized one are the alternatives tried.
+VARIANTS = {
+    "gate1024-lr1e-3": [
+        "model.gate_dim=1024",
+        "model.num_blocks=3",
+        "learning_rate=1e-3",
+        "model.dropout=0.0",
+    ],
+    "gate1024-lr6e-5": [
+        "model.gate_dim=1024",
+        "model.num_blocks=3",
+        "learning_rate=6e-5",
+        "model.dropout=0.0",
+    ],
+    "gate1024-dropout0.3": [
+        "model.gate_dim=1024",
+        "model.num_blocks=3",
+        "learning_rate=1e-3",
+        "model.dropout=0.3",
+    ],
+    "gate512-lr3e-4": ["model.gate_dim=512", "model.num_blocks=2", "learning_rate=3e-4", "model.dropout=0.0"],
+}
+# The same tree search with a parameter-free next query: what the learned update must beat.
+FIXED_RULES = {"tree search, next query = chunk vector (no training)": "chunk"}
+FIXED_RULES["tree search, next query = q + c (no training)"] = "sum"
 SPLIT_SEED = 1  # the synthesis's: quick_config's split_seed + 1
 
 
 def train(args: argparse.Namespace, work: Path, train_on: list[str]) -> tuple[Path, dict[str, Pool], dict]:
+    """Every training variant on the training side; the best validation search score wins."""
     from efficientrag.config import load_config
     from efficientrag.treehop.train_config import TreeHopTrainConfig
     from efficientrag.treehop.training import train_treehop
     from efficientrag.treehop.training_data import Pool as TrainPool
 
     pools = {d: open_pool(f"train-{d}", [(d, TRAIN_FILES[d])], work / "pools", args) for d in train_on}
+    train_pools = [TrainPool(d, p.corpus, p.examples, p.retriever) for d, p in pools.items()]
     root = work / "treehop" / "+".join(train_on)
-    overrides = [
-        f"work_dir={root}",
-        f"output_dir={root / 'model'}",
-        f"validation_ratio={args.validation_ratio}",
-        f"split_seed={SPLIT_SEED}",
-        f"progress={not args.quiet}",
-        *args.train_overrides,
-    ]
-    cfg = load_config(TreeHopTrainConfig, args.preset, overrides)
-    metrics = train_treehop(
-        cfg, resume=True, pools=[TrainPool(d, p.corpus, p.examples, p.retriever) for d, p in pools.items()]
-    )
-    return root / "model" / "best", pools, metrics
+    runs = {}
+    for name in args.variants:
+        out = root / "variants" / name
+        overrides = [
+            f"work_dir={root}",
+            f"output_dir={out / 'model'}",
+            f"validation_ratio={args.validation_ratio}",
+            f"split_seed={SPLIT_SEED}",
+            f"progress={not args.quiet}",
+            *VARIANTS[name],
+            *args.train_overrides,
+        ]
+        cfg = load_config(TreeHopTrainConfig, args.preset, overrides)
+        runs[name] = train_treehop(cfg, resume=True, pools=train_pools)
+    best = max(runs, key=lambda n: runs[n]["best_score"])
+    metrics = {**runs[best], "variant": best, "variants": {n: _variant_row(m) for n, m in runs.items()}}
+    return root / "variants" / best / "model" / "best", pools, metrics
+
+
+def _variant_row(metrics: dict) -> dict:
+    return {k: metrics.get(k) for k in ("best_score", "best_epoch", "epochs", "parameters", "best")}
 
 
 def fingerprint(model_dir: Path) -> str:
@@ -141,6 +181,21 @@ def choose(args: argparse.Namespace, work: Path, model: Any, tag: str, pools: di
         for label, per in table.items()
     }
     best = max(scores, key=lambda lab: scores[lab])
+    # After the choice, so they cannot change it: the chosen K and hops with a fixed next query.
+    k, hops = SETTINGS[best]
+    for label, rule in FIXED_RULES.items():
+        fixed = FixedUpdate.like(rule, model)
+        for name, pool in pools.items():
+            val = validation_examples(pool, quick_config(work, name, args))
+            res = evaluate_treehop(pool, fixed, val, _slug(label), out / name, top_k=k, hops=hops)
+            table.setdefault(f"{best}: {label} (diagnostic)", {})[name] = {
+                "summary": res,
+                "gain": gain(res, direct[name]),
+            }
+        per = table[f"{best}: {label} (diagnostic)"]
+        scores[f"{best}: {label} (diagnostic)"] = sum(
+            (g["gain"]["recall"] + g["gain"]["all_gold"]) / 2 for g in per.values()
+        ) / len(per)
     return best, {"table": table, "scores": scores, "direct": direct}
 
 
@@ -173,6 +228,12 @@ def report_on(
         pool, model, examples, _slug(diag), out / tag, top_k=k, hops=hops, pruning="official"
     )
     fates[diag] = count_fates(read_jsonl(out / tag / _slug(diag) / "predictions.jsonl"))
+    for label, rule in FIXED_RULES.items():
+        diag = f"{chosen}: {label} (diagnostic)"
+        fixed = FixedUpdate.like(rule, model)
+        folder = out / "fixed" / f"k{k}-h{hops}"
+        rows[diag] = evaluate_treehop(pool, fixed, examples, _slug(label), folder, top_k=k, hops=hops)
+        fates[diag] = count_fates(read_jsonl(folder / _slug(label) / "predictions.jsonl"))
     return {"direct": direct, "treehop": rows, "fates": fates, "efficientrag": efficientrag_results}
 
 
@@ -201,6 +262,21 @@ def run_protocol(args: argparse.Namespace, train_on: list[str], eval_on: list[st
     tag = fingerprint(model_dir)
     model = TreeHop.from_pretrained(model_dir, device="cpu")
     chosen, validation = choose(args, work, model, tag, pools)
+    combo_setting, combo, labeler, combo_dir = None, None, None, None
+    models = work / "models" / "+".join(train_on)
+    if not args.no_combination:
+        labeler = combination.load_labeler(models)
+    if labeler is not None:
+        # TreeHop + EfficientRAG's Tagger: chosen on the same validation questions.
+        combo_dir = (
+            work
+            / "treehop"
+            / "+".join(train_on)
+            / "combination"
+            / f"{tag}-{fingerprint(models / 'labeler' / 'best')}"
+        )
+        val = {n: (p, validation_examples(p, quick_config(work, n, args))) for n, p in pools.items()}
+        combo_setting, combo = combination.choose(val, model, labeler, combo_dir / "validation")
     results: dict[str, dict[str, Any]] = {}
     bm25_args = argparse.Namespace(**{**vars(args), "retriever": "bm25"})
     pool_keys = [("own pool", lambda d: [(d, DEV_FILES[d])], lambda d: f"dev-{d}")]
@@ -213,6 +289,13 @@ def run_protocol(args: argparse.Namespace, train_on: list[str], eval_on: list[st
             examples = [ex for ex in pool.examples if getattr(ex, "dataset", "") == name]
             eff = efficientrag_result(work, train_on, eval_on, name, pool_key)
             res = report_on(args, work, model, tag, chosen, pool, name, pool_key, examples, eff)
+            if combo_setting is not None:
+                res["combination"] = {
+                    "label": combination.label_of(*combo_setting),
+                    "summary": combination.evaluate(
+                        pool, model, labeler, examples, combo_dir / "dev" / pool_key / name, combo_setting
+                    ),
+                }
             bm25_pool = open_pool(pool_name(name), files(name), bm25_work / "pools", bm25_args)
             bm25_examples = [ex for ex in bm25_pool.examples if getattr(ex, "dataset", "") == name]
             res["bm25"] = {
@@ -231,6 +314,7 @@ def run_protocol(args: argparse.Namespace, train_on: list[str], eval_on: list[st
         model_dir=model_dir,
         chosen=chosen,
         validation=validation,
+        combination=(combo_setting, combo),
         results=results,
         settings=SETTINGS,
         plot_dir=model_dir.parent.parent,
@@ -264,8 +348,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-on", default=",".join(DATASETS), help="dev sets to report")
     parser.add_argument("--validation-ratio", type=float, default=VALIDATION_RATIO)
     parser.add_argument("--preset", default=str(PRESET), help="TreeHop training preset")
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--train-overrides", nargs="*", default=[], metavar="key=value")
     parser.add_argument("--no-combined", action="store_true", help="skip the combined dev pool")
+    parser.add_argument(
+        "--no-combination",
+        action="store_true",
+        help="skip TreeHop + EfficientRAG's Tagger (needs its Labeler)",
+    )
     parser.add_argument(
         "--leave-one-out",
         action="store_true",

@@ -24,6 +24,7 @@ def render(
     model_dir: Path,
     chosen: str,
     validation: dict[str, Any],
+    combination: tuple[Any, Any],
     results: dict[str, dict[str, Any]],
     settings: dict[str, tuple[int, int]],
     plot_dir: Path,
@@ -39,10 +40,19 @@ def render(
         f"Command: `{command}` ({minutes:.0f} min)",
         "",
         f"TreeHop trained on the train files of {', '.join(train_on)} (training side: {per_file}); "
-        f"epoch {train_metrics.get('best_epoch')} of {train_metrics.get('epochs')} chosen by the tree "
-        f"search on the validation questions (score {_f(train_metrics.get('best_score'))}); model "
-        f"`{model_dir}`. K and hops chosen on the same validation questions: **{chosen}** (largest gain "
-        "over Direct-R at the same chunk count). No dev question was used to choose anything.",
+        f"training variant **{train_metrics.get('variant')}**, epoch {train_metrics.get('best_epoch')} of "
+        f"{train_metrics.get('epochs')}, both chosen by the tree search (TreeHop@5, 2 hops) on the validation "
+        f"questions (score {_f(train_metrics.get('best_score'))}); model `{model_dir}`. K and hops chosen on "
+        f"the same validation questions: **{chosen}** (largest gain over Direct-R at the same chunk count). "
+        "No dev question was used to choose anything.",
+        "",
+        "| training variant | parameters | best epoch | validation score (mean over files of (recall + all-gold) / 2) |",
+        "|---|---:|---:|---:|",
+        *[
+            f"| {'**' + n + '**' if n == train_metrics.get('variant') else n} | {v['parameters']:,} | "
+            f"{v['best_epoch']} / {v['epochs']} | {_f(v['best_score'])} |"
+            for n, v in train_metrics.get("variants", {}).items()
+        ],
         "",
     ]
     held = [d for d in results if d not in train_on]
@@ -53,6 +63,11 @@ def render(
             "",
         ]
     lines += _validation_table(validation, chosen)
+    combo_setting, combo = combination
+    if combo is not None:
+        from treehop_combination import validation_rows
+
+        lines += validation_rows(combo, combo_setting)
     lines += ["### Dev questions (never seen by any step)", ""]
     fates = []
     for name, pools in results.items():
@@ -135,6 +150,11 @@ def _dev_table(res: dict[str, Any], chosen: str) -> list[str]:
     for label, summary in res["treehop"].items():
         name = f"**{label}** (chosen)" if label == chosen else label
         lines.append(_row(name, "dense", summary["retrieval"]["all"], direct))
+    if res.get("combination"):
+        combo = res["combination"]
+        lines.append(
+            _row(f"{combo['label']} (chosen)", "dense", combo["summary"]["retrieval"]["all"], direct)
+        )
     bm25 = res.get("bm25") or {}
     if bm25:
         for k in BM25_KS:

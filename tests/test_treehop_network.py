@@ -59,6 +59,18 @@ def test_gradient_reaches_every_parameter_and_the_query():
     assert net.heads[0].query.weight.grad.abs().sum() > 0
 
 
+def test_gate_dropout_acts_in_training_only():
+    torch.manual_seed(0)
+    net = TreeHopNetwork(_config(dropout=0.5))
+    q, c = torch.randn(4, 16), torch.randn(4, 16)
+    net.train()
+    assert not torch.allclose(net(q, c), net(q, c))
+    net.eval()
+    assert torch.equal(net(q, c), net(q, c))
+    with pytest.raises(ValueError, match="dropout"):
+        _config(dropout=1.0)
+
+
 def test_wrong_inputs_and_config_values_fail_clearly():
     net = TreeHopNetwork(_config())
     with pytest.raises(ValueError, match="width 8 given to a TreeHop network of embed_dim 16"):

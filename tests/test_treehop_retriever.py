@@ -217,3 +217,50 @@ def test_training_set_split_and_negatives(pool, tmp_path):
     pv = pool_vectors(pool, tmp_path)
     trained = {pv.question_ids[i] for i in range(len(pv.question_ids)) if pv.chains[i].edges} - val_ids
     assert len(trained) == len(train.items)
+
+
+class _ProbLabeler:
+    """Continue probability = a fixed function of the chunk's words; records what it read."""
+
+    def __init__(self) -> None:
+        self.pairs: list = []
+
+    @staticmethod
+    def prob(chunk_words) -> float:
+        return (sum(map(ord, " ".join(chunk_words))) % 100) / 100
+
+    def predict(self, pairs, **kw):
+        from types import SimpleNamespace
+
+        self.pairs += list(pairs)
+        return [SimpleNamespace(continue_prob=self.prob(c)) for _, c in pairs]
+
+
+def test_tagged_treehop_keeps_the_floor_then_the_surest_candidates_within_the_budget(pool):
+    from efficientrag.text.words import split_words
+    from efficientrag.treehop.tagged import TaggedTreeHop, TaggedTreeHopRetrieval, TagSettings
+
+    search = TreeHopRetriever(pool.retriever, _model(), TreeHopRetrievalConfig(top_k=4, hops=2))
+    labeler = _ProbLabeler()
+    tagged = TaggedTreeHop(search, labeler, TagSettings(tag_threshold=0.3, floor_k=2, chunk_budget=5))
+    questions = [ex.question for ex in pool.examples[:5]]
+    plain = search.retrieve_batch(questions)
+    pairs = 0
+    for before, (after, tags) in zip(plain, tagged.retrieve_with_tags(questions), strict=True):
+        assert after.chunk_ids[:2] == before.chunk_ids[:2]  # the question's own top 2, untagged
+        assert set(tags) == set(before.chunk_ids[2:])  # every other candidate was read once
+        rest = after.chunk_ids[2:]
+        assert len(after.chunks) <= 5 and all(tags[c] >= 0.3 for c in rest)
+        assert [tags[c] for c in rest] == sorted((tags[c] for c in rest), reverse=True)
+        surest = sorted((c for c in tags if tags[c] >= 0.3), key=lambda c: -tags[c])[:3]
+        assert sorted(rest) == sorted(surest)
+        for c in after.chunks[2:]:
+            assert tags[c.id] == _ProbLabeler.prob(split_words(c.contents))
+        assert after.counters["labeler_pairs"] == len(before.chunks) - 2
+        pairs += len(before.chunks) - 2
+    assert len(labeler.pairs) == pairs  # one Labeler pass over all questions' candidates
+    assert labeler.pairs[0][0] == split_words(questions[0])  # judged against the question
+    preds = TaggedTreeHopRetrieval(tagged).run_batch(pool.examples[:2])
+    assert preds[0].trace["tags"] and preds[0].counters["llm_calls"] == 0
+    with pytest.raises(ValueError, match="floor_k <= chunk_budget"):
+        TagSettings(floor_k=8, chunk_budget=7)

@@ -24,6 +24,7 @@ OWN_FIELDS = (
     "num_heads",
     "num_blocks",
     "score_scale",
+    "dropout",
     "encoder_name",
     "encoder_normalize",
     "format_version",
@@ -45,6 +46,9 @@ class TreeHopConfig(PreTrainedConfig):
     num_heads: int = 1
     num_blocks: int = 3
     score_scale: str = "gate"
+    # Dropout on the gate's feature weights while training (where the official head has its
+    # dropout, built there with 0.0). A regularizer for small training sets; inference ignores it.
+    dropout: float = 0.0
     encoder_name: str = ""
     encoder_normalize: bool = True
     initializer_range: float = 0.02
@@ -63,6 +67,8 @@ class TreeHopConfig(PreTrainedConfig):
             raise ValueError(
                 f"{where}: 'score_scale' must be one of {SCORE_SCALES}, got {self.score_scale!r}"
             )
+        if not 0.0 <= float(self.dropout) < 1.0:
+            raise ValueError(f"{where}: 'dropout' must be in [0, 1), got {self.dropout!r}")
         if self.format_version > FORMAT_VERSION:
             raise ValueError(
                 f"{where}: format_version {self.format_version} is newer than this efficientrag "

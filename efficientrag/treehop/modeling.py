@@ -38,7 +38,9 @@ class ResidualBlock(nn.Module):
 class GateHead(nn.Module):
     """One head of the update gate (see the module docstring)."""
 
-    def __init__(self, embed_dim: int, gate_dim: int, num_blocks: int, scale_dim: int) -> None:
+    def __init__(
+        self, embed_dim: int, gate_dim: int, num_blocks: int, scale_dim: int, dropout: float
+    ) -> None:
         super().__init__()
         self.query = nn.Linear(embed_dim, gate_dim)
         self.key = nn.Linear(embed_dim, gate_dim)
@@ -46,10 +48,11 @@ class GateHead(nn.Module):
         self.blocks = nn.Sequential(*(ResidualBlock(gate_dim) for _ in range(num_blocks)))
         self.out = nn.Linear(gate_dim, gate_dim)
         self.inv_scale = 1.0 / math.sqrt(scale_dim)
+        self.dropout = nn.Dropout(dropout)
 
     def forward(self, query: torch.Tensor, chunk: torch.Tensor) -> torch.Tensor:
         logits = self.query(query) * self.key(chunk) * self.inv_scale
-        gated = torch.softmax(logits, dim=-1) * self.value(chunk)
+        gated = self.dropout(torch.softmax(logits, dim=-1)) * self.value(chunk)
         return self.out(self.blocks(gated)) + gated
 
 
@@ -64,7 +67,7 @@ class TreeHopNetwork(PreTrainedModel):
         super().__init__(config)
         scale_dim = config.gate_dim if config.score_scale == "gate" else config.embed_dim
         self.heads = nn.ModuleList(
-            GateHead(config.embed_dim, config.gate_dim, config.num_blocks, scale_dim)
+            GateHead(config.embed_dim, config.gate_dim, config.num_blocks, scale_dim, config.dropout)
             for _ in range(config.num_heads)
         )
         self.project = nn.Linear(config.num_heads * config.gate_dim, config.embed_dim, bias=False)

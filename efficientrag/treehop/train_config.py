@@ -35,6 +35,7 @@ class TreeHopModelSettings:
     num_heads: int = 1
     num_blocks: int = 3
     score_scale: Literal["gate", "embed"] = "gate"
+    dropout: float = 0.0
     initializer_range: float = 0.02
 
 

@@ -110,6 +110,7 @@ def train_treehop(
         num_heads=cfg.model.num_heads,
         num_blocks=cfg.model.num_blocks,
         score_scale=cfg.model.score_scale,
+        dropout=cfg.model.dropout,
         initializer_range=cfg.model.initializer_range,
         encoder_name=encoder.encoder.name,
         encoder_normalize=bool(encoder.encoder.normalize),
