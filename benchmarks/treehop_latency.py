@@ -109,7 +109,14 @@ def methods(pool: Any, args: argparse.Namespace) -> dict[str, Any]:
             "device=cpu",
         ],
     )
-    treehop = TreeHop.from_pretrained(work / "treehop" / TRAINED_ON / "model" / "best", device="cpu")
+    chosen = sorted((work / "treehop" / TRAINED_ON).glob("results-*.json"))
+    if not chosen:
+        raise SystemExit(
+            f"no TreeHop results under {work / 'treehop' / TRAINED_ON}: run retrieval_treehop.py first"
+        )
+    treehop = TreeHop.from_pretrained(
+        json.loads(chosen[0].read_text(encoding="utf-8"))["model"], device="cpu"
+    )
     out: dict[str, Any] = {"Direct-R@10": DirectR(pool.retriever, 10)}
     out[f"EfficientRAG ({label})"] = EfficientRAGRun(EfficientRAG.from_config(pool.retriever, rag_cfg))
     for name, (k, hops) in TREEHOP.items():
