@@ -12,7 +12,8 @@ slice to slice, so a background load slows all methods alike. Two modes:
 
 Models: TreeHop from ``benchmarks/retrieval_treehop.py`` and EfficientRAG's Labeler/Filter and
 setting from ``benchmarks/retrieval_efficientrag.py --retriever dense`` (both trained on the three
-train files, settings chosen on their validation questions). Writes a table and a plot of recall
+train files, settings chosen on their validation questions), and the TreeHop + Tagger combination
+when that benchmark chose one. Writes a table and a plot of recall
 against seconds per question (``--out``).
 
     python benchmarks/treehop_latency.py
@@ -114,15 +115,24 @@ def methods(pool: Any, args: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit(
             f"no TreeHop results under {work / 'treehop' / TRAINED_ON}: run retrieval_treehop.py first"
         )
-    treehop = TreeHop.from_pretrained(
-        json.loads(chosen[0].read_text(encoding="utf-8"))["model"], device="cpu"
-    )
+    treehop_results = json.loads(chosen[0].read_text(encoding="utf-8"))
+    treehop = TreeHop.from_pretrained(treehop_results["model"], device="cpu")
     out: dict[str, Any] = {"Direct-R@10": DirectR(pool.retriever, 10)}
     out[f"EfficientRAG ({label})"] = EfficientRAGRun(EfficientRAG.from_config(pool.retriever, rag_cfg))
     for name, (k, hops) in TREEHOP.items():
         out[name] = TreeHopRun(
             TreeHopRetriever(pool.retriever, treehop, TreeHopRetrievalConfig(top_k=k, hops=hops))
         )
+    combo = (treehop_results.get("combination") or {}).get("setting")
+    if combo:
+        from efficientrag.models import Labeler
+        from efficientrag.treehop.tagged import TaggedTreeHop, TagSettings
+
+        k, hops, threshold, floor = combo
+        search = TreeHopRetriever(pool.retriever, treehop, TreeHopRetrievalConfig(top_k=k, hops=hops))
+        labeler = Labeler.from_pretrained(models / "labeler" / "best", device="cpu")
+        settings = TagSettings(tag_threshold=threshold, floor_k=floor, chunk_budget=7)
+        out[f"TreeHop@{k}, {hops} hops + Tagger"] = TreeHopRun(TaggedTreeHop(search, labeler, settings))
     return out
 
 
