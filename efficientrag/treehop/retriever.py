@@ -63,15 +63,6 @@ class TreeHopRetriever:
             )
         return cls(retriever, TreeHop.from_pretrained(config.model, device=config.device), config)
 
-    def with_settings(self, **changes: Any) -> TreeHopRetriever:
-        """The same model and index under other search settings (no reloading)."""
-        from dataclasses import replace
-
-        twin = object.__new__(TreeHopRetriever)
-        twin.vectors, twin.retriever, twin.model = self.vectors, self.retriever, self.model
-        twin.config = replace(self.config, **changes)
-        return twin
-
     @property
     def settings(self) -> SearchSettings:
         c = self.config

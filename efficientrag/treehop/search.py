@@ -12,6 +12,7 @@ the survivors of later hops, at most K x hops, in the order they were found.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -123,7 +124,9 @@ def expand_trees(
             t_model = time.perf_counter() - t0
             for (q, _, path, _), vec in zip(next_jobs, nxt, strict=True):
                 frontier[q].append((vec, path))
-        _share_seconds(out, owners, hop, t_search, t_model, len(next_jobs), next_jobs)
+        _share_seconds(
+            out, owners, hop, t_search, t_model, [q for q, *_ in next_jobs] if hop < settings.hops else []
+        )
     return out
 
 
@@ -138,21 +141,17 @@ def _share_seconds(
     hop: int,
     t_search: float,
     t_model: float,
-    n_jobs: int,
-    jobs: Sequence[tuple[int, np.ndarray, tuple[int, ...], int]],
+    updated: Sequence[int],
 ) -> None:
-    """Split a hop's batched search and model time over questions by their share of the work."""
-    queries: dict[int, int] = {}
-    for q, _ in owners:
-        queries[q] = queries.get(q, 0) + 1
-    updates: dict[int, int] = {}
-    for q, *_ in jobs:
-        updates[q] = updates.get(q, 0) + 1
+    """Split a hop's batched search and model time over questions by their share of the work
+    (``owners``: the question of every searched query; ``updated``: of every next query formed)."""
+    queries = Counter(q for q, _ in owners)
+    updates = Counter(updated)
     for q, count in queries.items():
         layer = out[q].layers[-1]
         if layer.hop != hop:
             continue
         layer.seconds = {
             "search": t_search * count / len(owners),
-            "model": t_model * updates.get(q, 0) / n_jobs if n_jobs else 0.0,
+            "model": t_model * updates[q] / len(updated) if updated else 0.0,
         }
