@@ -264,3 +264,13 @@ def test_tagged_treehop_keeps_the_floor_then_the_surest_candidates_within_the_bu
     assert preds[0].trace["tags"] and preds[0].counters["llm_calls"] == 0
     with pytest.raises(ValueError, match="floor_k <= chunk_budget"):
         TagSettings(floor_k=8, chunk_budget=7)
+
+
+def test_max_train_questions_trains_on_a_seeded_subset(pool, tmp_path):
+    cfg = _train_config(tmp_path, max_train_questions=5, epochs=1)
+    done = train_treehop(cfg, pools=[pool])
+    info = json.loads((tmp_path / "model" / "training_data.json").read_text())
+    assert info["train_questions_used"] == 5 < info["train_questions"]
+    assert done["total_steps"] == 1  # 5 questions, batches of 8
+    with pytest.raises(ValueError, match="max_train_questions"):
+        _train_config(tmp_path, max_train_questions=-1)

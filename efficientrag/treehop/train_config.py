@@ -24,6 +24,7 @@ DATA_ORDER_KEYS = (
     "epochs",
     "seed",
     "grad_accumulation",
+    "max_train_questions",
 )
 
 
@@ -53,6 +54,9 @@ class TreeHopTrainConfig:
     # The honest-protocol benchmark uses 0.25 / seed 1, the split its EfficientRAG synthesis uses.
     validation_ratio: float = 0.25
     split_seed: int = 1
+    # > 0: train on this many training-side questions (drawn with ``seed``), e.g. for a data-size
+    # curve; validation is unchanged. 0 = all.
+    max_train_questions: int = 0
     model: TreeHopModelSettings = field(default_factory=TreeHopModelSettings)
     # InfoNCE over cosine similarity / temperature (the paper: 0.15). Negatives: the question's own
     # non-gold paragraphs and every other chunk of the batch.
@@ -87,6 +91,8 @@ class TreeHopTrainConfig:
         for name in ("batch_size", "grad_accumulation", "epochs", "eval_top_k", "eval_hops"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_train_questions < 0:
+            raise ValueError(f"max_train_questions must be >= 0, got {self.max_train_questions}")
         for name in ("eval_every_epochs", "save_every_epochs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")

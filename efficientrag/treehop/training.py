@@ -86,6 +86,10 @@ def train_treehop(
         validation_ratio=cfg.validation_ratio,
         split_seed=cfg.split_seed,
     )
+    if cfg.max_train_questions and cfg.max_train_questions < len(train_set.items):
+        keep = np.random.default_rng(cfg.seed).permutation(len(train_set.items))[: cfg.max_train_questions]
+        train_set.items = [train_set.items[int(i)] for i in sorted(keep)]
+        train_set.info["train_questions_used"] = len(train_set.items)
     if not train_set.items:
         raise ConfigError(
             "no training question has a hop chain with an edge (only comparison questions, or every "
