@@ -116,6 +116,26 @@ def train(args: argparse.Namespace, work: Path, train_on: list[str]) -> tuple[Pa
         runs[name] = train_treehop(cfg, resume=True, pools=train_pools)
     best = max(runs, key=lambda n: runs[n]["best_score"])
     metrics = {**runs[best], "variant": best, "variants": {n: _variant_row(m) for n, m in runs.items()}}
+    curve = {}
+    n_train = runs[best]["training_data"]["train_questions"]
+    for fraction in args.data_curve:
+        # The chosen variant on part of the training questions: does more data help?
+        n = max(1, round(fraction * n_train))
+        out = root / "data_curve" / f"{best}-n{n}"
+        overrides = [
+            f"work_dir={root}",
+            f"output_dir={out / 'model'}",
+            f"validation_ratio={args.validation_ratio}",
+            f"split_seed={SPLIT_SEED}",
+            f"progress={not args.quiet}",
+            f"max_train_questions={n}",
+            *VARIANTS[best],
+            *args.train_overrides,
+        ]
+        cfg = load_config(TreeHopTrainConfig, args.preset, overrides)
+        curve[n] = _variant_row(train_treehop(cfg, resume=True, pools=train_pools))
+    curve[n_train] = _variant_row(runs[best])
+    metrics["data_curve"] = curve
     return root / "variants" / best / "model" / "best", pools, metrics
 
 
@@ -350,6 +370,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", default=str(PRESET), help="TreeHop training preset")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--train-overrides", nargs="*", default=[], metavar="key=value")
+    parser.add_argument(
+        "--data-curve",
+        nargs="*",
+        type=float,
+        default=[0.25, 0.5],
+        metavar="FRACTION",
+        help="also train the chosen variant on these shares of the training questions (validation only)",
+    )
     parser.add_argument("--no-combined", action="store_true", help="skip the combined dev pool")
     parser.add_argument(
         "--no-combination",
@@ -370,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"shared data not found at {args.shared_data}", file=sys.stderr)
         return 2
     if args.leave_one_out:
+        args.data_curve = []
         reports = []
         for held in DATASETS:
             reports.append(run_protocol(args, [d for d in DATASETS if d != held], [held]))

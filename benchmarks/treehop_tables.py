@@ -55,6 +55,17 @@ def render(
         ],
         "",
     ]
+    curve = train_metrics.get("data_curve") or {}
+    if len(curve) > 1:
+        lines += [
+            f"Data size ({train_metrics.get('variant')}, the same validation questions): "
+            + ", ".join(
+                f"{n} training questions: {_f(v['best_score'])}"
+                for n, v in sorted(curve.items(), key=lambda kv: int(kv[0]))
+            )
+            + ".",
+            "",
+        ]
     held = [d for d in results if d not in train_on]
     if held:
         lines += [
