@@ -274,3 +274,22 @@ def test_max_train_questions_trains_on_a_seeded_subset(pool, tmp_path):
     assert done["total_steps"] == 1  # 5 questions, batches of 8
     with pytest.raises(ValueError, match="max_train_questions"):
         _train_config(tmp_path, max_train_questions=-1)
+
+
+def test_fixed_update_rules_stand_in_for_a_model(pool):
+    from efficientrag.treehop.fixed_update import FixedUpdate
+
+    q, c = np.ones((2, DIM), np.float32), np.full((2, DIM), 2.0, np.float32)
+    fixed = FixedUpdate.like("chunk", _model())
+    np.testing.assert_array_equal(fixed.update(q, c), c)
+    np.testing.assert_array_equal(FixedUpdate.like("sum", _model()).update(q, c), q + c)
+    np.testing.assert_array_equal(FixedUpdate.like("difference", _model()).update(q, c), q - c)
+    # The tree search runs on it like on a trained model: a chunk's own vector retrieves the chunk
+    # itself first, which redundancy drops, so hop 2 adds the chunks nearest to hop 1's.
+    res = TreeHopRetriever(pool.retriever, fixed, TreeHopRetrievalConfig(top_k=3, hops=2)).retrieve(
+        pool.examples[0].question
+    )
+    assert res.hops[:3] == [1, 1, 1] and len(res.chunks) == len(set(res.chunk_ids))
+    assert all(h.pruned == "redundant" for h in (hits[0] for hits in res.trace[1].hits))
+    with pytest.raises(ValueError, match="rule must be one of"):
+        FixedUpdate("product", embed_dim=DIM, encoder_name="x")
