@@ -39,6 +39,7 @@ FLAGS = {
     "limit": Flag("eval.limit", "evaluate the first N questions (eval.limit)", int),
     "labeler": Flag("efficientrag.labeler", "trained Labeler folder (efficientrag.labeler)"),
     "filter": Flag("efficientrag.filter", "trained Filter folder (efficientrag.filter)"),
+    "treehop": Flag("treehop.model", "trained TreeHop folder (treehop.model), for --method treehop"),
 }
 DATA_FLAGS = ("dataset", "data", "corpus", "work_dir")
 MODEL_FLAGS = ("labeler", "filter")
@@ -319,7 +320,7 @@ _REPORT_HELP = "one Markdown report (tables + plots) over several eval run folde
 
 
 def _add_eval_args(p: argparse.ArgumentParser) -> None:
-    _add_experiment_args(p, ("method", "limit", *MODEL_FLAGS))
+    _add_experiment_args(p, ("method", "limit", *MODEL_FLAGS, "treehop"))
     p.add_argument("--no-resume", action="store_true", help="start over instead of continuing")
     p.set_defaults(handler=cmd_eval)
 

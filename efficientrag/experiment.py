@@ -30,6 +30,7 @@ from efficientrag.llm.generator_config import GeneratorConfig
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.base import Retriever
 from efficientrag.retrieval.config import RetrieverConfig
+from efficientrag.treehop.config import TreeHopRetrievalConfig
 
 if TYPE_CHECKING:
     from efficientrag.baselines.base import GeneratorSource, Runnable, SharedSettings
@@ -73,6 +74,8 @@ class ExperimentConfig:
     retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
     eval: EvalSettings = field(default_factory=EvalSettings)
     efficientrag: EfficientRAGConfig = field(default_factory=EfficientRAGConfig)
+    # TreeHop's model and search settings (``--method treehop``; needs a dense retriever).
+    treehop: TreeHopRetrievalConfig = field(default_factory=TreeHopRetrievalConfig)
     # The one LLM every answering method uses (Direct, CoT, ..., EfficientRAG's answer call).
     generator: GeneratorConfig = field(default_factory=GeneratorConfig)
     # Every method's settings (baselines.<method>: top-k, iterations, thresholds, look-ahead ...), the

@@ -14,9 +14,24 @@ import dataclasses
 import functools
 import typing
 from collections.abc import Collection, Mapping
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 R = TypeVar("R")
+J = TypeVar("J", bound="JsonRecord")
+
+
+class JsonRecord:
+    """A dataclass written as one JSONL line (``to_dict``, keys in field order) and read back with
+    :func:`record_from_dict`; ``optional_fields`` may be missing from old lines."""
+
+    optional_fields: ClassVar[tuple[str, ...]] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls: type[J], d: Mapping[str, Any]) -> J:
+        return record_from_dict(cls, d, optional=cls.optional_fields)
 
 
 def record_from_dict(cls: type[R], d: Mapping[str, Any], *, optional: Collection[str] = ()) -> R:

@@ -15,6 +15,7 @@ GIVEN = {
     "limit": "3",
     "labeler": "models/labeler",
     "filter": "models/filter",
+    "treehop": "models/treehop",
 }
 
 

@@ -25,13 +25,14 @@ from efficientrag.testing.word_overlap import WordOverlapRetriever
 
 def test_every_registered_class_carries_its_name_and_a_section_of_the_config():
     cfg = ExperimentConfig()
-    assert len(METHODS) == 14
+    assert len(METHODS) == 15
     for name, cls in METHODS.items():
         assert issubclass(cls, Method) and cls.name == name
         section = method_section(cfg, cls)
         assert isinstance(section, cls.config_class), name
     assert method_section(cfg, METHODS["efficientrag"]) is cfg.efficientrag
     assert method_section(cfg, METHODS["flare"]) is cfg.baselines.flare
+    assert method_section(cfg, METHODS["treehop"]) is cfg.treehop
     assert check_method_name("Flare-Instruct") == "flare_instruct"
     with pytest.raises(ValueError, match="unknown method 'flair'; known methods: cot, decompose_r"):
         check_method_name("flair")

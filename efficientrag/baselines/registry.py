@@ -19,6 +19,7 @@ from efficientrag.baselines.fs_rag import FSRAG
 from efficientrag.baselines.iter_retgen import IterRetGen
 from efficientrag.baselines.self_ask import SelfAsk
 from efficientrag.baselines.sr_rag import SRRAG
+from efficientrag.baselines.treehop import TreeHopRetrieval
 from efficientrag.baselines.wo_rag import WoRAG
 
 METHODS: dict[str, type[Method]] = {
@@ -30,6 +31,8 @@ METHODS: dict[str, type[Method]] = {
     "iter_retgen": IterRetGen,
     "self_ask": SelfAsk,
     "efficientrag": EfficientRAGRetrieval,
+    # The LLM-free peer (docs/treehop.md).
+    "treehop": TreeHopRetrieval,
     # Active retrieval: FLARE, DRAGIN and DRAGIN's baselines.
     "wo_rag": WoRAG,
     "sr_rag": SRRAG,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from efficientrag.record_fields import record_from_dict
+from efficientrag.record_fields import JsonRecord
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Chunk:
 
 
 @dataclass
-class Example:
+class Example(JsonRecord):
     """One multi-hop question.
 
     ``gold_chunk_ids`` are ordered by reasoning hop where the dataset says so (MuSiQue
@@ -45,6 +45,8 @@ class Example:
     with the question (gold and distractors), after pooling they point into the pooled corpus.
     ``raw`` is the untouched source record: the annotation teacher reads it.
     """
+
+    optional_fields = ("answers", "gold_chunk_ids")
 
     id: str
     question: str
@@ -72,7 +74,3 @@ class Example:
         if with_raw:
             d["raw"] = self.raw
         return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Example:
-        return record_from_dict(cls, d, optional=("answers", "gold_chunk_ids"))

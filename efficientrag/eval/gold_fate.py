@@ -48,11 +48,12 @@ def fate_of_record(rec: Mapping[str, Any], *, where: str = "record") -> dict[str
 
 
 def count_fates(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    return _tally(fate_of_record(rec) for rec in records)
+    return tally_fates(fate_of_record(rec) for rec in records)
 
 
-def _tally(fates_per_record: Iterable[Mapping[str, str]]) -> dict[str, int]:
-    counts = {"gold": 0, **dict.fromkeys(FATES, 0)}
+def tally_fates(fates_per_record: Iterable[Mapping[str, str]], fates: Iterable[str] = FATES) -> dict[str, int]:
+    """``gold`` (every gold chunk) and how many met each fate; ``fates`` are the kinds counted."""
+    counts = {"gold": 0, **dict.fromkeys(fates, 0)}
     for fates in fates_per_record:
         for fate in fates.values():
             counts["gold"] += 1
@@ -75,7 +76,7 @@ def gold_fate(predictions: str | Path) -> dict[str, int]:
                     f"{where}: field 'trace.hops' missing; gold fate needs an EfficientRAG run's predictions"
                 )
             fates.append(fate_of_record(rec, where=where))
-    return _tally(fates)
+    return tally_fates(fates)
 
 
 def fate_percentages(counts: Mapping[str, int]) -> dict[str, float]:

@@ -9,7 +9,7 @@ A QA metric is averaged over the records that have it (``acc`` only exists where
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from efficientrag.eval.scoring import ALL
@@ -56,23 +56,13 @@ def summarize_records(records: Sequence[dict[str, Any]], *, ks: Sequence[int] = 
 
 
 def aggregate_retrieval(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
-    if not rows:
-        return {}
-    agg: dict[str, float] = {"n": len(rows)}
-    for key in _RETRIEVAL_KEYS:
-        scale = 100.0 if key in _PERCENT else 1.0
-        agg[key] = scale * sum(float(row[key]) for row in rows) / len(rows)
-    return agg
+    return {"n": len(rows), **_column_means(rows, _RETRIEVAL_KEYS, _PERCENT)} if rows else {}
 
 
 def aggregate_qa(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
     if not rows:
         return {}
-    out: dict[str, float] = {"n": len(rows)}
-    for key in QA_KEYS:
-        values = [float(row[key]) for row in rows if key in row]
-        if values:
-            out[key] = 100.0 * sum(values) / len(values)
+    out: dict[str, float] = {"n": len(rows), **_column_means(rows, QA_KEYS, QA_KEYS)}
     judged = [row for row in rows if "acc" in row]
     if judged:
         out["n_acc"] = len(judged)
@@ -110,4 +100,17 @@ def _type_scores(records: Sequence[dict[str, Any]], cutoffs: Sequence[str]) -> d
     for key in ("em", "f1", "contained", "acc"):
         if key in qa:
             out[key] = qa[key]
+    return out
+
+
+def _column_means(
+    rows: Sequence[dict[str, Any]], keys: Sequence[str], percent: Collection[str]
+) -> dict[str, float]:
+    """Each key's mean over the rows that have it (a QA score only judged rows carry counts only
+    there); keys in ``percent`` as percentages."""
+    out = {}
+    for key in keys:
+        values = [float(row[key]) for row in rows if key in row]
+        if values:
+            out[key] = (100.0 if key in percent else 1.0) * sum(values) / len(values)
     return out

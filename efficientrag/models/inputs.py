@@ -9,10 +9,10 @@ no torch, so synthesis and config validation can read it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from efficientrag.record_fields import record_from_dict
+from efficientrag.record_fields import JsonRecord
 
 # The model kinds: every table keyed by kind (configs, networks, training presets, the CLI) reads this.
 KINDS = ("labeler", "filter")
@@ -44,7 +44,7 @@ def filter_words(query_words: Sequence[str], infos: Sequence[Sequence[str]]) -> 
 
 
 @dataclass
-class LabelerRow:
+class LabelerRow(JsonRecord):
     """One (query, chunk) pair: which chunk words are useful, and whether to continue."""
 
     kind: ClassVar[str] = "labeler"
@@ -65,17 +65,9 @@ class LabelerRow:
         if self.tag not in TAGS:
             raise ValueError(f"row {self.id}: tag must be one of {TAGS}, got {self.tag!r}")
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSONL line, keys in field order (as synthesis has always written them)."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> LabelerRow:
-        return record_from_dict(cls, d)
-
 
 @dataclass
-class FilterRow:
+class FilterRow(JsonRecord):
     """One Filter example: which words of ``Query: … Info: …`` form the next-hop query."""
 
     kind: ClassVar[str] = "filter"
@@ -88,14 +80,6 @@ class FilterRow:
     def __post_init__(self) -> None:
         if len(self.labels) != len(self.words):
             raise ValueError(f"row {self.id}: {len(self.labels)} labels for {len(self.words)} words")
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSONL line, keys in field order (as synthesis has always written them)."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> FilterRow:
-        return record_from_dict(cls, d)
 
 
 # The training row of each model kind.

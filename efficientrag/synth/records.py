@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from efficientrag.record_fields import record_from_dict
+from efficientrag.record_fields import JsonRecord
 
 STAGES = ("decompose", "label", "align", "next_hop", "negatives", "build")
 OUTPUT_FILES = {
@@ -47,7 +47,8 @@ def question_id_of(record_id: str) -> str:
 
 
 @dataclass
-class SubQuestion:
+class SubQuestion(JsonRecord):
+    optional_fields = ("dependency",)
     idx: int  # 1-based position in the decomposition
     sub_question: str
     answer: str
@@ -66,13 +67,10 @@ class SubQuestion:
             d.pop("answer_parts")
         return d
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SubQuestion:
-        return record_from_dict(cls, d, optional=("dependency",))
-
 
 @dataclass
-class DecomposedRecord:
+class DecomposedRecord(JsonRecord):
+    optional_fields = ("answers", "dataset", "type", "teacher")
     id: str
     question: str
     answers: list[str]
@@ -85,10 +83,6 @@ class DecomposedRecord:
         d = asdict(self)
         d["sub_questions"] = [s.to_dict() for s in self.sub_questions]
         return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> DecomposedRecord:
-        return record_from_dict(cls, d, optional=("answers", "dataset", "type", "teacher"))
 
 
 @dataclass

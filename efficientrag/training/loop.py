@@ -154,7 +154,9 @@ def evaluate_and_keep_best(run: TrainingRun) -> dict[str, float]:
                 out / "best", state_dict=weights, training=run.training_record(metrics, state.global_step)
             )
             save_config(cfg, best / TRAIN_CONFIG_FILE)
-            write_text_atomic(best / "metrics.json", json.dumps({"step": state.global_step, **metrics}, indent=2))
+            write_text_atomic(
+                best / "metrics.json", json.dumps({"step": state.global_step, **metrics}, indent=2)
+            )
     return metrics
 
 

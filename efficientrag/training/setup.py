@@ -144,19 +144,7 @@ def setup_run(cfg: TrainConfig, resume_from: Path | None) -> TrainingRun:
             state.epoch,
             state.batches_in_epoch,
         )
-    if main:
-        save_config(cfg, out / "train_config.yaml")
-        _trim_log(out / "train_log.jsonl", state.global_step)
-        _trim_log(out / "eval_log.jsonl", state.global_step)
-    start_trackers(
-        accelerator,
-        trackers,
-        project=cfg.wandb_project,
-        run_name=cfg.run_name,
-        wandb_mode=cfg.wandb_mode,
-        output_dir=out,
-        config=to_dict(cfg),
-    )
+    open_run_outputs(accelerator, trackers, cfg, out, state.global_step)
     return TrainingRun(
         cfg=cfg,
         out=out,
@@ -268,6 +256,25 @@ def _parameter_groups(network: torch.nn.Module, weight_decay: float) -> list[dic
         else:
             decay.append(param)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def open_run_outputs(accelerator: Accelerator, trackers: list[str], cfg: Any, out: Path, step: int) -> None:
+    """Save the resolved config, cut the logs back to ``step`` (a resumed run redoes what came
+    after its checkpoint) and start the trackers. ``cfg``: any training config with the tracker
+    fields (the Labeler/Filter's and TreeHop's)."""
+    if accelerator.is_main_process:
+        save_config(cfg, out / "train_config.yaml")
+        _trim_log(out / "train_log.jsonl", step)
+        _trim_log(out / "eval_log.jsonl", step)
+    start_trackers(
+        accelerator,
+        trackers,
+        project=cfg.wandb_project,
+        run_name=cfg.run_name,
+        wandb_mode=cfg.wandb_mode,
+        output_dir=out,
+        config=to_dict(cfg),
+    )
 
 
 def _trim_log(path: Path, step: int) -> None:

@@ -1,0 +1,44 @@
+"""Command-line entry of ``train/treehop.py`` (``accelerate launch train/treehop.py -c PRESET``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+
+from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
+from efficientrag.training.threads import configure_cpu_threads
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="train/treehop.py",
+        description="Train TreeHop over a frozen dense encoder (run with `accelerate launch` for GPUs).",
+    )
+    parser.add_argument("--config", "-c", help="YAML preset, e.g. configs/treehop/minilm-cpu.yaml")
+    parser.add_argument("--resume", action="store_true", help="continue from output_dir/checkpoints/last")
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args_with_overrides(build_parser(), argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from efficientrag.treehop.train_config import TreeHopTrainConfig
+
+    try:
+        cfg = load_config(TreeHopTrainConfig, args.config, args.overrides)
+        threads = configure_cpu_threads(cfg.cpu_threads)
+        if threads is not None:
+            print(f"cpu threads: {threads}", file=sys.stderr)
+        from efficientrag.treehop.training import train_treehop  # heavy imports once the config is valid
+
+        metrics = train_treehop(cfg, resume=args.resume)
+    except (ConfigError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    summary = {k: metrics.get(k) for k in ("completed", "global_step", "best_epoch", "best_score")}
+    print(json.dumps(summary), file=sys.stdout)
+    return 0 if metrics.get("completed") or metrics.get("global_step") else 1
