@@ -108,14 +108,17 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
         out.mkdir(parents=True, exist_ok=True)
     set_seed(cfg.seed)
 
-    model = MODEL_CLASSES[cfg.model].from_backbone(
-        cfg.backbone,
-        pooling=cfg.pooling,
-        max_length=cfg.max_length,
-        word_aggregation=cfg.word_aggregation,
-        dropout=cfg.dropout,
-        device="cpu",
-    )
+    if cfg.init_from:
+        model = MODEL_CLASSES[cfg.model].from_pretrained(cfg.init_from, device="cpu")
+    else:
+        model = MODEL_CLASSES[cfg.model].from_backbone(
+            cfg.backbone,
+            pooling=cfg.pooling,
+            max_length=cfg.max_length,
+            word_aggregation=cfg.word_aggregation,
+            dropout=cfg.dropout,
+            device="cpu",
+        )
     with accelerator.main_process_first():  # one process tokenizes, the others read its cache
         train_ds, val_ds, data_info = _load_data(cfg, model, out, main)
     class_weights = _class_weights(cfg, train_ds)
