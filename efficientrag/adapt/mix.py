@@ -5,8 +5,8 @@ Fine-tuning on adaptation rows alone would let the models forget what the origin
 adaptation source (pseudo rows of the corpus, a self-training round's rows), ``ratio`` rows per
 original row (all of them when it has fewer), drawn whole question by whole question in a seeded
 hash order, so a question's positive never lands without its negatives.
-Validation keeps both sides, interleaved by the same hash so a capped evaluation
-(``max_eval_rows``) still sees both.
+Validation is mixed the same way and interleaved by the same hash, so a capped evaluation
+(``max_eval_rows``) still sees both sides.
 """
 
 from __future__ import annotations
@@ -51,9 +51,7 @@ def mix_training_sets(
             extra: list[dict[str, Any]] = []
             for src in adaptation if ratio > 0 else ():
                 rows = _read(Path(src) / model / f"{part}.jsonl", seen)
-                extra += (
-                    _take_questions(rows, round(ratio * len(base)), cfg.seed) if part == "train" else rows
-                )
+                extra += _take_questions(rows, round(ratio * len(base)), cfg.seed)
             if part == "train":
                 rows = base + extra
             else:
