@@ -29,11 +29,14 @@ class MixConfig:
     # Rows per original training row from each adaptation source, per model (0: original rows only).
     labeler_ratio: float = 1.0
     filter_ratio: float = 1.0
+    # At most this many original training rows per model (whole questions, seeded; 0: all): a
+    # shorter fine-tune on a large original set. The ratios count against the rows kept.
+    original_rows: int = 0
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.labeler_ratio < 0 or self.filter_ratio < 0:
-            raise ValueError("labeler_ratio and filter_ratio must be >= 0")
+        if self.labeler_ratio < 0 or self.filter_ratio < 0 or self.original_rows < 0:
+            raise ValueError("labeler_ratio, filter_ratio and original_rows must be >= 0")
 
 
 def mix_training_sets(
@@ -48,6 +51,8 @@ def mix_training_sets(
         seen: dict[str, Path] = {}
         for part in PARTS:
             base = _read(Path(original) / model / f"{part}.jsonl", seen)
+            if cfg.original_rows and part == "train":
+                base = _take_questions(base, cfg.original_rows, cfg.seed)
             extra: list[dict[str, Any]] = []
             for src in adaptation if ratio > 0 else ():
                 rows = _read(Path(src) / model / f"{part}.jsonl", seen)
