@@ -14,11 +14,12 @@ from efficientrag.training.config import TrainConfig
 
 
 def _finetune_labeler() -> TrainConfig:
-    """One pass at a fifth of the from-scratch rate: the heads are trained, only moved."""
+    """The from-scratch rate (lr 1e-4): on the toy world a gentler fine-tune (5e-5, one pass)
+    left the source models' habits in place and adapted nothing (tests/test_adapt_toy.py)."""
     return TrainConfig(
         model="labeler",
         class_weights="auto",
-        learning_rate=2e-5,
+        learning_rate=1e-4,
         epochs=1,
         batch_size=16,
         eval_batch_size=32,
@@ -35,7 +36,7 @@ def _finetune_labeler() -> TrainConfig:
 def _finetune_filter() -> TrainConfig:
     return TrainConfig(
         model="filter",
-        learning_rate=2e-5,
+        learning_rate=1e-4,
         epochs=3,
         batch_size=32,
         eval_batch_size=64,
