@@ -242,6 +242,18 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_adapt(args: argparse.Namespace) -> int:
+    from efficientrag.adapt.config import AdaptConfig
+    from efficientrag.adapt.job import run_adapt
+
+    flags = ("corpus", "labeler", "filter", "train_data", "questions", "work_dir")
+    overrides = [f"{f}={getattr(args, f)}" for f in flags if getattr(args, f, None) is not None]
+    summary = run_adapt(load_config(AdaptConfig, args.config, [*overrides, *args.overrides]))
+    print(json.dumps({k: summary[k] for k in ("labeler", "filter", "timings_s")}, indent=2))
+    print(f"adapted models: --labeler {summary['labeler']} --filter {summary['filter']}")
+    return 0
+
+
 # --------------------------------------------------------------------------- plumbing
 
 
@@ -378,6 +390,19 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     _add_config_args(p, "configs/quickstart/hotpotqa.yaml")
     p.set_defaults(handler=cmd_quickstart)
+
+    p = sub.add_parser(
+        "adapt", help="fine-tune trained Labeler/Filter for a new corpus, without gold (resumable)"
+    )
+    p.add_argument("--config", "-c", help="adapt preset (YAML), e.g. configs/adapt/minilm-cpu.yaml")
+    p.add_argument("--corpus", help="target corpus JSONL (corpus)")
+    p.add_argument("--labeler", help="trained Labeler folder (labeler)")
+    p.add_argument("--filter", help="trained Filter folder (filter)")
+    p.add_argument("--train-data", dest="train_data", help="their training set folder (train_data)")
+    p.add_argument("--questions", help="unlabeled questions for self-training (questions)")
+    p.add_argument("--work-dir", dest="work_dir", help="where everything goes (default runs/adapt)")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    p.set_defaults(handler=cmd_adapt)
     return parser
 
 

@@ -9,8 +9,9 @@ from typing import Literal
 from efficientrag.config import ConfigError, load_config
 from efficientrag.models.inputs import KINDS
 
-# Keys that decide which batches the run sees, in which order, and how steps are counted. A resumed
-# run must agree on them with the run that wrote the checkpoint, or it would not continue that run.
+# Keys that decide which batches the run sees, in which order, how steps are counted, and which
+# weights it started from. A resumed run must agree on them with the run that wrote the checkpoint,
+# or it would not continue that run.
 DATA_ORDER_KEYS = (
     "model",
     "backbone",
@@ -24,6 +25,7 @@ DATA_ORDER_KEYS = (
     "group_by_length",
     "pad_to_max_length",
     "max_train_rows",
+    "init_from",
 )
 
 
@@ -32,6 +34,9 @@ class TrainConfig:
     # What to train.
     model: Literal[("", *KINDS)] = ""  # "" = decided by the entry point (train/labeler.py …)
     backbone: str = "sentence-transformers/all-MiniLM-L6-v2"
+    # A trained Labeler/Filter folder to fine-tune (its network, heads and tokenizer; the
+    # architecture keys below are then its own): adapting a model instead of training a fresh one.
+    init_from: str = ""
     # Tag-head pooling (Labeler): the paper averages all states; "first" is the official code's;
     # "pair" (ours) compares the query's and the chunk's mean states (docs/training.md).
     pooling: Literal["mean", "first", "pair"] = "mean"

@@ -107,14 +107,18 @@ def setup_run(cfg: TrainConfig, resume_from: Path | None) -> TrainingRun:
         out.mkdir(parents=True, exist_ok=True)
     set_seed(cfg.seed)
 
-    model = WRAPPER_CLASSES[cfg.model].from_backbone(
-        cfg.backbone,
-        pooling=cfg.pooling,
-        max_length=cfg.max_length,
-        word_aggregation=cfg.word_aggregation,
-        dropout=cfg.dropout,
-        device="cpu",
-    )
+    wrapper = WRAPPER_CLASSES[cfg.model]
+    if cfg.init_from:  # fine-tune a trained model (its network, heads and tokenizer)
+        model = wrapper.from_pretrained(cfg.init_from, device="cpu")
+    else:
+        model = wrapper.from_backbone(
+            cfg.backbone,
+            pooling=cfg.pooling,
+            max_length=cfg.max_length,
+            word_aggregation=cfg.word_aggregation,
+            dropout=cfg.dropout,
+            device="cpu",
+        )
     with accelerator.main_process_first():  # one process tokenizes, the others read its cache
         train_ds, val_ds, data_info = _load_data(cfg, model, out, main)
     class_weights = _class_weights(cfg, train_ds)

@@ -1,0 +1,90 @@
+"""Settings of ``efficientrag adapt``; the preset is ``configs/adapt/minilm-cpu.yaml``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from efficientrag.adapt.mix import MixConfig
+from efficientrag.adapt.pseudo_rows import PseudoRowsConfig
+from efficientrag.adapt.self_training import SelfTrainConfig
+from efficientrag.config import ConfigError
+from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.retrieval.config import RetrieverConfig
+from efficientrag.training.config import TrainConfig
+
+
+def _finetune_labeler() -> TrainConfig:
+    """The from-scratch rate (lr 1e-4): on the toy world a gentler fine-tune (5e-5, one pass)
+    left the source models' habits in place and adapted nothing (tests/test_adapt_toy.py)."""
+    return TrainConfig(
+        model="labeler",
+        class_weights="auto",
+        learning_rate=1e-4,
+        epochs=1,
+        batch_size=16,
+        eval_batch_size=32,
+        max_length=256,
+        warmup_steps=10,
+        mixed_precision="no",
+        eval_steps=0,
+        save_steps=20,
+        logging_steps=5,
+        max_eval_rows=300,
+    )
+
+
+def _finetune_filter() -> TrainConfig:
+    return TrainConfig(
+        model="filter",
+        learning_rate=1e-4,
+        epochs=3,
+        batch_size=32,
+        eval_batch_size=64,
+        max_length=128,
+        warmup_steps=10,
+        mixed_precision="no",
+        eval_steps=0,
+        save_steps=20,
+        logging_steps=5,
+        max_eval_rows=500,
+    )
+
+
+@dataclass
+class AdaptConfig:
+    work_dir: str = "runs/adapt"
+    # The target corpus (JSONL {"id","title","text"} or {"id","contents"}).
+    corpus: str = ""
+    # The trained models to adapt (folders written by training: their best/ subfolder).
+    labeler: str = ""
+    filter: str = ""
+    # The training set they were trained on (a folder with labeler/ and filter/, each holding
+    # train.jsonl and validation.jsonl): mixed back in so the models do not forget it.
+    train_data: str = ""
+    # Option 1: rows mined from the corpus.
+    from_corpus: bool = True
+    # Option 2: unlabeled questions (JSONL with "question", or .txt one per line) for self-training.
+    questions: str = ""
+    retriever: RetrieverConfig = field(default_factory=lambda: RetrieverConfig(kind="bm25"))
+    pseudo: PseudoRowsConfig = field(default_factory=PseudoRowsConfig)
+    self_train: SelfTrainConfig = field(default_factory=SelfTrainConfig)
+    mix: MixConfig = field(default_factory=MixConfig)
+    labeler_train: TrainConfig = field(default_factory=_finetune_labeler)
+    filter_train: TrainConfig = field(default_factory=_finetune_filter)
+    # The loop that self-training records decisions with: use the settings you retrieve with.
+    efficientrag: EfficientRAGConfig = field(default_factory=EfficientRAGConfig)
+    progress: bool = True
+
+    def check(self) -> None:
+        """Everything a run needs, checked before any work starts."""
+        missing = [k for k in ("corpus", "labeler", "filter", "train_data") if not getattr(self, k)]
+        if missing:
+            raise ConfigError(
+                f"adapt needs {', '.join(missing)} (e.g. --corpus my.jsonl --labeler runs/x/labeler/best "
+                "--filter runs/x/filter/best --train-data runs/x/synth)"
+            )
+        if not self.from_corpus and not self.questions:
+            raise ConfigError("nothing to adapt from: set from_corpus=true and/or questions=PATH")
+        if self.labeler_train.model not in ("", "labeler") or self.filter_train.model not in ("", "filter"):
+            raise ConfigError("labeler_train.model / filter_train.model cannot be changed")
+        self.labeler_train.model, self.filter_train.model = "labeler", "filter"

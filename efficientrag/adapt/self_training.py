@@ -1,0 +1,199 @@
+"""Self-training from unlabeled questions: the models' own confident decisions as training rows.
+
+The current Labeler and Filter run the EfficientRAG loop over the user's questions (no answers, no
+gold) on their corpus, and every decision is recorded with its probability (``decisions.jsonl``,
+appended question by question, so a killed run resumes where it stopped). Rows are then cut from
+the record at the thresholds: a (query, chunk) pair whose Continue probability is at least
+``continue_threshold`` becomes a Continue row (its words labeled where the Labeler was at least
+``token_threshold`` sure), one at most ``terminate_threshold`` a Terminate row (all words 0, at
+most ``terminate_per_continue`` per Continue row, the surest first), and a Filter input whose every
+word is decided with confidence ``|2p - 1| >= filter_confidence`` a Filter row. Undecided pairs
+teach nothing. Cutting is cheap and separate from inference, so thresholds can be compared on
+validation without running the models again.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from efficientrag.data.errors import DataFormatError
+from efficientrag.jsonl import JsonlAppender, read_done_ids, read_jsonl
+from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
+from efficientrag.synth.split import TRAIN, VALIDATION, split_of
+
+SELF_DATASET = "self-training"
+QUESTION_PREFIX = "self/"
+
+
+@dataclass
+class SelfTrainConfig:
+    rounds: int = 1
+    continue_threshold: float = 0.5
+    terminate_threshold: float = 0.02
+    token_threshold: float = 0.5
+    filter_confidence: float = 0.8
+    terminate_per_continue: int = 4
+    validation_ratio: float = 0.1
+    seed: int = 0
+    # The corpus the questions were asked over ("" = the adaptation corpus).
+    corpus: str = ""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.rounds <= 5:
+            raise ValueError(f"rounds must be in 1..5 (self-training is bounded), got {self.rounds}")
+        if not 0.0 <= self.terminate_threshold < self.continue_threshold <= 1.0:
+            raise ValueError(
+                f"need 0 <= terminate_threshold < continue_threshold <= 1, got "
+                f"{self.terminate_threshold} and {self.continue_threshold}"
+            )
+        if not 0.0 <= self.filter_confidence <= 1.0:
+            raise ValueError(f"filter_confidence must be in [0, 1], got {self.filter_confidence}")
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    question: str
+
+
+def read_questions(path: str | Path) -> tuple[list[Question], list[dict[str, Any]]]:
+    """Questions from JSONL (``question``, optional ``id``) or plain text (one per line).
+    Returns (questions, skipped): a record without a question is skipped and said why."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: questions file not found")
+    questions: list[Question] = []
+    skipped: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    if path.suffix == ".txt":
+        lines = path.read_text(encoding="utf-8").splitlines()
+        records = [
+            (i, {"id": f"line{i}", "question": line}) for i, line in enumerate(lines, 1) if line.strip()
+        ]
+    else:
+        records = [(i, rec) for i, rec in enumerate(read_jsonl(path), 1)]
+    for line, rec in records:
+        text = rec.get("question")
+        qid = str(rec.get("id") or f"line{line}")
+        if not isinstance(text, str) or not text.strip():
+            skipped.append(
+                {"file": str(path), "line": line, "field": "question", "reason": "missing or empty"}
+            )
+            continue
+        if qid in seen:
+            skipped.append(
+                {"file": str(path), "line": line, "field": "id", "reason": f"duplicate id {qid!r}"}
+            )
+            continue
+        seen.add(qid)
+        questions.append(Question(qid, text.strip()))
+    if not questions:
+        raise DataFormatError(
+            path, "no usable question (each record needs a non-empty 'question')", field="question"
+        )
+    return questions, skipped
+
+
+class RecordingPredictor:
+    """Wraps a Labeler or Filter; keeps every (input, prediction) until :meth:`take`."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.records: list[tuple[Any, Any]] = []
+
+    def predict(self, items: Sequence[Any], **kw: Any) -> list[Any]:
+        preds = self.model.predict(items, **kw)
+        self.records.extend(zip(items, preds, strict=True))
+        return preds
+
+    def take(self) -> list[tuple[Any, Any]]:
+        out, self.records = self.records, []
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+
+def record_decisions(
+    rag: Any, questions: Sequence[Question], out_path: str | Path, *, progress: bool = True
+) -> int:
+    """Run the loop over every question not yet in ``out_path``; returns how many were run.
+
+    One question at a time, so every recorded decision belongs to it."""
+    from efficientrag.pipeline.efficientrag import EfficientRAG
+
+    done = read_done_ids(out_path) if Path(out_path).is_file() else set()
+    todo = [q for q in questions if q.id not in done]
+    labeler, filt = RecordingPredictor(rag.labeler), RecordingPredictor(rag.filter)
+    loop = EfficientRAG(rag.retriever, labeler, filt, rag.config)
+    with JsonlAppender(out_path) as out:
+        for q in tqdm(todo, desc="self-training decisions", unit="q", disable=not progress):
+            loop.retrieve(q.question)
+            out.write(
+                {
+                    "id": q.id,
+                    "question": q.question,
+                    "labeler": [
+                        {
+                            "query": list(query),
+                            "chunk": list(chunk),
+                            "p": round(float(pred.continue_prob), 4),
+                            "words": [round(float(x), 3) for x in pred.word_probs],
+                        }
+                        for (query, chunk), pred in labeler.take()
+                    ],
+                    "filter": [
+                        {"words": list(words), "probs": [round(float(x), 3) for x in pred.word_probs]}
+                        for words, pred in filt.take()
+                    ],
+                }
+            )
+    return len(todo)
+
+
+def rows_from_decisions(
+    decisions: str | Path, cfg: SelfTrainConfig
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]], dict[str, Any]]:
+    """(labeler rows, filter rows, counts), each by split (train / validation, by question)."""
+    labeler: dict[str, list[dict[str, Any]]] = {TRAIN: [], VALIDATION: []}
+    filt: dict[str, list[dict[str, Any]]] = {TRAIN: [], VALIDATION: []}
+    counts: Counter[str] = Counter()
+    for rec in read_jsonl(decisions, allow_torn_tail=True):
+        qid = QUESTION_PREFIX + str(rec["id"])
+        side = split_of(qid, validation_ratio=cfg.validation_ratio, seed=cfg.seed)
+        counts["questions"] += 1
+        pairs = rec["labeler"]
+        counts["labeler_pairs"] += len(pairs)
+        cont = [p for p in pairs if p["p"] >= cfg.continue_threshold]
+        term = sorted((p for p in pairs if p["p"] <= cfg.terminate_threshold), key=lambda p: p["p"])
+        term = term[: cfg.terminate_per_continue * max(1, len(cont))]
+        meta = {"dataset": SELF_DATASET, "type": "", "idx": 0, "hop": 0, "rank": 0}
+        for j, pair in enumerate(cont):
+            labels = [1 if x >= cfg.token_threshold else 0 for x in pair["words"]]
+            row = LabelerRow(
+                f"{qid}#{j}/pos", qid, pair["query"], pair["chunk"], labels, TAG_CONTINUE, meta=meta
+            )
+            labeler[side].append(row.to_dict())
+        for j, pair in enumerate(term):
+            zeros = [0] * len(pair["chunk"])
+            row = LabelerRow(
+                f"{qid}#{j}/neg", qid, pair["query"], pair["chunk"], zeros, TAG_TERMINATE, meta=meta
+            )
+            labeler[side].append(row.to_dict())
+        counts["continue_rows"] += len(cont)
+        counts["terminate_rows"] += len(term)
+        for j, call in enumerate(rec["filter"]):
+            probs = call["probs"]
+            counts["filter_calls"] += 1
+            if not probs or min(abs(2 * x - 1) for x in probs) < cfg.filter_confidence:
+                continue
+            labels = [1 if x >= 0.5 else 0 for x in probs]
+            filt[side].append(FilterRow(f"{qid}#f{j}", qid, call["words"], labels, meta).to_dict())
+            counts["filter_rows"] += 1
+    return labeler, filt, dict(counts)

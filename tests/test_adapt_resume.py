@@ -1,0 +1,148 @@
+"""``efficientrag adapt`` killed with SIGKILL mid-fine-tune, run again: the result equals an
+uninterrupted run's (tiny DeBERTa models: under a minute of CPU; ``-m slow``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from safetensors.torch import load_file
+
+from efficientrag.cli import main
+from efficientrag.data.toy_world import generate_toy_world
+from efficientrag.jsonl import read_jsonl, write_jsonl
+from efficientrag.models import Filter, Labeler
+from efficientrag.testing.tiny_backbones import tiny_deberta
+from efficientrag.testing.token_tasks import filter_rows, labeler_rows, sentences, write_rows
+
+SETTINGS = [
+    "pseudo.max_questions=20",
+    "labeler_train.max_steps=16",
+    "labeler_train.batch_size=8",
+    "labeler_train.max_length=64",
+    "labeler_train.save_steps=1",
+    "labeler_train.learning_rate=0.003",
+    "filter_train.max_steps=4",
+    "filter_train.batch_size=8",
+    "filter_train.max_length=64",
+    "filter_train.save_steps=1",
+    "mix.labeler_ratio=0.5",
+    "progress=false",
+]
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("adapt-inputs")
+    records = generate_toy_world(seed=3, num_questions=30)
+    seen: dict[str, dict[str, str]] = {}
+    for rec in records:
+        for p in rec["paragraphs"]:
+            seen.setdefault(
+                p["title"], {"id": f"c{len(seen)}", "title": p["title"], "text": p["paragraph_text"]}
+            )
+    write_jsonl(root / "corpus.jsonl", seen.values())
+    backbone = tiny_deberta(root / "deberta", sentences(300) + [c["text"] for c in seen.values()])
+    Labeler.from_backbone(str(backbone), max_length=64, device="cpu").save_pretrained(root / "labeler")
+    Filter.from_backbone(str(backbone), max_length=64, device="cpu").save_pretrained(root / "filter")
+    write_rows(root / "train" / "labeler", labeler_rows(48, seed=1), labeler_rows(12, seed=2, prefix="v"))
+    write_rows(root / "train" / "filter", filter_rows(24, seed=1), filter_rows(8, seed=2, prefix="v"))
+    return root
+
+
+def _args(inputs: Path, work: Path) -> list[str]:
+    return [
+        "adapt",
+        "--corpus",
+        str(inputs / "corpus.jsonl"),
+        "--labeler",
+        str(inputs / "labeler"),
+        "--filter",
+        str(inputs / "filter"),
+        "--train-data",
+        str(inputs / "train"),
+        "--work-dir",
+        str(work),
+        *SETTINGS,
+    ]
+
+
+def _step(work: Path) -> int:
+    for state in work.glob("corpus-*/labeler/checkpoints/last/trainer_state.json"):
+        try:
+            return int(json.loads(state.read_text())["global_step"])
+        except (json.JSONDecodeError, KeyError, OSError):
+            return 0
+    return 0
+
+
+@pytest.mark.slow  # ~40 s of CPU: three adapt runs, one of them a subprocess
+def test_adapt_killed_mid_fine_tune_resumes_to_the_uninterrupted_result(inputs, tmp_path, repo_root):
+    work = tmp_path / "killed"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "efficientrag.cli", *_args(inputs, work)],
+        cwd=repo_root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    killed_at = 0
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            if _step(work) >= 5:
+                os.killpg(proc.pid, signal.SIGKILL)
+                killed_at = _step(work)
+                break
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        output = proc.communicate()[0].decode(errors="replace")
+    assert killed_at >= 5, f"adapt never reached a labeler checkpoint:\n{output[-3000:]}"
+    assert not (work / "adapt.json").exists()
+
+    assert main(_args(inputs, work)) == 0
+    ref = tmp_path / "reference"
+    assert main(_args(inputs, ref)) == 0
+
+    done, reference = (json.loads((w / "adapt.json").read_text()) for w in (work, ref))
+    assert done["inputs"] == reference["inputs"]
+    # The same stage folders (fingerprints of the same inputs), rows and mixes byte for byte.
+    assert Path(done["labeler"]).relative_to(work) == Path(reference["labeler"]).relative_to(ref)
+    pseudo = next(work.glob("pseudo-*"))
+    assert pseudo.name == next(ref.glob("pseudo-*")).name
+    for part in ("labeler/train.jsonl", "filter/train.jsonl", "pseudo_validation.jsonl"):
+        assert (pseudo / part).read_bytes() == (ref / pseudo.name / part).read_bytes()
+    stage = Path(done["labeler"]).parents[1]
+    for part in ("train_data/labeler/train.jsonl", "train_data/filter/train.jsonl"):
+        assert (stage / part).read_bytes() == (ref / stage.name / part).read_bytes()
+    # The resumed fine-tune saw the same batches in the same order, and ends with the same weights.
+    logs = [list(read_jsonl(w / stage.name / "labeler" / "train_log.jsonl")) for w in (work, ref)]
+    assert [r["step"] for r in logs[0]] == list(range(1, 17))
+    assert [r["batch_hash"] for r in logs[0]] == [r["batch_hash"] for r in logs[1]]
+    for kind in ("labeler", "filter"):
+        a = load_file(Path(done[kind]) / "model.safetensors")
+        b = load_file(Path(reference[kind]) / "model.safetensors")
+        assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-4
+    # A third run finds everything done and changes nothing.
+    before = (Path(done["labeler"]) / "model.safetensors").stat().st_mtime_ns
+    assert main(_args(inputs, work)) == 0
+    assert (Path(done["labeler"]) / "model.safetensors").stat().st_mtime_ns == before
+
+
+def test_adapt_refuses_missing_inputs_with_one_line(inputs, tmp_path, capsys):
+    args = _args(inputs, tmp_path / "w")
+    bad = [a if a != str(inputs / "train") else str(tmp_path / "nowhere") for a in args]
+    assert main(bad) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "nowhere" in err and "labeler/train.jsonl" in err and "\n" not in err
+    assert main(["adapt", "--corpus", str(inputs / "corpus.jsonl")]) == 2
+    assert "adapt needs labeler, filter, train_data" in capsys.readouterr().err
