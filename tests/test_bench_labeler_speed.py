@@ -1,11 +1,6 @@
 """The speed benchmark's variant names map onto the overrides they promise."""
 
-from pathlib import Path
-
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-
 
 BENCHMARK = "labeler_speed"  # the conftest fixture `bench` imports it
 

@@ -2,12 +2,8 @@
 
 import json
 import math
-from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-
 
 BENCHMARK = "retrieval_treehop"  # the conftest fixture `bench` imports it
 
