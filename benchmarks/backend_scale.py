@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -152,7 +151,7 @@ def measure(backend: str, size: int, work: Path) -> dict[str, Any]:
         "backend": backend,
         "size": size,
         "build_s": build_s,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "peak_rss_mb": peak_rss_mb(),
         "rss_before_build_mb": rss_before,
         "ms_per_query": 1000 * statistics.median(runs) / QUERY_BATCH,
         "ms_search_per_query": 1000 * statistics.median(lookups) / QUERY_BATCH,
@@ -162,8 +161,18 @@ def measure(backend: str, size: int, work: Path) -> dict[str, Any]:
 
 
 def current_rss_mb() -> float:
+    return _status_mb("VmRSS")
+
+
+def peak_rss_mb() -> float:
+    """This process's own high-water mark. Not ``getrusage``'s ``ru_maxrss``: Linux carries the
+    parent's peak across fork and exec, so a child of a large process would report the parent's."""
+    return _status_mb("VmHWM")
+
+
+def _status_mb(field: str) -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024.0
     return float("nan")
 

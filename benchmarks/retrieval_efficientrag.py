@@ -260,20 +260,25 @@ def report_on(
     return {"direct": direct, "efficientrag": eff, "fate": gold_fate(out / label / "predictions.jsonl")}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def protocol_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The honest protocol's arguments, shared with the benchmarks that run beside it (TreeHop)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shared-data", default=str(DEFAULT_SHARED))
     parser.add_argument("--work-dir", default=str(REPO / "runs" / "bench_protocol"))
     parser.add_argument("--train-on", default=",".join(DATASETS), help="training files to use")
     parser.add_argument("--eval-on", default=",".join(DATASETS), help="dev sets to report")
-    parser.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), default="dense")
     parser.add_argument("--validation-ratio", type=float, default=VALIDATION_RATIO)
+    parser.add_argument("--no-combined", action="store_true", help="skip the combined dev pool")
+    parser.add_argument("--quiet", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = protocol_parser(__doc__)
+    parser.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), default="dense")
     parser.add_argument("--epochs", type=int, default=3, help="Labeler epochs")
     parser.add_argument("--grid", nargs="+", default=GRID, help="label:key=value,... settings to choose from")
     parser.add_argument("--no-token-stage", action="store_true", help="skip the token-threshold stage")
-    parser.add_argument("--no-combined", action="store_true", help="skip the combined dev pool")
     parser.add_argument(
         "--open-domain",
         type=int,
@@ -297,7 +302,6 @@ def main(argv: list[str] | None = None) -> int:
         help="also report the chosen setting with this one change on the validation and dev questions (e.g. "
         "floor_k=3 query_mode=merged), marked as not chosen",
     )
-    parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     if not Path(args.shared_data).is_dir():
         print(f"shared data not found at {args.shared_data}", file=sys.stderr)

@@ -42,13 +42,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import treehop_combination as combination  # noqa: E402
 from retrieval_efficientrag import (  # noqa: E402
     DATASETS,
-    DEFAULT_SHARED,
     DEV_FILES,
     REPO,
     TRAIN_FILES,
-    VALIDATION_RATIO,
     Pool,
     open_pool,
+    protocol_parser,
     quick_config,
     validation_examples,
 )
@@ -365,14 +364,7 @@ def run_protocol(args: argparse.Namespace, train_on: list[str], eval_on: list[st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--shared-data", default=str(DEFAULT_SHARED))
-    parser.add_argument("--work-dir", default=str(REPO / "runs" / "bench_protocol"))
-    parser.add_argument("--train-on", default=",".join(DATASETS), help="training files to use")
-    parser.add_argument("--eval-on", default=",".join(DATASETS), help="dev sets to report")
-    parser.add_argument("--validation-ratio", type=float, default=VALIDATION_RATIO)
+    parser = protocol_parser(__doc__)
     parser.add_argument("--preset", default=str(PRESET), help="TreeHop training preset")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--train-overrides", nargs="*", default=[], metavar="key=value")
@@ -384,7 +376,6 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FRACTION",
         help="also train the chosen variant on these shares of the training questions (validation only)",
     )
-    parser.add_argument("--no-combined", action="store_true", help="skip the combined dev pool")
     parser.add_argument(
         "--no-combination",
         action="store_true",
@@ -395,7 +386,6 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="for each dataset: train and choose on the others, report on it",
     )
-    parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     args.retriever = "dense"
     # quick_config (shared with the EfficientRAG benchmark) reads these; TreeHop never uses them.

@@ -1,6 +1,8 @@
 import atexit
+import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -66,3 +68,20 @@ def saved_minilm_models(minilm_path, tmp_path_factory) -> Path:
     Labeler.from_backbone(minilm_path, max_length=64, device="cpu").save_pretrained(root / "labeler")
     Filter.from_backbone(minilm_path, max_length=64, device="cpu").save_pretrained(root / "filter")
     return root
+
+
+@pytest.fixture(scope="module")
+def bench(request):
+    """The benchmarks/ script a test module names in ``BENCHMARK``, imported as a module (the
+    scripts import each other by bare name, so benchmarks/ is on the path while it is used)."""
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+    name = request.module.BENCHMARK
+    sys.path.insert(0, str(folder))
+    try:
+        spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.path.remove(str(folder))

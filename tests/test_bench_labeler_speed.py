@@ -1,27 +1,8 @@
 """The speed benchmark's variant names map onto the overrides they promise."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def bench():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "labeler_speed", REPO / "benchmarks" / "labeler_speed.py"
-        )
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
+BENCHMARK = "labeler_speed"  # the conftest fixture `bench` imports it
 
 
 BASE = ["query_mode=branch", "top_k=10", "floor_k=3", "labeler_max_length=256"]

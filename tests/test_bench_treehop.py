@@ -1,29 +1,11 @@
 """The TreeHop benchmark's reading of results: gains at equal chunk count, EfficientRAG's row."""
 
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def bench():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "retrieval_treehop", REPO / "benchmarks" / "retrieval_treehop.py"
-        )
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
+BENCHMARK = "retrieval_treehop"  # the conftest fixture `bench` imports it
 
 
 def _agg(recall, all_gold, k):

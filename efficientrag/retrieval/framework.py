@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,7 +44,7 @@ class MissingChunkIdError(KeyError):
         return str(self.args[0])
 
 
-class _FrameworkSearch:
+class _FrameworkSearch(ABC):
     framework = ""
     # What the constructor accepts, for its errors: (pip package, extra, the base class it wants,
     # how to get one from a store/index).
@@ -118,20 +119,22 @@ class _FrameworkSearch:
     # --- per framework -----------------------------------------------------------------------------
 
     @staticmethod
+    @abstractmethod
     def _base_retriever_class() -> type:
-        raise NotImplementedError
+        """The framework's retriever base class (imported here: the framework is an optional extra)."""
 
-    def _retrieve(self, queries: list[str], k: int) -> list[list[Any]]:
-        raise NotImplementedError
+    @abstractmethod
+    def _retrieve(self, queries: list[str], k: int) -> list[list[Any]]: ...
 
-    async def _aretrieve(self, queries: list[str], k: int) -> list[list[Any]]:
-        raise NotImplementedError
+    @abstractmethod
+    async def _aretrieve(self, queries: list[str], k: int) -> list[list[Any]]: ...
 
+    @abstractmethod
     def _fields(self, item: Any) -> tuple[Any, Any, str, Any]:
-        raise NotImplementedError
+        """(chunk id, title, text, score or None) of one framework document or node."""
 
-    def _metadata(self, item: Any) -> dict[str, Any]:
-        raise NotImplementedError
+    @abstractmethod
+    def _metadata(self, item: Any) -> dict[str, Any]: ...
 
 
 class LangChainSearch(_FrameworkSearch):
