@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import retrieval_efficientrag as rb  # noqa: E402  (the protocol benchmark: models, choice, report)
 
 from efficientrag.eval import versus_direct  # noqa: E402
-from efficientrag.eval.gold_fate import FATE_HEADERS, fate_cells  # noqa: E402
+from efficientrag.eval.gold_fate import fate_cells, fate_table_head  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RATIOS = (0.5, 1.0)
@@ -68,10 +68,10 @@ class Variant:
 
 
 def protocol_args(args: argparse.Namespace) -> argparse.Namespace:
-    """The arguments ``retrieval_efficientrag.py --retriever bm25 --no-combined`` runs with."""
+    """The arguments ``retrieval_efficientrag.py --retriever R --no-combined`` runs with."""
     return argparse.Namespace(
         shared_data=args.shared_data,
-        retriever="bm25",
+        retriever=args.retriever,
         validation_ratio=rb.VALIDATION_RATIO,
         epochs=3,
         grid=rb.GRID,
@@ -95,6 +95,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--adapt-dir", default=str(REPO / "runs" / "bench_adapt"))
     parser.add_argument("--targets", default=",".join(rb.DATASETS))
+    parser.add_argument(
+        "--retriever",
+        choices=("bm25", "dense"),
+        default="bm25",
+        help="the protocol's retriever (its models and choices are reused from --work-dir/<retriever>)",
+    )
     parser.add_argument("--preset", default=str(REPO / "configs" / "adapt" / "minilm-cpu.yaml"))
     parser.add_argument("--ratios", type=float, nargs="+", default=list(RATIOS), help="option 1 mix ratios")
     parser.add_argument(
@@ -132,14 +138,14 @@ def run_target(args: argparse.Namespace, target: str) -> str:
 
     t0 = time.perf_counter()
     pargs = protocol_args(args)
-    work = Path(args.work_dir) / "bm25"
+    work = Path(args.work_dir) / args.retriever
     others = [d for d in rb.DATASETS if d != target]
     models, counts, pools = rb.train(pargs, work, others)
     label, overrides, validation = rb.choose(pargs, work, models, pools)
     dev = rb.open_pool(f"dev-{target}", [(target, rb.DEV_FILES[target])], work / "pools", pargs)
-    root = Path(args.adapt_dir) / target
+    root = Path(args.adapt_dir) / args.retriever / target
     root.mkdir(parents=True, exist_ok=True)
-    base = load_config(AdaptConfig, args.preset)
+    base = load_config(AdaptConfig, args.preset, [f"retriever.kind={args.retriever}"])
     base = replace(
         base,
         corpus=str(work / "pools" / f"dev-{target}" / "data" / "corpus.jsonl"),
@@ -299,11 +305,14 @@ def _train_questions(pargs: argparse.Namespace, work: Path, target: str, root: P
 # -- report ------------------------------------------------------------------------------------
 
 
+_RETRIEVERS = {"bm25": "BM25", "dense": "MiniLM + FAISS Flat"}
+
+
 def _header(args: argparse.Namespace) -> str:
     cmd = "python benchmarks/adaptation.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     load = os.getloadavg()
     return (
-        "# Adaptation without gold, leave one dataset out (BM25)\n\n"
+        f"# Adaptation without gold, leave one dataset out ({_RETRIEVERS[args.retriever]})\n\n"
         f"Command: `{cmd.strip()}` (machine load average at the end: {load[0]:.1f} on {os.cpu_count()} cores)\n\n"
     )
 
@@ -360,8 +369,7 @@ def render(
         "",
         "### Where the gold chunks went (dev)",
         "",
-        "| models | gold chunks | " + " | ".join(FATE_HEADERS) + " |",
-        "|---|---:|" + "---|" * len(FATE_HEADERS),
+        *fate_table_head("models"),
         *fates,
         "",
         "### The choice (validation: the training files' questions and the target corpus's pseudo questions)",

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.eval import versus_direct
-from efficientrag.eval.gold_fate import FATE_HEADERS, fate_cells, gold_fate
+from efficientrag.eval.gold_fate import fate_cells, fate_table_head, gold_fate
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = REPO.parent / "shared" / "data"
@@ -460,8 +460,7 @@ def render(args, train_on, counts, label, overrides, validation, results, second
         "",
         "### Where the gold chunks went",
         "",
-        "| dataset | pool | gold chunks | " + " | ".join(FATE_HEADERS) + " |",
-        "|---|---|---|" + "---|" * len(FATE_HEADERS),
+        *fate_table_head("dataset", "pool"),
         *fates,
         "",
     ]

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from efficientrag.eval.gold_fate import FATE_HEADERS, fate_cells, gold_fate
+from efficientrag.eval.gold_fate import fate_cells, fate_table_head, gold_fate
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = REPO.parent / "shared" / "data"
@@ -439,8 +439,7 @@ def render(
         lines += [
             f"### Where the gold chunks went (setting `{args.main_setting}`)",
             "",
-            "| dataset | gold chunks | " + " | ".join(FATE_HEADERS) + " |",
-            "|---|---|" + "---|" * len(FATE_HEADERS),
+            *fate_table_head("dataset"),
         ]
         for name, f in fates.items():
             lines.append(f"| {name} | {f['gold']} | " + " | ".join(fate_cells(f)) + " |")

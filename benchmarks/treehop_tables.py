@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.eval.chunk_curve import curve_from_ranked, value_at
+from efficientrag.eval.gold_fate import fate_table_head
 from efficientrag.eval.plots import Point, plot_recall_vs_chunks
 from efficientrag.treehop.gold_fate import FATE_HEADERS, fate_cells
 
@@ -96,8 +97,7 @@ def render(
     lines += [
         "### Where TreeHop's gold chunks went",
         "",
-        "| dataset | pool | setting | gold chunks | " + " | ".join(FATE_HEADERS) + " |",
-        "|---|---|---|---|" + "---|" * len(FATE_HEADERS),
+        *fate_table_head("dataset", "pool", "setting", fates=FATE_HEADERS),
         *fates,
         "",
     ]

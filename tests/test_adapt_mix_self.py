@@ -16,6 +16,7 @@ from efficientrag.adapt.self_training import (
 from efficientrag.data.errors import DataFormatError
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.models.inputs import FilterRow, LabelerRow
+from efficientrag.synth.merge import merge_training_sets
 from efficientrag.testing.scripted_models import ALPHA_QUESTION, OMEGA_QUESTION, scripted_rag
 
 
@@ -171,3 +172,16 @@ def test_decisions_are_recorded_per_question_and_a_rerun_only_runs_the_missing(t
     # The Filter's inputs hold the labeled words as Info; the next hop asked about Bob Stone.
     assert any(call["words"][-2:] == ["Bob", "Stone"] for call in alpha_rec["filter"])
     assert any(p["chunk"][0] == "Bob" and p["p"] == 0.7 for p in alpha_rec["labeler"])
+
+
+def test_merge_unions_synthesis_runs_and_names_both_files_for_a_repeated_question(tmp_path):
+    a = _write_set(tmp_path / "a", list("ab"), 2)
+    b = _write_set(tmp_path / "b", list("cde"), 1)
+    counts = merge_training_sets([a, b], tmp_path / "union")
+    assert counts == {"labeler": {"train": 7, "validation": 6}, "filter": {"train": 5, "validation": 4}}
+    ids = [r["id"] for r in read_jsonl(tmp_path / "union" / "labeler" / "train.jsonl")]
+    assert ids[:4] == [r["id"] for r in read_jsonl(a / "labeler" / "train.jsonl")]
+    with pytest.raises(ValueError, match=r"a[/\\]labeler[/\\]train.jsonl: row id .* is also in .*a[/\\]labeler"):
+        merge_training_sets([a, a], tmp_path / "twice")
+    with pytest.raises(FileNotFoundError, match="run the synthesis 'build' stage"):
+        merge_training_sets([a, tmp_path / "nothing"], tmp_path / "missing")

@@ -4,11 +4,7 @@ uninterrupted run's (tiny DeBERTa models: under a minute of CPU; ``-m slow``).""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +14,7 @@ from efficientrag.cli import main
 from efficientrag.data.toy_world import generate_toy_world
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.models import Filter, Labeler
+from efficientrag.testing.kill_mid_run import kill_when
 from efficientrag.testing.tiny_backbones import tiny_deberta
 from efficientrag.testing.token_tasks import filter_rows, labeler_rows, sentences, write_rows
 
@@ -85,28 +82,11 @@ def _step(work: Path) -> int:
 @pytest.mark.slow  # ~40 s of CPU: three adapt runs, one of them a subprocess
 def test_adapt_killed_mid_fine_tune_resumes_to_the_uninterrupted_result(inputs, tmp_path, repo_root):
     work = tmp_path / "killed"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "efficientrag.cli", *_args(inputs, work)],
-        cwd=repo_root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    cmd = [sys.executable, "-m", "efficientrag.cli", *_args(inputs, work)]
+    killed_at, output = kill_when(cmd, repo_root, lambda: _step(work), at=5, timeout=300)
+    assert killed_at is not None and killed_at >= 5, (
+        f"adapt never reached a labeler checkpoint:\n{output[-3000:]}"
     )
-    killed_at = 0
-    try:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None:
-            if _step(work) >= 5:
-                os.killpg(proc.pid, signal.SIGKILL)
-                killed_at = _step(work)
-                break
-            time.sleep(0.05)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        output = proc.communicate()[0].decode(errors="replace")
-    assert killed_at >= 5, f"adapt never reached a labeler checkpoint:\n{output[-3000:]}"
     assert not (work / "adapt.json").exists()
 
     assert main(_args(inputs, work)) == 0

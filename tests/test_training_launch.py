@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 from safetensors.torch import load_file
 
+from efficientrag.testing.kill_mid_run import kill_when
 from efficientrag.testing.tiny_backbones import tiny_deberta
 from efficientrag.testing.token_tasks import labeler_rows, sentences, write_rows
 from efficientrag.training.script import main
@@ -78,28 +77,12 @@ def test_accelerate_launch_killed_mid_run_resumes_with_the_same_batches(tmp_path
         str(config),
         f"output_dir={out}",
     ]
-    proc = subprocess.Popen(
-        cmd,
-        cwd=repo_root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
-    killed_at = None
-    try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and proc.poll() is None:
-            state = _state(out)
-            if state and state["global_step"] >= 3:
-                os.killpg(proc.pid, signal.SIGKILL)
-                killed_at = state["global_step"]
-                break
-            time.sleep(0.05)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        output = proc.communicate()[0].decode(errors="replace")
+
+    def step() -> int:
+        state = _state(out)
+        return state["global_step"] if state else -1
+
+    killed_at, output = kill_when(cmd, repo_root, step, at=3, timeout=240)
     assert killed_at is not None, f"the launched run never wrote a checkpoint:\n{output[-3000:]}"
     assert not (out / "final_metrics.json").exists()
 

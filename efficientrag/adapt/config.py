@@ -12,42 +12,21 @@ from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.training.config import TrainConfig
 
+# What both fine-tunes share. The from-scratch rate (lr 1e-4): on the toy world a gentler fine-tune
+# (5e-5, one pass) left the source models' habits in place and adapted nothing
+# (tests/test_adapt_toy.py). Checkpoints every 20 steps: a fine-tune is short, a kill loses little.
+_FINETUNE: dict = {"learning_rate": 1e-4, "warmup_steps": 10, "mixed_precision": "no", "eval_steps": 0}
+_FINETUNE |= {"save_steps": 20, "logging_steps": 5}
+
 
 def _finetune_labeler() -> TrainConfig:
-    """The from-scratch rate (lr 1e-4): on the toy world a gentler fine-tune (5e-5, one pass)
-    left the source models' habits in place and adapted nothing (tests/test_adapt_toy.py)."""
-    return TrainConfig(
-        model="labeler",
-        class_weights="auto",
-        learning_rate=1e-4,
-        epochs=1,
-        batch_size=16,
-        eval_batch_size=32,
-        max_length=256,
-        warmup_steps=10,
-        mixed_precision="no",
-        eval_steps=0,
-        save_steps=20,
-        logging_steps=5,
-        max_eval_rows=300,
-    )
+    shape = {"batch_size": 16, "eval_batch_size": 32, "max_length": 256, "max_eval_rows": 300}
+    return TrainConfig(model="labeler", class_weights="auto", epochs=1, **shape, **_FINETUNE)
 
 
 def _finetune_filter() -> TrainConfig:
-    return TrainConfig(
-        model="filter",
-        learning_rate=1e-4,
-        epochs=3,
-        batch_size=32,
-        eval_batch_size=64,
-        max_length=128,
-        warmup_steps=10,
-        mixed_precision="no",
-        eval_steps=0,
-        save_steps=20,
-        logging_steps=5,
-        max_eval_rows=500,
-    )
+    shape = {"batch_size": 32, "eval_batch_size": 64, "max_length": 128, "max_eval_rows": 500}
+    return TrainConfig(model="filter", epochs=3, **shape, **_FINETUNE)
 
 
 @dataclass

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from efficientrag.jsonl import read_jsonl, write_jsonl
+from efficientrag.jsonl import write_jsonl
+from efficientrag.models.inputs import KINDS as MODELS
+from efficientrag.synth.merge import PARTS, read_unique_rows
 
-MODELS = ("labeler", "filter")
-PARTS = ("train", "validation")
+_LAYOUT = "a training set folder holds labeler/ and filter/ with train.jsonl and validation.jsonl"
 
 
 @dataclass
@@ -50,12 +51,12 @@ def mix_training_sets(
         counts[model] = {}
         seen: dict[str, Path] = {}
         for part in PARTS:
-            base = _read(Path(original) / model / f"{part}.jsonl", seen)
+            base = read_unique_rows(Path(original) / model / f"{part}.jsonl", seen, _LAYOUT)
             if cfg.original_rows and part == "train":
                 base = _take_questions(base, cfg.original_rows, cfg.seed)
             extra: list[dict[str, Any]] = []
             for src in adaptation if ratio > 0 else ():
-                rows = _read(Path(src) / model / f"{part}.jsonl", seen)
+                rows = read_unique_rows(Path(src) / model / f"{part}.jsonl", seen, _LAYOUT)
                 extra += _take_questions(rows, round(ratio * len(base)), cfg.seed)
             if part == "train":
                 rows = base + extra
@@ -66,21 +67,6 @@ def mix_training_sets(
             write_jsonl(out / model / f"{part}.jsonl", rows)
             counts[model][part] = {"original": len(base), "adaptation": len(extra)}
     return counts
-
-
-def _read(path: Path, seen: dict[str, Path]) -> list[dict[str, Any]]:
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path}: missing (a training set folder holds labeler/ and filter/ with train.jsonl and validation.jsonl)"
-        )
-    rows = []
-    for row in read_jsonl(path):
-        rid = str(row.get("id"))
-        if rid in seen:
-            raise ValueError(f"{path}: row id {rid!r} is also in {seen[rid]}")
-        seen[rid] = path
-        rows.append(row)
-    return rows
 
 
 def _take_questions(rows: list[dict[str, Any]], n: int, seed: int) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ Recall lost by the loop has three different causes, each with a different fix:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,15 @@ FATE_HEADERS = (
     "tagged Continue, cut by the chunk budget",
     "never in a hop's top-k",
 )
+
+
+def fate_table_head(*columns: str, fates: Sequence[str] = FATE_HEADERS) -> list[str]:
+    """The two markdown lines above fate rows: ``columns`` (what names a row), "gold chunks", the
+    fates (TreeHop's differ: it has no tags)."""
+    return [
+        "| " + " | ".join((*columns, "gold chunks", *fates)) + " |",
+        "|" + "---|" * (len(columns) + 1 + len(fates)),
+    ]
 
 
 def fate_cells(counts: Mapping[str, int]) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.models.inputs import KINDS
@@ -29,15 +30,23 @@ def merge_training_sets(sources: Sequence[str | Path], out_dir: str | Path) -> d
         for part in PARTS:
             rows = []
             for src in map(Path, sources):
-                path = src / model / f"{part}.jsonl"
-                if not path.is_file():
-                    raise FileNotFoundError(f"{path}: missing (run the synthesis 'build' stage for {src})")
-                for row in read_jsonl(path):
-                    rid = str(row.get("id"))
-                    if rid in seen:
-                        raise ValueError(f"{path}: row id {rid!r} is also in {seen[rid]}")
-                    seen[rid] = path
-                    rows.append(row)
+                hint = f"run the synthesis 'build' stage for {src}"
+                rows += read_unique_rows(src / model / f"{part}.jsonl", seen, hint)
             write_jsonl(out / model / f"{part}.jsonl", rows)
             counts[model][part] = len(rows)
     return counts
+
+
+def read_unique_rows(path: Path, seen: dict[str, Path], missing_hint: str) -> list[dict[str, Any]]:
+    """The rows of one training file; ``seen`` (row id -> file) spans every file of a union, so a
+    question read twice fails naming both files instead of being weighted twice."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing ({missing_hint})")
+    rows = []
+    for row in read_jsonl(path):
+        rid = str(row.get("id"))
+        if rid in seen:
+            raise ValueError(f"{path}: row id {rid!r} is also in {seen[rid]}")
+        seen[rid] = path
+        rows.append(row)
+    return rows
