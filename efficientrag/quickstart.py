@@ -317,7 +317,11 @@ def evaluate_efficientrag(
 
     if rag is None:
         rag = EfficientRAG.from_config(retriever, rag_cfg)
+        folders = (rag_cfg.labeler, rag_cfg.filter)
     else:
+        # The loaded models are the ones that run: their folders bind the results, whatever
+        # rag_cfg's (unused) paths say.
+        folders = (_loaded_from(rag.labeler), _loaded_from(rag.filter))
         rag = EfficientRAG(rag.retriever, rag.labeler, rag.filter, rag_cfg)
     skip = ("labeler", "filter", "batch_size", "answer_top_k", "answer_max_new_tokens")  # no answer call here
     settings = {k: v for k, v in to_dict(rag_cfg).items() if k not in skip}
@@ -326,13 +330,24 @@ def evaluate_efficientrag(
         **_shared_inputs(retriever, examples),
         "settings": {"efficientrag": settings},
         "models": {
-            "labeler": folder_digest(str(rag_cfg.labeler)),
-            "filter": folder_digest(str(rag_cfg.filter)),
+            "labeler": folder_digest(str(folders[0])),
+            "filter": folder_digest(str(folders[1])),
         },
     }
     meta = {"efficientrag": to_dict(rag_cfg)}
     method = EfficientRAGRetrieval(None, None, rag=rag)
     return _evaluate(cfg, method, examples, out_dir, fingerprint, (), meta)
+
+
+def _loaded_from(model: Any) -> Path:
+    """The folder a loaded Labeler/Filter came from (through a prediction cache, if any)."""
+    source = getattr(getattr(model, "model", model), "source", None)
+    if source is None:
+        raise ValueError(
+            f"{type(model).__name__}: a model not loaded from a folder cannot bind its results to its "
+            "weights; load it with from_pretrained or pass its folder in the EfficientRAG config"
+        )
+    return Path(source)
 
 
 def _shared_inputs(retriever: Retriever, examples: Sequence[Example]) -> dict[str, str]:

@@ -88,6 +88,51 @@ def test_a_second_run_reuses_every_step(tmp_path):
     assert again["efficientrag"]["n"] == len(read_ids(tmp_path / "split" / "eval_ids.txt"))
 
 
+def test_loaded_models_bind_the_results_to_their_own_folders(tmp_path):
+    """The benchmarks hand in models loaded once (behind a prediction cache) and a config with no
+    model paths: the run must still be bound to those models' weights, and equal the path run."""
+    from efficientrag.eval.run_binding import read_fingerprint
+    from efficientrag.experiment import ExperimentConfig, prepare_data
+    from efficientrag.models import Filter, Labeler
+    from efficientrag.pipeline.efficientrag import EfficientRAG
+    from efficientrag.pipeline.prediction_cache import CachedPredictor
+    from efficientrag.quickstart import evaluate_efficientrag
+    from efficientrag.retrieval.factory import build_retriever
+
+    cfg = small_config(tmp_path)
+    run_quickstart(cfg)
+    exp = ExperimentConfig(work_dir=cfg.work_dir, data=cfg.data, retriever=cfg.retriever)
+    pooled = prepare_data(exp)
+    retriever = build_retriever(cfg.retriever, pooled.corpus, exp.index_dir, show_progress=False)
+    held_out = [ex for ex in pooled.examples if ex.id in read_ids(tmp_path / "split" / "eval_ids.txt")]
+    lab, fil = (
+        cls.from_pretrained(tmp_path / "models" / m / "best")
+        for cls, m in ((Labeler, "labeler"), (Filter, "filter"))
+    )
+    rag = EfficientRAG(retriever, CachedPredictor(lab), CachedPredictor(fil))
+
+    evaluate_efficientrag(cfg, cfg.efficientrag, retriever, held_out, tmp_path / "loaded", rag=rag)
+
+    by_paths = read_fingerprint(tmp_path / "eval" / "efficientrag")
+    loaded = read_fingerprint(tmp_path / "loaded")
+    assert (
+        loaded["models"] == by_paths["models"] and loaded["models"]["labeler"] != loaded["models"]["filter"]
+    )
+    assert loaded["settings"] == by_paths["settings"]
+    chunks = [
+        [json.loads(r)["id"], json.loads(r)["retrieved_ids"]]
+        for r in (tmp_path / "eval" / "efficientrag" / "predictions.jsonl").read_text().splitlines()
+    ]
+    again = [
+        [json.loads(r)["id"], json.loads(r)["retrieved_ids"]]
+        for r in (tmp_path / "loaded" / "predictions.jsonl").read_text().splitlines()
+    ]
+    assert sorted(again) == sorted(chunks)
+    lab.source = None
+    with pytest.raises(ValueError, match="not loaded from a folder"):
+        evaluate_efficientrag(cfg, cfg.efficientrag, retriever, held_out, tmp_path / "x", rag=rag)
+
+
 def test_cli_quickstart_prints_the_table(tmp_path, capsys):
     assert main(["quickstart", "--work-dir", str(tmp_path), *SMALL]) == 0
     out = capsys.readouterr().out
