@@ -330,6 +330,8 @@ def run_protocol(args: argparse.Namespace, train_on: list[str], eval_on: list[st
                 "efficientrag": efficientrag_result(bm25_work, train_on, eval_on, name, pool_key),
             }
             results.setdefault(name, {})[f"{pool_key} ({len(pool.corpus)})"] = res
+    # One report per training set (where treehop_latency.py reads the choice), whichever variant won.
+    report_dir = work / "treehop" / "+".join(train_on)
     cmd = "python benchmarks/retrieval_treehop.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     report = render(
         command=cmd.strip(),
@@ -342,9 +344,9 @@ def run_protocol(args: argparse.Namespace, train_on: list[str], eval_on: list[st
         combination=(combo_setting, combo),
         results=results,
         settings=SETTINGS,
-        plot_dir=model_dir.parent.parent,
+        plot_dir=report_dir,
     )
-    stem = model_dir.parent.parent / f"results-{'+'.join(eval_on)}"
+    stem = report_dir / f"results-{'+'.join(eval_on)}"
     stem.with_name(stem.name + ".md").write_text(report, encoding="utf-8")
     stem.with_name(stem.name + ".json").write_text(
         json.dumps(
@@ -352,6 +354,9 @@ def run_protocol(args: argparse.Namespace, train_on: list[str], eval_on: list[st
                 "chosen": chosen,
                 "model": str(model_dir),
                 "fingerprint": tag,
+                # (K, hops, tag threshold, floor) of TreeHop + Tagger, chosen on validation: what
+                # treehop_latency.py times beside the rest.
+                "combination": {"setting": list(combo_setting) if combo_setting else None},
                 "validation": validation,
                 "results": results,
             },
