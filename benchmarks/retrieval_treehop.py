@@ -152,10 +152,13 @@ def fingerprint(model_dir: Path) -> str:
 def evaluate_treehop(pool: Pool, model: Any, examples: list, label: str, out: Path, **settings: Any) -> dict:
     from efficientrag.baselines.treehop import TreeHopRetrieval
     from efficientrag.eval.runner import run_method
+    from efficientrag.experiment import index_and_data
     from efficientrag.treehop.config import TreeHopRetrievalConfig
     from efficientrag.treehop.retriever import TreeHopRetriever
 
     search = TreeHopRetriever(pool.retriever, model, TreeHopRetrievalConfig(**settings))
+    # The folder names the model (its fingerprint) and the setting; the record binds them all.
+    bound = {"method": "treehop", "settings": settings, **index_and_data(pool.retriever, examples)}
     return run_method(
         TreeHopRetrieval.over(search),
         examples,
@@ -164,14 +167,19 @@ def evaluate_treehop(pool: Pool, model: Any, examples: list, label: str, out: Pa
         batch_size=32,
         progress=False,
         meta=settings,
+        fingerprint=bound,
     )
 
 
 def evaluate_direct(pool: Pool, examples: list, out: Path) -> dict:
+    from efficientrag.baselines.base import SharedSettings
     from efficientrag.baselines.direct_r import DirectRetrieval
     from efficientrag.eval.runner import run_method
+    from efficientrag.experiment import index_and_data
 
-    return run_method(DirectRetrieval(pool.retriever, max(KS)), examples, out, ks=KS, progress=False)
+    method = DirectRetrieval(pool.retriever, None, shared=SharedSettings(ks=tuple(KS)))
+    bound = {"method": "direct_r", "depth": method.depth, **index_and_data(pool.retriever, examples)}
+    return run_method(method, examples, out, ks=KS, progress=False, fingerprint=bound)
 
 
 def gain(ours: dict, direct: dict) -> dict[str, float]:

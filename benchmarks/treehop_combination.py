@@ -32,6 +32,7 @@ def evaluate(
 ) -> dict[str, Any]:
     from efficientrag.baselines.treehop import TaggedTreeHopRetrieval
     from efficientrag.eval.runner import run_method
+    from efficientrag.experiment import index_and_data
     from efficientrag.treehop.config import TreeHopRetrievalConfig
     from efficientrag.treehop.retriever import TreeHopRetriever
     from efficientrag.treehop.tagged import TaggedTreeHop, TagSettings
@@ -42,7 +43,11 @@ def evaluate(
         search, labeler, TagSettings(tag_threshold=threshold, floor_k=floor, chunk_budget=BUDGET)
     )
     folder = out / f"k{k}-h{hops}-t{threshold}-f{floor}-b{BUDGET}"
-    return run_method(TaggedTreeHopRetrieval(tagged), examples, folder, ks=(), batch_size=32, progress=False)
+    # The folder names the models (their fingerprints) and the setting; the record binds them all.
+    bound = {"method": "treehop+tagger", "setting": list(setting), **index_and_data(pool.retriever, examples)}
+    return run_method(
+        TaggedTreeHopRetrieval(tagged), examples, folder, ks=(), batch_size=32, progress=False, fingerprint=bound
+    )
 
 
 def choose(

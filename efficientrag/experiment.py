@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -303,8 +304,6 @@ def run_fingerprint(
     cfg: ExperimentConfig, method: str, retriever: Any, pooled: PooledDataset, models: dict[str, str]
 ) -> dict[str, Any]:
     """Everything an evaluation run's predictions depend on (see efficientrag.eval.run_binding)."""
-    from efficientrag.retrieval.fingerprint import retriever_fingerprint
-
     retriever_settings = to_dict(cfg.retriever)
     retriever_settings.pop("index_dir", None)  # where the index lies, not what it holds
     return {
@@ -312,10 +311,17 @@ def run_fingerprint(
         "settings": method_settings(cfg, method),
         "eval": {"ks": list(cfg.eval.ks), "answer": cfg.eval.answer},
         "retriever": _drop_speed_only(retriever_settings),
-        "index": retriever_fingerprint(retriever),
         "models": models,
-        "data": examples_digest(pooled.examples),
+        **index_and_data(retriever, pooled.examples),
     }
+
+
+def index_and_data(retriever: Any, examples: Sequence[Example]) -> dict[str, str]:
+    """The two inputs every evaluation depends on besides its method: what the index holds and
+    which questions (with their gold) it answers."""
+    from efficientrag.retrieval.fingerprint import retriever_fingerprint
+
+    return {"index": retriever_fingerprint(retriever), "data": examples_digest(list(examples))}
 
 
 def examples_digest(examples: list[Example]) -> str:

@@ -295,8 +295,9 @@ def evaluate_direct(
 ) -> dict[str, Any]:
     from efficientrag.baselines.base import SharedSettings
     from efficientrag.baselines.direct_r import DirectRetrieval
+    from efficientrag.experiment import index_and_data
 
-    fingerprint = {"method": "direct_r", **_shared_inputs(retriever, examples), "eval": {"ks": list(cfg.ks)}}
+    fingerprint = {"method": "direct_r", **index_and_data(retriever, examples), "eval": {"ks": list(cfg.ks)}}
     method = DirectRetrieval(retriever, None, shared=SharedSettings(ks=tuple(cfg.ks)))
     return _evaluate(cfg, method, examples, out_dir, fingerprint, cfg.ks, {})
 
@@ -312,6 +313,7 @@ def evaluate_efficientrag(
 ) -> dict[str, Any]:
     """``rag`` (an already loaded :class:`EfficientRAG`) saves reloading the models per setting."""
     from efficientrag.baselines.efficientrag import EfficientRAGRetrieval
+    from efficientrag.experiment import index_and_data
     from efficientrag.fingerprint import folder_digest
     from efficientrag.pipeline.efficientrag import EfficientRAG
 
@@ -327,7 +329,7 @@ def evaluate_efficientrag(
     settings = {k: v for k, v in to_dict(rag_cfg).items() if k not in skip}
     fingerprint = {
         "method": "efficientrag",
-        **_shared_inputs(retriever, examples),
+        **index_and_data(retriever, examples),
         "settings": {"efficientrag": settings},
         "models": {
             "labeler": folder_digest(str(folders[0])),
@@ -348,13 +350,6 @@ def _loaded_from(model: Any) -> Path:
             "weights; load it with from_pretrained or pass its folder in the EfficientRAG config"
         )
     return Path(source)
-
-
-def _shared_inputs(retriever: Retriever, examples: Sequence[Example]) -> dict[str, str]:
-    from efficientrag.experiment import examples_digest
-    from efficientrag.retrieval.fingerprint import retriever_fingerprint
-
-    return {"index": retriever_fingerprint(retriever), "data": examples_digest(list(examples))}
 
 
 def _evaluate(

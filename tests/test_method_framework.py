@@ -129,6 +129,9 @@ def test_direct_r_retrieves_to_the_largest_cutoff_and_names_its_answering_run():
     assert answering.name == "direct_r_qa" and answering.depth == 10  # and at least its top_k
     with pytest.raises(RuntimeError, match="direct_r_qa was built without a generator"):
         answering.run_batch([example])
+    # A top-k where the generator goes (how a benchmark once cut Direct-R's curve at 10 chunks).
+    with pytest.raises(TypeError, match="DirectRetrieval: the generator must be a Generator.*got 30"):
+        DirectRetrieval(retriever, 30)
 
 
 def test_the_fingerprint_settings_follow_the_layout():

@@ -94,6 +94,13 @@ class Method(ABC):
         self.cfg = cfg if cfg is not None else self.config_class()
         self.shared = shared or SharedSettings()
         self.library = PromptLibrary(self.shared.prompts)
+        if generator is not None and not hasattr(generator, "generate") and not callable(generator):
+            # A positional slip (a top-k where the generator goes) would otherwise run silently
+            # with the method's defaults.
+            raise TypeError(
+                f"{type(self).__name__}: the generator must be a Generator, a callable that builds one, "
+                f"or None; got {generator!r}"
+            )
         self._generator_source = (lambda: generator) if hasattr(generator, "generate") else generator
         self._generator: Generator | None = None
         if self.retrieval_only and self.shared.answer:
