@@ -64,7 +64,7 @@ class EfficientRAGRun:
         split = dict.fromkeys(SPLIT, 0.0)
         for res in results:
             for hop in res.trace:
-                t = hop["timings_s"]
+                t = hop.timings_s
                 split["encode"] += t.get("encode", 0.0)
                 split["search"] += t.get("search", 0.0)
                 split["model"] += t["labeler"] + t["filter"]
