@@ -25,7 +25,9 @@ dev question of T. T's dev questions and gold choose nothing.
 
 Everything is cached (models of the protocol under ``--work-dir``, adaptation runs and their
 evaluations under ``--adapt-dir``, in folders keyed by the models' digest): a rerun redoes only
-what is missing. The report goes to ``--adapt-dir/adaptation.md``.
+what is missing. Each target's report goes to ``--adapt-dir/<retriever>/<target>/report.md``
+(a run of one target leaves the others' reports alone) and this run's targets together to
+``--adapt-dir/<retriever>/adaptation.md``.
 """
 
 from __future__ import annotations
@@ -119,12 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [t for t in targets if t not in rb.DATASETS]
     if unknown:
         parser.error(f"unknown target(s) {unknown}; choose from {list(rb.DATASETS)}")
-    out = Path(args.adapt_dir)
+    out = Path(args.adapt_dir) / args.retriever
     out.mkdir(parents=True, exist_ok=True)
     reports = []
     for target in targets:
         reports.append(run_target(args, target))
         # Written after every target, so a stopped run still shows what it finished.
+        (out / target / "report.md").write_text(_header(args) + reports[-1], encoding="utf-8")
         (out / "adaptation.md").write_text(_header(args) + "\n\n".join(reports), encoding="utf-8")
     print(_header(args) + "\n\n".join(reports))
     return 0
