@@ -185,3 +185,12 @@ def test_merge_unions_synthesis_runs_and_names_both_files_for_a_repeated_questio
         merge_training_sets([a, a], tmp_path / "twice")
     with pytest.raises(FileNotFoundError, match="run the synthesis 'build' stage"):
         merge_training_sets([a, tmp_path / "nothing"], tmp_path / "missing")
+
+
+def test_stage_seconds_add_up_over_the_runs_that_worked_on_a_stage(tmp_path):
+    from efficientrag.adapt.job import stage_seconds
+
+    stage = tmp_path / "corpus-abc"
+    assert stage_seconds(stage, 12.5) == 12.5  # made here (the folder did not exist yet)
+    assert stage_seconds(stage, 0.25) == 12.75  # a rerun that found it done adds its instant
+    assert stage_seconds(tmp_path / "other", 3.0) == 3.0  # kept per stage folder

@@ -116,6 +116,11 @@ def test_adapt_killed_mid_fine_tune_resumes_to_the_uninterrupted_result(inputs, 
     before = (Path(done["labeler"]) / "model.safetensors").stat().st_mtime_ns
     assert main(_args(inputs, work)) == 0
     assert (Path(done["labeler"]) / "model.safetensors").stat().st_mtime_ns == before
+    # ... and still reports what the stages cost when they were made, not the instant of reuse.
+    again = json.loads((work / "adapt.json").read_text())
+    assert set(again["timings_s"]) == {"pseudo_rows", "finetune_corpus"}
+    for stage, seconds in done["timings_s"].items():
+        assert again["timings_s"][stage] >= seconds > 0
 
 
 def test_adapt_refuses_missing_inputs_with_one_line(inputs, tmp_path, capsys):

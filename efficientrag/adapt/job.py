@@ -75,13 +75,12 @@ def run_adapt(cfg: AdaptConfig) -> dict[str, Any]:
     if cfg.from_corpus:
         t0 = time.perf_counter()
         pseudo_dir, stats = pseudo_stage(cfg, corpus, work, inputs["corpus"])
-        timings["pseudo_rows"] = time.perf_counter() - t0
+        timings["pseudo_rows"] = stage_seconds(pseudo_dir, time.perf_counter() - t0)
         sources.append(pseudo_dir)
         t0 = time.perf_counter()
-        current, info = finetune_stage(
-            cfg, work / f"corpus-{_short(inputs, _fp_dir(pseudo_dir), cfg)}", original, sources, shipped
-        )
-        timings["finetune_corpus"] = time.perf_counter() - t0
+        out = work / f"corpus-{_short(inputs, _fp_dir(pseudo_dir), cfg)}"
+        current, info = finetune_stage(cfg, out, original, sources, shipped)
+        timings["finetune_corpus"] = stage_seconds(out, time.perf_counter() - t0)
         summary["stages"]["corpus"] = {"rows": stats["rows"], "pseudo": str(pseudo_dir), **info}
     if questions:
         qcorpus = Corpus.load(cfg.self_train.corpus) if cfg.self_train.corpus else corpus
@@ -100,16 +99,28 @@ def run_adapt(cfg: AdaptConfig) -> dict[str, Any]:
             rag = _load_rag(cfg, qcorpus, current, work)
             record_decisions(rag, questions, decisions, progress=cfg.progress)
             rows_dir, counts = self_rows_stage(cfg, decisions)
-            timings[f"self_decisions_{r}"] = time.perf_counter() - t0
+            timings[f"self_decisions_{r}"] = stage_seconds(decisions.parent, time.perf_counter() - t0)
             t0 = time.perf_counter()
             out = work / f"self{r}-{_short(inputs, [_fp_dir(s) for s in sources] + [_fp_dir(rows_dir)], cfg)}"
             current, info = finetune_stage(cfg, out, original, [*sources, rows_dir], shipped)
-            timings[f"finetune_self_{r}"] = time.perf_counter() - t0
+            timings[f"finetune_self_{r}"] = stage_seconds(out, time.perf_counter() - t0)
             summary["stages"][f"self{r}"] = {"decisions": str(decisions), "rows": counts, **info}
     summary["labeler"], summary["filter"] = str(current["labeler"]), str(current["filter"])
     summary["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
     (work / "adapt.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return summary
+
+
+def stage_seconds(folder: Path, spent: float) -> float:
+    """Wall seconds spent on a stage's folder over every run that worked on it (kept in its
+    ``seconds.json``): a rerun that reuses a finished stage reports what making it cost, not the
+    instant of finding it done. A run killed mid-stage records nothing; the run that finishes the
+    stage records its own share."""
+    path = folder / "seconds.json"
+    before = json.loads(path.read_text(encoding="utf-8"))["seconds"] if path.is_file() else 0.0
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"seconds": before + spent}), encoding="utf-8")
+    return before + spent
 
 
 def pseudo_stage(cfg: AdaptConfig, corpus: Corpus, work: Path, corpus_fp: str) -> tuple[Path, dict[str, Any]]:
