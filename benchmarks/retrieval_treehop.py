@@ -29,7 +29,6 @@ them. Seconds per question, side by side: ``benchmarks/treehop_latency.py``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shlex
 import sys
@@ -53,6 +52,7 @@ from retrieval_efficientrag import (  # noqa: E402
 )
 from treehop_tables import render  # noqa: E402
 
+from efficientrag.fingerprint import folder_digest  # noqa: E402
 from efficientrag.treehop.fixed_update import FixedUpdate  # noqa: E402
 
 KS = [2, 4, 5, 6, 7, 10, 15, 20, 30]
@@ -140,13 +140,6 @@ def train(args: argparse.Namespace, work: Path, train_on: list[str]) -> tuple[Pa
 
 def _variant_row(metrics: dict) -> dict:
     return {k: metrics.get(k) for k in ("best_score", "best_epoch", "epochs", "parameters", "best")}
-
-
-def fingerprint(model_dir: Path) -> str:
-    h = hashlib.sha256()
-    for name in ("config.json", "model.safetensors"):
-        h.update((model_dir / name).read_bytes())
-    return h.hexdigest()[:12]
 
 
 def evaluate_treehop(pool: Pool, model: Any, examples: list, label: str, out: Path, **settings: Any) -> dict:
@@ -292,7 +285,7 @@ def run_protocol(args: argparse.Namespace, train_on: list[str], eval_on: list[st
     work = Path(args.work_dir) / "dense"
     bm25_work = Path(args.work_dir) / "bm25"
     model_dir, pools, train_metrics = train(args, work, train_on)
-    tag = fingerprint(model_dir)
+    tag = folder_digest(model_dir, 12)
     model = TreeHop.from_pretrained(model_dir, device="cpu")
     chosen, validation = choose(args, work, model, tag, pools)
     combo_setting, combo, labeler, combo_dir = None, None, None, None
@@ -306,7 +299,7 @@ def run_protocol(args: argparse.Namespace, train_on: list[str], eval_on: list[st
             / "treehop"
             / "+".join(train_on)
             / "combination"
-            / f"{tag}-{fingerprint(models / 'labeler' / 'best')}"
+            / f"{tag}-{folder_digest(models / 'labeler' / 'best', 12)}"
         )
         val = {n: (p, validation_examples(p, quick_config(work, n, args))) for n, p in pools.items()}
         combo_setting, combo = combination.choose(val, model, labeler, combo_dir / "validation")
