@@ -166,3 +166,42 @@ def test_the_validation_side_is_also_written_as_questions_with_gold():
     assert all(
         ex.answers and ex.question.endswith("?") or "?" in ex.question for ex in sets.validation_questions
     )
+
+
+def test_the_pseudo_stage_records_what_making_it_cost_whoever_calls_it(tmp_path, monkeypatch):
+    """The adaptation benchmark builds the stage before ``run_adapt`` finds it done: the seconds
+    spent must be kept in the stage folder by the build itself, not by run_adapt's reuse."""
+    import json
+    import time
+
+    from efficientrag.adapt import job, pseudo_rows
+    from efficientrag.adapt.config import AdaptConfig
+    from efficientrag.jsonl import write_jsonl
+
+    chunks = [KISS, SHIRLEY, GHANA]
+    chunks += [
+        Chunk(f"d{i}", f"Town {i}", f"Town {i} is a place with a market and {i} bridges.") for i in range(6)
+    ]
+    write_jsonl(tmp_path / "corpus.jsonl", ({"id": c.id, "title": c.title, "text": c.text} for c in chunks))
+    corpus = Corpus.load(tmp_path / "corpus.jsonl")
+    cfg = AdaptConfig(
+        corpus=str(tmp_path / "corpus.jsonl"),
+        retriever=RetrieverConfig(kind="bm25"),
+        pseudo=PseudoRowsConfig(validation_ratio=0.0),
+        progress=False,
+    )
+    build = pseudo_rows.build_pseudo_sets
+
+    def slow_build(*args, **kwargs):
+        time.sleep(0.3)  # a build that takes measurable time
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(job, "build_pseudo_sets", slow_build)
+    out, stats = job.pseudo_stage(cfg, corpus, tmp_path / "work", corpus.fingerprint())
+    made = json.loads((out / "seconds.json").read_text())["seconds"]
+    assert made >= 0.3 and stats["rows"]["labeler"]["train"] > 0
+    # Found done: the same folder, the cost of making it kept as it was.
+    again, _ = job.pseudo_stage(cfg, corpus, tmp_path / "work", corpus.fingerprint())
+    assert again == out and json.loads((out / "seconds.json").read_text())["seconds"] == made
+    # run_adapt's view of a reused stage is what making it cost (adds nothing of its own).
+    assert job.stage_seconds(out, 0.0) == made
