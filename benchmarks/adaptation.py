@@ -9,8 +9,9 @@ For each left-out dataset T (HotpotQA, 2Wiki, MuSiQue):
    and the original training set; candidates differ in the mix ratio.
 3. Option 2, unlabeled questions: T's *train* questions, text only (no answer, no decomposition,
    no supporting fact is read), over the pooled paragraphs of T's train file; self-training
-   candidates differ in the Continue threshold.
-4. Both: option 1's chosen ratio, then self-training at option 2's chosen threshold.
+   candidates differ in the Continue threshold and in whether the corpus's title links must
+   agree with the models' confidence (``self_train.agreement``).
+4. Both: option 1's chosen ratio, then self-training at option 2's chosen threshold and agreement.
 5. The in-domain models (all three train files, setting chosen on their validation questions)
    as the ceiling.
 
@@ -51,6 +52,7 @@ from efficientrag.eval.gold_fate import fate_cells, fate_table_head  # noqa: E40
 REPO = Path(__file__).resolve().parents[1]
 RATIOS = (0.5, 1.0)
 CONTINUE_THRESHOLDS = (0.3, 0.6)
+AGREEMENTS = ("none", "links")  # option 2: the models' confidence alone, or also the corpus's links
 GOAL_SHARE = 0.5  # of the in-domain gain over Direct-R at equal chunks (issue 30)
 
 
@@ -65,7 +67,7 @@ class Variant:
     score: float = 0.0
     dev: dict[str, Any] | None = None
     adapt: dict[str, Any] | None = None
-    params: dict[str, float] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
     note: str = ""
 
 
@@ -107,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ratios", type=float, nargs="+", default=list(RATIOS), help="option 1 mix ratios")
     parser.add_argument(
         "--continue-thresholds", type=float, nargs="+", default=list(CONTINUE_THRESHOLDS), help="option 2"
+    )
+    parser.add_argument(
+        "--agreements", nargs="+", default=list(AGREEMENTS), choices=AGREEMENTS, help="option 2"
     )
     parser.add_argument(
         "--original-rows", type=int, default=2000, help="original Labeler rows kept per fine-tune"
@@ -189,7 +194,7 @@ def run_target(args: argparse.Namespace, target: str) -> str:
         )
         return variant
 
-    def adapt(name: str, cfg: AdaptConfig, **params: float) -> Variant:
+    def adapt(name: str, cfg: AdaptConfig, **params: Any) -> Variant:
         from efficientrag.adapt.job import run_adapt
 
         summary = run_adapt(replace(cfg, work_dir=str(root / "adapt")))
@@ -203,28 +208,34 @@ def run_target(args: argparse.Namespace, target: str) -> str:
     questions = qcorpus = None
     if not args.no_self_training:
         questions, qcorpus = _train_questions(pargs, work, target, root)
-        for threshold in args.continue_thresholds:
-            st = replace(base.self_train, continue_threshold=threshold, corpus=str(qcorpus))
-            cfg = replace(base, from_corpus=False, questions=str(questions), self_train=st)
-            cfg = replace(
-                cfg, mix=replace(cfg.mix, labeler_ratio=max(args.ratios), filter_ratio=max(args.ratios))
-            )
-            candidates["self"].append(
-                evaluate(adapt(f"self-training continue>={threshold}", cfg, threshold=threshold))
-            )
+        for agreement in args.agreements:
+            for threshold in args.continue_thresholds:
+                st = replace(
+                    base.self_train, continue_threshold=threshold, agreement=agreement, corpus=str(qcorpus)
+                )
+                cfg = replace(base, from_corpus=False, questions=str(questions), self_train=st)
+                cfg = replace(
+                    cfg, mix=replace(cfg.mix, labeler_ratio=max(args.ratios), filter_ratio=max(args.ratios))
+                )
+                name = f"self-training continue>={threshold}" + (", links" if agreement == "links" else "")
+                candidates["self"].append(
+                    evaluate(adapt(name, cfg, threshold=threshold, agreement=agreement))
+                )
     chosen = {k: max(v, key=lambda x: x.score) for k, v in candidates.items() if v}
     for variant in chosen.values():
         report(variant)
     if "corpus" in chosen and "self" in chosen:
         ratio, threshold = chosen["corpus"].params["ratio"], chosen["self"].params["threshold"]
-        st = replace(base.self_train, continue_threshold=threshold, corpus=str(qcorpus))
+        agreement = chosen["self"].params["agreement"]
+        st = replace(base.self_train, continue_threshold=threshold, agreement=agreement, corpus=str(qcorpus))
         cfg = replace(
             base,
             questions=str(questions),
             self_train=st,
             mix=replace(base.mix, labeler_ratio=ratio, filter_ratio=ratio),
         )
-        chosen["both"] = report(evaluate(adapt(f"both (ratio {ratio}, continue>={threshold})", cfg)))
+        links = ", links" if agreement == "links" else ""
+        chosen["both"] = report(evaluate(adapt(f"both (ratio {ratio}, continue>={threshold}{links})", cfg)))
     in_models, _, in_pools = rb.train(pargs, work, list(rb.DATASETS))
     in_label, in_overrides, _ = rb.choose(pargs, work, in_models, in_pools)
     in_domain = Variant("in-domain (ceiling)", in_models / "labeler" / "best", in_models / "filter" / "best")

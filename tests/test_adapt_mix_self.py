@@ -172,6 +172,12 @@ def test_decisions_are_recorded_per_question_and_a_rerun_only_runs_the_missing(t
     # The Filter's inputs hold the labeled words as Info; the next hop asked about Bob Stone.
     assert any(call["words"][-2:] == ["Bob", "Stone"] for call in alpha_rec["filter"])
     assert any(p["chunk"][0] == "Bob" and p["p"] == 0.7 for p in alpha_rec["labeler"])
+    # Both questions in one batch (one model call per hop for both): each decision still lands on
+    # its own question, exactly as when they ran one at a time.
+    batched = tmp_path / "batched.jsonl"
+    assert record_decisions(rag, [alpha, omega], batched, batch_size=2, progress=False) == 2
+    assert list(read_jsonl(batched)) == records
+    assert records[0]["labeler"] != records[1]["labeler"]
 
 
 def test_merge_unions_synthesis_runs_and_names_both_files_for_a_repeated_question(tmp_path):

@@ -131,3 +131,45 @@ def test_adapt_refuses_missing_inputs_with_one_line(inputs, tmp_path, capsys):
     assert err.startswith("error:") and "nowhere" in err and "labeler/train.jsonl" in err and "\n" not in err
     assert main(["adapt", "--corpus", str(inputs / "corpus.jsonl")]) == 2
     assert "adapt needs labeler, filter, train_data" in capsys.readouterr().err
+
+
+def test_adapt_self_trains_from_questions_with_the_links_agreeing(inputs, tmp_path):
+    """Option 2 alone through the CLI: decisions recorded per question over the corpus, cut with its
+    links, one fine-tune; a rerun reuses every stage, and another cut reuses the decisions."""
+    toy = generate_toy_world(seed=3, num_questions=30)[:8]
+    questions = tmp_path / "log.jsonl"
+    write_jsonl(questions, ({"id": r["id"], "question": r["question"]} for r in toy))
+    work = tmp_path / "self"
+    # Random tiny models are unsure of everything (p near 0.5): every pair counts as confident, so
+    # the links alone decide which pairs are kept as Continue and which are contradicted.
+    args = _args(inputs, work) + [
+        "--questions",
+        str(questions),
+        "from_corpus=false",
+        "self_train.continue_threshold=0.01",
+        "self_train.terminate_threshold=0.0",
+    ]
+    assert main([*args, "self_train.agreement=links"]) == 0
+    done = json.loads((work / "adapt.json").read_text())
+    assert set(done["timings_s"]) == {"self_decisions_1", "finetune_self_1"}
+    assert "corpus" not in done["stages"]
+    decisions = Path(done["stages"]["self1"]["decisions"])
+    assert [d["id"] for d in read_jsonl(decisions)] == [r["id"] for r in toy]
+    links = done["stages"]["self1"]["rows"]
+    assert links["questions"] == 8 and links["continue_rows"] > 0 and links["contradicted_rows"] > 0
+    # Backed and contradicted pairs are disjoint parts of the (all confident) pairs.
+    assert links["continue_rows"] + links["contradicted_rows"] <= links["labeler_pairs"]
+    assert (Path(done["labeler"]) / "model.safetensors").is_file()
+    before = (Path(done["labeler"]) / "model.safetensors").stat().st_mtime_ns
+    assert main([*args, "self_train.agreement=links"]) == 0
+    assert (Path(done["labeler"]) / "model.safetensors").stat().st_mtime_ns == before
+
+    # Confidence alone, on the same decisions: every pair is a Continue row, none contradicted.
+    stamp = decisions.stat().st_mtime_ns
+    assert main(args) == 0
+    alone = json.loads((work / "adapt.json").read_text())
+    assert Path(alone["stages"]["self1"]["decisions"]) == decisions and decisions.stat().st_mtime_ns == stamp
+    rows = alone["stages"]["self1"]["rows"]
+    assert rows["continue_rows"] == rows["labeler_pairs"] and "contradicted_rows" not in rows
+    assert len(list(decisions.parent.glob("rows-*"))) == 2
+    assert alone["labeler"] != done["labeler"]

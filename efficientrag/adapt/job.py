@@ -7,7 +7,7 @@ the same inputs continues or skips it, and one with other inputs never reuses it
 2. ``corpus-<fp>``: the original training set mixed with them, and the two models fine-tuned from
    the given ones (the training loop's own checkpoints make a killed run resume mid-epoch).
 3. ``self<round>-<fp>``: with ``questions``, per round: the loop's decisions on the questions
-   with the latest models (appended question by question), the confident ones cut into rows,
+   with the latest models (appended batch by batch), the confident ones cut into rows,
    and the given models fine-tuned on the original set + the corpus rows (if any) + these rows.
 
 ``adapt.json`` in ``work_dir`` names the final models and what produced them.
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.adapt.config import AdaptConfig
+from efficientrag.adapt.link_agreement import LinkView
 from efficientrag.adapt.mix import mix_training_sets
 from efficientrag.adapt.pseudo_rows import build_pseudo_sets, write_pseudo_sets
 from efficientrag.adapt.self_training import read_questions, record_decisions, rows_from_decisions
@@ -97,7 +98,7 @@ def run_adapt(cfg: AdaptConfig) -> dict[str, Any]:
             decisions = work / f"decisions-{key}" / "decisions.jsonl"
             rag = _load_rag(cfg, qcorpus, current, work)
             record_decisions(rag, questions, decisions, progress=cfg.progress)
-            rows_dir, counts = self_rows_stage(cfg, decisions)
+            rows_dir, counts = self_rows_stage(cfg, decisions, qcorpus)
             timings[f"self_decisions_{r}"] = stage_seconds(decisions.parent, time.perf_counter() - t0)
             t0 = time.perf_counter()
             out = work / f"self{r}-{_short(inputs, [_fp_dir(s) for s in sources] + [_fp_dir(rows_dir)], cfg)}"
@@ -151,16 +152,19 @@ def pseudo_stage(cfg: AdaptConfig, corpus: Corpus, work: Path, corpus_fp: str) -
     return out, stats
 
 
-def self_rows_stage(cfg: AdaptConfig, decisions: Path) -> tuple[Path, dict[str, Any]]:
+def self_rows_stage(cfg: AdaptConfig, decisions: Path, qcorpus: Corpus) -> tuple[Path, dict[str, Any]]:
     st = cfg.self_train
-    key = fingerprint(
-        decisions=file_digest([decisions]),
-        cut={k: v for k, v in asdict(st).items() if k not in ("rounds", "corpus")},
-    )[:12]
+    links = st.agreement == "links"
+    cut = {k: v for k, v in asdict(st).items() if k not in ("rounds", "corpus")}
+    if not links:
+        cut.pop("agreement")  # the cut made before agreement existed: its folders stay valid
+    extra = {"links": asdict(cfg.pseudo.link)} if links else {}
+    key = fingerprint(decisions=file_digest([decisions]), cut=cut, **extra)[:12]
     out = decisions.parent / f"rows-{key}"
     if (out / "counts.json").is_file():
         return out, json.loads((out / "counts.json").read_text(encoding="utf-8"))
-    labeler, filt, counts = rows_from_decisions(decisions, st)
+    view = LinkView.of_corpus(qcorpus, cfg.pseudo.link, progress=cfg.progress) if links else None
+    labeler, filt, counts = rows_from_decisions(decisions, st, view)
     if not labeler[TRAIN]:
         raise ValueError(
             f"self-training kept no row from {decisions} at continue_threshold={st.continue_threshold}, "

@@ -2,14 +2,16 @@
 
 The current Labeler and Filter run the EfficientRAG loop over the user's questions (no answers, no
 gold) on their corpus, and every decision is recorded with its probability (``decisions.jsonl``,
-appended question by question, so a killed run resumes where it stopped). Rows are then cut from
+appended batch by batch, so a killed run resumes where it stopped). Rows are then cut from
 the record at the thresholds: a (query, chunk) pair whose Continue probability is at least
 ``continue_threshold`` becomes a Continue row (its words labeled where the Labeler was at least
 ``token_threshold`` sure), one at most ``terminate_threshold`` a Terminate row (all words 0, at
 most ``terminate_per_continue`` per Continue row, the surest first), and a Filter input whose every
 word is decided with confidence ``|2p - 1| >= filter_confidence`` a Filter row. Undecided pairs
-teach nothing. Cutting is cheap and separate from inference, so thresholds can be compared on
-validation without running the models again.
+teach nothing. With ``agreement: links`` a confident Continue pair must also be backed by the
+corpus's title links, and one they contradict becomes a Terminate row
+(:mod:`efficientrag.adapt.link_agreement`). Cutting is cheap and separate from inference, so
+thresholds can be compared on validation without running the models again.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from efficientrag.adapt.link_agreement import LinkView
 from efficientrag.data.errors import DataFormatError
 from efficientrag.jsonl import JsonlAppender, read_done_ids, read_jsonl
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
@@ -29,6 +32,7 @@ from efficientrag.synth.split import TRAIN, VALIDATION, split_of
 
 SELF_DATASET = "self-training"
 QUESTION_PREFIX = "self/"
+AGREEMENTS = ("none", "links")
 
 
 @dataclass
@@ -43,6 +47,8 @@ class SelfTrainConfig:
     seed: int = 0
     # The corpus the questions were asked over ("" = the adaptation corpus).
     corpus: str = ""
+    # "none": the models' confidence alone decides; "links": the corpus's title links must agree.
+    agreement: str = "none"
 
     def __post_init__(self) -> None:
         if not 1 <= self.rounds <= 5:
@@ -52,6 +58,8 @@ class SelfTrainConfig:
                 f"need 0 <= terminate_threshold < continue_threshold <= 1, got "
                 f"{self.terminate_threshold} and {self.continue_threshold}"
             )
+        if self.agreement not in AGREEMENTS:
+            raise ValueError(f"agreement must be one of {AGREEMENTS}, got {self.agreement!r}")
         if not 0.0 <= self.filter_confidence <= 1.0:
             raise ValueError(f"filter_confidence must be in [0, 1], got {self.filter_confidence}")
 
@@ -100,67 +108,73 @@ def read_questions(path: str | Path) -> tuple[list[Question], list[dict[str, Any
     return questions, skipped
 
 
-class RecordingPredictor:
-    """Wraps a Labeler or Filter; keeps every (input, prediction) until :meth:`take`."""
+class DecisionRecorder:
+    """Collects a batch's Labeler and Filter decisions per question (the loop's ``observer``)."""
 
-    def __init__(self, model: Any) -> None:
-        self.model = model
-        self.records: list[tuple[Any, Any]] = []
+    def __init__(self, size: int) -> None:
+        self.labeler: list[list[dict[str, Any]]] = [[] for _ in range(size)]
+        self.filter: list[list[dict[str, Any]]] = [[] for _ in range(size)]
 
-    def predict(self, items: Sequence[Any], **kw: Any) -> list[Any]:
-        preds = self.model.predict(items, **kw)
-        self.records.extend(zip(items, preds, strict=True))
-        return preds
+    def labeled(self, question: int, query_words: list[str], chunk_words: list[str], pred: Any) -> None:
+        self.labeler[question].append(
+            {
+                "query": list(query_words),
+                "chunk": list(chunk_words),
+                "p": round(float(pred.continue_prob), 4),
+                "words": [round(float(x), 3) for x in pred.word_probs],
+            }
+        )
 
-    def take(self) -> list[tuple[Any, Any]]:
-        out, self.records = self.records, []
-        return out
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.model, name)
+    def filtered(self, question: int, words: list[str], pred: Any) -> None:
+        self.filter[question].append(
+            {"words": list(words), "probs": [round(float(x), 3) for x in pred.word_probs]}
+        )
 
 
 def record_decisions(
-    rag: Any, questions: Sequence[Question], out_path: str | Path, *, progress: bool = True
+    rag: Any,
+    questions: Sequence[Question],
+    out_path: str | Path,
+    *,
+    batch_size: int = 16,
+    progress: bool = True,
 ) -> int:
     """Run the loop over every question not yet in ``out_path``; returns how many were run.
 
-    One question at a time, so every recorded decision belongs to it."""
+    Batched like evaluation (one model call per hop for the whole batch); the loop's observer
+    attributes each decision to its question, and a batch is appended when it is done, so a
+    killed run loses at most one batch."""
     from efficientrag.pipeline.efficientrag import EfficientRAG
 
     done = read_done_ids(out_path) if Path(out_path).is_file() else set()
     todo = [q for q in questions if q.id not in done]
-    labeler, filt = RecordingPredictor(rag.labeler), RecordingPredictor(rag.filter)
-    loop = EfficientRAG(rag.retriever, labeler, filt, rag.config)
-    with JsonlAppender(out_path) as out:
-        for q in tqdm(todo, desc="self-training decisions", unit="q", disable=not progress):
-            loop.retrieve(q.question)
-            out.write(
-                {
-                    "id": q.id,
-                    "question": q.question,
-                    "labeler": [
-                        {
-                            "query": list(query),
-                            "chunk": list(chunk),
-                            "p": round(float(pred.continue_prob), 4),
-                            "words": [round(float(x), 3) for x in pred.word_probs],
-                        }
-                        for (query, chunk), pred in labeler.take()
-                    ],
-                    "filter": [
-                        {"words": list(words), "probs": [round(float(x), 3) for x in pred.word_probs]}
-                        for words, pred in filt.take()
-                    ],
-                }
-            )
+    loop = EfficientRAG(rag.retriever, rag.labeler, rag.filter, rag.config)
+    bar = tqdm(total=len(todo), desc="self-training decisions", unit="q", disable=not progress)
+    with JsonlAppender(out_path) as out, bar:
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start : start + batch_size]
+            recorder = loop.observer = DecisionRecorder(len(batch))
+            loop.retrieve_batch([q.question for q in batch])
+            for i, q in enumerate(batch):
+                out.write(
+                    {
+                        "id": q.id,
+                        "question": q.question,
+                        "labeler": recorder.labeler[i],
+                        "filter": recorder.filter[i],
+                    }
+                )
+            bar.update(len(batch))
     return len(todo)
 
 
 def rows_from_decisions(
-    decisions: str | Path, cfg: SelfTrainConfig
+    decisions: str | Path, cfg: SelfTrainConfig, links: LinkView | None = None
 ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]], dict[str, Any]]:
-    """(labeler rows, filter rows, counts), each by split (train / validation, by question)."""
+    """(labeler rows, filter rows, counts), each by split (train / validation, by question).
+    ``links``: the question corpus's links, needed with ``agreement: links``."""
+    if cfg.agreement == "links" and links is None:
+        raise ValueError("agreement 'links' needs the question corpus's LinkView")
     labeler: dict[str, list[dict[str, Any]]] = {TRAIN: [], VALIDATION: []}
     filt: dict[str, list[dict[str, Any]]] = {TRAIN: [], VALIDATION: []}
     counts: Counter[str] = Counter()
@@ -170,12 +184,24 @@ def rows_from_decisions(
         counts["questions"] += 1
         pairs = rec["labeler"]
         counts["labeler_pairs"] += len(pairs)
-        cont = [p for p in pairs if p["p"] >= cfg.continue_threshold]
+        confident = [p["p"] >= cfg.continue_threshold for p in pairs]
+        spans: dict[int, list[tuple[int, int]]] = {}
+        contradicted: list[dict[str, Any]] = []
+        if links is not None and cfg.agreement == "links":
+            verdict = links.judge(rec["question"], [p["chunk"] for p in pairs], confident)
+            confident = [i in verdict.backed for i in range(len(pairs))]
+            spans = verdict.bridge_spans
+            contradicted = [pairs[i] for i in sorted(verdict.contradicted)]
+            counts["contradicted_rows"] += len(contradicted)
+        cont_at = [i for i, ok in enumerate(confident) if ok]
+        cont = [pairs[i] for i in cont_at]
         term = sorted((p for p in pairs if p["p"] <= cfg.terminate_threshold), key=lambda p: p["p"])
-        term = term[: cfg.terminate_per_continue * max(1, len(cont))]
+        term = contradicted + term[: cfg.terminate_per_continue * max(1, len(cont))]
         meta = {"dataset": SELF_DATASET, "type": "", "idx": 0, "hop": 0, "rank": 0}
-        for j, pair in enumerate(cont):
+        for j, (i, pair) in enumerate(zip(cont_at, cont, strict=True)):
             labels = [1 if x >= cfg.token_threshold else 0 for x in pair["words"]]
+            for start, end in spans.get(i, ()):
+                labels[start:end] = [1] * (end - start)
             row = LabelerRow(
                 f"{qid}#{j}/pos", qid, pair["query"], pair["chunk"], labels, TAG_CONTINUE, meta=meta
             )

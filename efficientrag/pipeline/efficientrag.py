@@ -48,6 +48,16 @@ class FilterLike(Protocol):
     def predict(self, word_lists: Sequence[list[str]], **kw: Any) -> list[Any]: ...
 
 
+class DecisionObserver(Protocol):
+    """Sees every model decision with the position of its question in the batch: a batched run mixes
+    the questions in one model call, so this is the one place a decision's question is known
+    (self-training records them: ``efficientrag.adapt.self_training``)."""
+
+    def labeled(self, question: int, query_words: list[str], chunk_words: list[str], pred: Any) -> None: ...
+
+    def filtered(self, question: int, words: list[str], pred: Any) -> None: ...
+
+
 def check_questions(questions: Sequence[object], *, source: str = "questions") -> None:
     """A question that is not text, or is blank, is a caller's mistake: an error naming it, rather than
     an empty result that reads like "nothing relevant in the corpus"."""
@@ -84,6 +94,7 @@ class _Branch:
 class _State:
     question: str
     branches: list[_Branch]
+    index: int = 0  # the question's position in the batch
     pool: dict[str, tuple[Chunk, float]] = field(default_factory=dict)
     labeled_pairs: set[tuple[str, str]] = field(default_factory=set)
     floor: set[str] = field(default_factory=set)
@@ -158,11 +169,13 @@ class EfficientRAG:
         labeler: LabelerLike,
         filter: FilterLike,  # noqa: A002 - the paper's name for the component
         config: EfficientRAGConfig | None = None,
+        observer: DecisionObserver | None = None,
     ) -> None:
         self.retriever = retriever
         self.labeler = labeler
         self.filter = filter
         self.config = config or EfficientRAGConfig()
+        self.observer = observer
         self._chunk_words: dict[str, list[str]] = {}
         self._warned_truncation = False
 
@@ -186,7 +199,7 @@ class EfficientRAG:
     def retrieve_batch(self, questions: Sequence[str]) -> list[RetrievalResult]:
         check_questions(questions)
         cfg = self.config
-        states = [_State(q, [_Branch(q, split_words(q))]) for q in questions]
+        states = [_State(q, [_Branch(q, split_words(q))], i) for i, q in enumerate(questions)]
         for state in states:
             state.queries_used.add(_query_key(state.question))
         for hop in range(cfg.max_hops):
@@ -266,6 +279,8 @@ class EfficientRAG:
             state, h, prob = pair.state, pair.hit, float(pred.continue_prob)
             cont = prob >= cfg.tag_threshold
             words = self._words_of(h.chunk)
+            if self.observer is not None:
+                self.observer.labeled(state.index, work.branches[pair.branch][1].words, words, pred)
             labeled = [w for w, p in zip(words, pred.word_probs, strict=False) if p >= cfg.token_threshold]
             pair.record.judge(prob, cont, labeled)
             state.count("labeler_pairs")
@@ -315,6 +330,8 @@ class EfficientRAG:
             )
         for job, pred in zip(work.jobs, kept, strict=True):
             job.state.count("filter_calls")
+            if self.observer is not None:
+                self.observer.filtered(job.state.index, job.words, pred)
             q_words = [
                 w for w, p in zip(job.words, pred.word_probs, strict=False) if p >= cfg.filter_threshold
             ]
