@@ -91,7 +91,7 @@ def test_links_agreement_turns_decisions_into_backed_and_contradicted_rows(tmp_p
     assert labeled == ["Kiss", "Shirley", "Temple"]
     assert counts["contradicted_rows"] == 1 and counts["continue_rows"] == 2
     # Confidence alone keeps the wrong chunk as Continue and labels no bridge.
-    labeler, _, counts = rows_from_decisions(path, SelfTrainConfig(**base), view)
+    labeler, _, counts = rows_from_decisions(path, SelfTrainConfig(**base, agreement="none"), view)
     tags = {(r["tag"], r["chunk_words"][0]) for r in labeler["train"]}
     assert ("continue", "Tell") in tags and "contradicted_rows" not in counts
     with pytest.raises(ValueError, match="LinkView"):

@@ -95,6 +95,7 @@ def test_only_confident_decisions_become_rows(tmp_path):
         ],
     )
     cfg = SelfTrainConfig(
+        agreement="none",
         continue_threshold=0.5,
         terminate_threshold=0.02,
         token_threshold=0.5,

@@ -166,7 +166,7 @@ def test_adapt_self_trains_from_questions_with_the_links_agreeing(inputs, tmp_pa
 
     # Confidence alone, on the same decisions: every pair is a Continue row, none contradicted.
     stamp = decisions.stat().st_mtime_ns
-    assert main(args) == 0
+    assert main([*args, "self_train.agreement=none"]) == 0
     alone = json.loads((work / "adapt.json").read_text())
     assert Path(alone["stages"]["self1"]["decisions"]) == decisions and decisions.stat().st_mtime_ns == stamp
     rows = alone["stages"]["self1"]["rows"]
