@@ -201,6 +201,14 @@ def run_target(args: argparse.Namespace, target: str) -> str:
         return Variant(name, Path(summary["labeler"]), Path(summary["filter"]), adapt=summary, params=params)
 
     unadapted = report(evaluate(Variant("un-adapted", Path(base.labeler), Path(base.filter))))
+    # The ceiling before the options: a run stopped part way already has it beside the un-adapted models.
+    in_models, _, in_pools = rb.train(pargs, work, list(rb.DATASETS))
+    in_label, in_overrides, _ = rb.choose(pargs, work, in_models, in_pools)
+    in_domain = Variant("in-domain (ceiling)", in_models / "labeler" / "best", in_models / "filter" / "best")
+    in_domain.dev = rb.report_on(
+        dev, _rag(dev, in_domain), in_label, in_overrides, in_models / "dev" / target, pargs, target
+    )
+    in_domain.note = f"its own chosen setting `{in_label}`"
     candidates: dict[str, list[Variant]] = {"corpus": [], "self": []}
     for ratio in args.ratios:
         cfg = replace(base, mix=replace(base.mix, labeler_ratio=ratio, filter_ratio=ratio))
@@ -236,13 +244,6 @@ def run_target(args: argparse.Namespace, target: str) -> str:
         )
         links = ", links" if agreement == "links" else ""
         chosen["both"] = report(evaluate(adapt(f"both (ratio {ratio}, continue>={threshold}{links})", cfg)))
-    in_models, _, in_pools = rb.train(pargs, work, list(rb.DATASETS))
-    in_label, in_overrides, _ = rb.choose(pargs, work, in_models, in_pools)
-    in_domain = Variant("in-domain (ceiling)", in_models / "labeler" / "best", in_models / "filter" / "best")
-    in_domain.dev = rb.report_on(
-        dev, _rag(dev, in_domain), in_label, in_overrides, in_models / "dev" / target, pargs, target
-    )
-    in_domain.note = f"its own chosen setting `{in_label}`"
     return render(
         target,
         others,
