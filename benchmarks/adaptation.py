@@ -213,6 +213,8 @@ def run_target(args: argparse.Namespace, target: str) -> str:
     for ratio in args.ratios:
         cfg = replace(base, mix=replace(base.mix, labeler_ratio=ratio, filter_ratio=ratio))
         candidates["corpus"].append(evaluate(adapt(f"corpus ratio {ratio}", cfg, ratio=ratio)))
+    if candidates["corpus"]:  # option 1's dev numbers before option 2's hours (reported again below, cached)
+        report(max(candidates["corpus"], key=lambda x: x.score))
     questions = qcorpus = None
     if not args.no_self_training:
         questions, qcorpus = _train_questions(pargs, work, target, root)
