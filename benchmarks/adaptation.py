@@ -227,7 +227,7 @@ def run_target(args: argparse.Namespace, target: str) -> str:
                 cfg = replace(
                     cfg, mix=replace(cfg.mix, labeler_ratio=max(args.ratios), filter_ratio=max(args.ratios))
                 )
-                name = f"self-training continue>={threshold}" + (", links" if agreement == "links" else "")
+                name = f"self-training continue>={threshold}{_links_tag(agreement)}"
                 candidates["self"].append(
                     evaluate(adapt(name, cfg, threshold=threshold, agreement=agreement))
                 )
@@ -244,8 +244,8 @@ def run_target(args: argparse.Namespace, target: str) -> str:
             self_train=st,
             mix=replace(base.mix, labeler_ratio=ratio, filter_ratio=ratio),
         )
-        links = ", links" if agreement == "links" else ""
-        chosen["both"] = report(evaluate(adapt(f"both (ratio {ratio}, continue>={threshold}{links})", cfg)))
+        name = f"both (ratio {ratio}, continue>={threshold}{_links_tag(agreement)})"
+        chosen["both"] = report(evaluate(adapt(name, cfg)))
     return render(
         target,
         others,
@@ -332,6 +332,10 @@ def _header(args: argparse.Namespace) -> str:
         f"# Adaptation without gold, leave one dataset out ({_RETRIEVERS[args.retriever]})\n\n"
         f"Command: `{cmd.strip()}` (machine load average at the end: {load[0]:.1f} on {os.cpu_count()} cores)\n\n"
     )
+
+
+def _links_tag(agreement: str) -> str:
+    return ", links" if agreement == "links" else ""
 
 
 def _gain(v: versus_direct.Versus) -> tuple[float, float]:
