@@ -13,7 +13,6 @@ import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
 from efficientrag.retrieval.errors import BackendUnavailableError
@@ -229,7 +228,7 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
 
     if args.dataset and args.dataset != "toy" and not args.data:
         raise ValueError(f"--dataset {args.dataset} needs --data PATH (the dataset file)")
-    cfg = load_config(QuickstartConfig, args.config, [*_flag_overrides(args), *args.overrides])
+    cfg = load_config(QuickstartConfig, args.config, _overrides(args, QuickstartConfig))
     summary = run_quickstart(cfg)
     print()
     print(summary["table"])
@@ -290,23 +289,35 @@ def _lazy_generator(cfg):
 def _experiment_config(args: argparse.Namespace):
     from efficientrag.experiment import ExperimentConfig
 
-    overrides = _flag_overrides(args)
-    corpus, data = getattr(args, "corpus", None), getattr(args, "data", None)
-    if corpus and not args.dataset and not data and not args.config:
-        # Only a corpus: the user's own documents, asked with -q (or indexed), no question file.
-        overrides.insert(0, "data.dataset=jsonl")
-    if (corpus or data) and not args.work_dir and not args.config:
-        # The user's own files get their own folder (never the toy world's runs/toy), named after
-        # the corpus, so `index`, `retrieve` and `eval` over one corpus share its index.
-        overrides.insert(0, f"work_dir=runs/{Path(corpus or data).stem}")
-    return load_config(ExperimentConfig, args.config, [*overrides, *args.overrides])
+    return load_config(ExperimentConfig, args.config, _overrides(args, ExperimentConfig))
 
 
-def _flag_overrides(args: argparse.Namespace) -> list[str]:
+def _overrides(args: argparse.Namespace, cls: type) -> list[str]:
+    """The flags as ``key=value`` overrides, then the command's own ``key=value`` overrides (which
+    win). The data flags win over the preset's data section (:mod:`efficientrag.data_flags`), and
+    a user's own file gets its own work folder unless one is named."""
+    from efficientrag.data_flags import DataFlags, data_flag_overrides
+    from efficientrag.experiment import default_work_dir
+
+    flags = DataFlags(*(getattr(args, name, None) for name in ("dataset", "data", "corpus")))
+    own = list(args.overrides)
+    preset = load_config(cls, args.config, own).data
+    needs_questions = getattr(args, "handler", None) in (cmd_eval, cmd_quickstart)
+    overrides = data_flag_overrides(flags, preset, needs_questions=needs_questions)
+    named_work_dir = getattr(args, "work_dir", None) is not None or any(
+        o.split("=", 1)[0].strip() == "work_dir" for o in own
+    )
+    if (flags.corpus or flags.data) and not named_work_dir:
+        # Never the preset's folder (it holds the preset's data and index) nor another file's.
+        overrides.insert(0, f"work_dir={default_work_dir(flags.corpus or flags.data)}")
+    return [*overrides, *_flag_overrides(args, skip=("dataset", "data", "corpus")), *own]
+
+
+def _flag_overrides(args: argparse.Namespace, skip: Sequence[str] = ()) -> list[str]:
     return [
         f"{flag.key}={getattr(args, name)}"
         for name, flag in FLAGS.items()
-        if getattr(args, name, None) is not None
+        if name not in skip and getattr(args, name, None) is not None
     ]
 
 

@@ -10,6 +10,7 @@ runs every step, and each step reuses what the previous one wrote under ``work_d
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -121,13 +122,73 @@ def prepare_data(cfg: ExperimentConfig, *, rebuild: bool = False) -> PooledDatas
     marker = out / DATA_CONFIG_FILE
     saved = _read_marker(marker)
     files = source_file_digests(cfg.data, saved.get("files", {}) if saved else {})
-    wanted = {"config": to_dict(cfg.data), "files": files}
+    wanted = {"config": to_dict(cfg.data), "files": files, "corpus": corpus_files(cfg.data)}
     if not rebuild and saved is not None and saved == wanted:
         return load_prepared(out)
+    if saved is not None:
+        _refuse_another_corpus(cfg, saved, wanted)
     pooled = load_data(cfg.data)
     save_prepared(pooled, out)
     write_json_atomic(marker, wanted, indent=2)
     return pooled
+
+
+class WorkDirInUseError(ValueError):
+    """A work folder already holds another corpus's data (and perhaps its index and runs)."""
+
+
+def corpus_files(data: DataConfig) -> list[str]:
+    """The files the pooled corpus is read from: a ``jsonl`` dataset's corpus file, a benchmark
+    file's own paragraphs, and any extra corpus (none for the toy world, which generates its own)."""
+    out = []
+    for src in data.sources():
+        if src.path and src.dataset not in ("jsonl", "toy"):
+            out.append(str(src.path))
+        if src.corpus_path:
+            out.append(str(src.corpus_path))
+    return out
+
+
+def _refuse_another_corpus(cfg: ExperimentConfig, saved: dict[str, Any], wanted: dict[str, Any]) -> None:
+    """Stop before anything under ``work_dir`` is overwritten when it was prepared from other corpus
+    files (not the same file edited, nor a copy of it moved elsewhere): its index and runs belong
+    to that corpus, and `--rebuild` would destroy them."""
+    before, now = saved.get("corpus") or [], wanted["corpus"]
+    if sorted(before) == sorted(now):
+        return
+    if before and now and _contents(before, saved.get("files", {})) == _contents(now, wanted["files"]):
+        return  # the same corpus under another path
+    was = ", ".join(before) or "the toy world"
+    reads = ", ".join(now) or "the toy world"
+    own = f"--work-dir {default_work_dir(now[0])}" if now else "--work-dir runs/toy"
+    raise WorkDirInUseError(
+        f"{cfg.work_dir} holds the data (and any index and runs) of {was}; this command reads {reads}. "
+        f"Nothing was changed. Give it a folder of its own ({own}), or delete {cfg.work_dir} to replace "
+        "what it holds"
+    )
+
+
+def _contents(paths: list[str], files: dict[str, Any]) -> list[str]:
+    return sorted(str((files.get(p) or {}).get("sha256", p)) for p in paths)
+
+
+def default_work_dir(path: str | Path) -> str:
+    """The folder a user's own file's runs go to: ``runs/<stem>-<8 hex of its absolute path>``.
+
+    Two corpora called ``corpus.jsonl`` in different folders never share (and overwrite) one data
+    folder and index, while ``index``, ``retrieve`` and ``eval`` over one file keep finding each
+    other's work, edits of the file included (the index then says it is stale).
+
+    Args:
+        path: the corpus file (or, without one, the question file).
+
+    Returns:
+        The folder, relative to the working directory, as a string for a ``work_dir=`` override.
+    """
+    resolved = Path(path).expanduser().resolve()
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", resolved.stem) or "data"
+    digest = hashlib.sha256(str(resolved).encode("utf-8")).hexdigest()[:8]
+    return f"runs/{stem}-{digest}"
 
 
 def source_file_digests(data: DataConfig, known: dict[str, Any]) -> dict[str, Any]:

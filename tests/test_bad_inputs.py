@@ -16,6 +16,7 @@ from efficientrag.data.corpus import Corpus
 from efficientrag.data.errors import DataFormatError
 from efficientrag.data.schema import Example
 from efficientrag.eval.runner import run_method
+from efficientrag.experiment import default_work_dir
 from efficientrag.pipeline.efficientrag import EfficientRAG
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 
@@ -184,7 +185,7 @@ def test_a_corpus_alone_is_enough_to_index_and_ask(tmp_path, tiny_models, capsys
     monkeypatch.chdir(tmp_path)
     assert main(["index", "--corpus", str(corpus), "retriever.kind=bm25"]) == 0
     assert "3 chunks" in capsys.readouterr().out
-    assert (tmp_path / "runs" / "notes" / "index" / "bm25" / "meta.json").is_file()
+    assert (tmp_path / default_work_dir(corpus) / "index" / "bm25" / "meta.json").is_file()
     code = main(["retrieve", "--corpus", str(corpus), "-q", "Who directed Alpha Film?", "retriever.kind=bm25",
                  "--labeler", tiny_models["labeler"], "--filter", tiny_models["filter"],
                  "efficientrag.tag_threshold=0.0", "efficientrag.max_hops=1"])  # fmt: skip
@@ -195,7 +196,8 @@ def test_a_corpus_alone_is_enough_to_index_and_ask(tmp_path, tiny_models, capsys
 
 def test_own_questions_run_in_the_corpus_folder_on_its_index(tmp_path, capsys, monkeypatch):
     """`index --corpus c.jsonl` then `eval --data q.jsonl --corpus c.jsonl` (the README's "Your own
-    data"): the run goes under runs/c/, beside the index it searches, not into the toy world's."""
+    data"): the run goes under the corpus's own folder (runs/c-<hash of its path>), beside the index
+    it searches, not into the toy world's."""
     corpus = write_jsonl(tmp_path / "notes.jsonl", CHUNKS)
     questions = write_jsonl(
         tmp_path / "asked.jsonl",
@@ -204,15 +206,17 @@ def test_own_questions_run_in_the_corpus_folder_on_its_index(tmp_path, capsys, m
     )  # fmt: skip
     monkeypatch.chdir(tmp_path)
     assert main(["index", "--corpus", str(corpus), "retriever.kind=bm25"]) == 0
-    meta = tmp_path / "runs" / "notes" / "index" / "bm25" / "meta.json"
+    folder = default_work_dir(corpus)
+    assert folder.startswith("runs/notes-")
+    meta = tmp_path / folder / "index" / "bm25" / "meta.json"
     built = meta.stat().st_mtime_ns
     code = main(["eval", "--dataset", "jsonl", "--data", str(questions), "--corpus", str(corpus),
                  "--method", "direct_r", "retriever.kind=bm25"])  # fmt: skip
     assert code == 0
-    assert (tmp_path / "runs" / "notes" / "eval" / "direct_r" / "predictions.jsonl").is_file()
+    assert (tmp_path / folder / "eval" / "direct_r" / "predictions.jsonl").is_file()
     assert meta.stat().st_mtime_ns == built  # searched the index `index` built, not a new one
     assert not (tmp_path / "runs" / "toy").exists()
-    assert "runs/notes/eval/direct_r" in capsys.readouterr().out
+    assert f"{folder}/eval/direct_r" in capsys.readouterr().out
 
 
 def _chunk(row: dict):
