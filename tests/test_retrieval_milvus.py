@@ -3,7 +3,11 @@ hybrid search, batch search, the checks on an existing collection, and the one-l
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import socket
+import subprocess
 import sys
 
 import pytest
@@ -185,6 +189,93 @@ def test_missing_milvus_lite_names_the_pip_command(tmp_path, monkeypatch):
         BackendUnavailableError, match=r"needs the milvus-lite package: pip install 'efficientrag\[milvus\]'"
     ):
         build_retriever(milvus_cfg(tmp_path / "x.db", search="bm25"), bridge_corpus(), show_progress=False)
+
+
+@pytest.fixture
+def unwritable_dir(tmp_path):
+    """A real folder this process cannot write: mode 0o555 for a user; for root, who ignores mode
+    bits, the immutable attribute (``chattr +i``)."""
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        yield folder
+        folder.chmod(0o755)
+        return
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)]).returncode != 0:
+        pytest.skip("root, and chattr +i does not work here: no folder that root cannot write")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def test_an_unwritable_lite_folder_is_named_not_blamed_on_another_process(unwritable_dir):
+    for uri in (unwritable_dir / "x.db", unwritable_dir / "new" / "x.db"):
+        with pytest.raises(BackendUnavailableError) as err:
+            build_retriever(milvus_cfg(uri, search="bm25"), bridge_corpus(), show_progress=False)
+        msg = str(err.value)
+        assert msg.startswith(
+            f"cannot open the Milvus Lite database {uri}: cannot write in {unwritable_dir} ("
+        )
+        assert "another process" not in msg and "\n" not in msg
+    assert list(unwritable_dir.iterdir()) == []
+
+
+def test_a_lite_uri_under_a_file_or_on_a_file_says_which_file(tmp_path):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    with pytest.raises(BackendUnavailableError, match=rf"{re.escape(str(a_file))} is a file, not a folder"):
+        build_retriever(milvus_cfg(a_file / "x.db", search="bm25"), bridge_corpus(), show_progress=False)
+    old = tmp_path / "old.db"  # e.g. a milvus-lite 2.x file: milvus-lite 3 keeps a folder there
+    old.write_bytes(b"SQLite format 3\0")
+    for open_it in (
+        lambda: build_retriever(milvus_cfg(old, search="bm25"), bridge_corpus(), show_progress=False),
+        lambda: load_retriever(milvus_cfg(old, search="bm25"), None),
+    ):
+        with pytest.raises(BackendUnavailableError, match=rf"database {re.escape(str(old))}: it is a file"):
+            open_it()
+
+
+def test_a_lite_file_open_in_another_process_says_so(tmp_path):
+    uri = tmp_path / "held.db"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"from pymilvus import MilvusClient; MilvusClient({str(uri)!r}); print('held', flush=True); input()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(BackendUnavailableError) as err:
+            build_retriever(milvus_cfg(uri, search="bm25"), bridge_corpus(), show_progress=False)
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert str(err.value) == (
+        f"cannot open the Milvus Lite database {uri}: another process has it open; Milvus Lite serves "
+        "one process per file: stop the other process using it, or use a Milvus server for shared access"
+    )
+
+
+def test_bm25_needs_a_server_of_2_5_and_milvus_lite_passes(filled):
+    from efficientrag.retrieval.milvus_version import check_full_text, parse_version, server_version
+
+    _, retriever = filled
+    lite = server_version(retriever.client, 5.0)
+    assert lite is not None and lite.startswith("milvus_lite-") and parse_version(lite) is None
+    check_full_text(MilvusConfig(search="hybrid"), "x.db", lite)  # Milvus Lite 3 has BM25
+    assert parse_version("v2.3.5-lite") == (2, 3) and parse_version("2.5.4") == (2, 5)
+    uri = "http://127.0.0.1:19530"
+    for search in ("bm25", "hybrid"):
+        with pytest.raises(BackendUnavailableError) as err:
+            check_full_text(MilvusConfig(search=search), uri, "v2.4.9")
+        assert str(err.value) == (
+            f"Milvus server at {uri} is v2.4.9; search: bm25 and hybrid need Milvus >= 2.5 (full-text "
+            "search); `search: dense` works on this server"
+        )
+    with pytest.raises(BackendUnavailableError, match="works on this server with store: dense"):
+        check_full_text(MilvusConfig(store="both"), uri, "v2.3.5")
+    for ok in ("v2.5.0", "2.6.1", "Zilliz Cloud (Compatible with Milvus 2.5)", None, "unknown"):
+        check_full_text(MilvusConfig(search="bm25"), uri, ok)
+    check_full_text(MilvusConfig(search="dense"), uri, "v2.3.5")
 
 
 def test_config_rejects_a_store_the_search_cannot_use():
