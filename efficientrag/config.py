@@ -32,6 +32,34 @@ class ConfigError(ValueError):
     """A config value or key is wrong; the message names the key and where it came from."""
 
 
+class SettingError(ValueError):
+    """A config field's value is out of its range. The message starts with the field's name; the
+    loader puts the section in front (``efficientrag.tag_threshold=2: ...``)."""
+
+
+_PROBABILITY = "probability"
+
+
+def probability(default: float) -> Any:
+    """A dataclass field holding a probability (a threshold on one, or a fraction of rows).
+
+    A value outside [0, 1] would not fail anywhere: a threshold of 2 just keeps nothing. A config
+    class calls :func:`check_probabilities` in its ``__post_init__`` to refuse it."""
+    return dataclasses.field(default=default, metadata={_PROBABILITY: True})
+
+
+def check_probabilities(cfg: Any) -> None:
+    """Raise :class:`SettingError` for the first :func:`probability` field of ``cfg`` outside [0, 1]."""
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if not f.metadata.get(_PROBABILITY) or value is None:
+            continue
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not number or not 0.0 <= value <= 1.0:
+            shown = f"{value:g}" if number else repr(value)
+            raise SettingError(f"{f.name}={shown}: a probability, must be in [0, 1]")
+
+
 def load_config(
     cls: type[T],
     path: str | Path | None = None,
@@ -120,6 +148,8 @@ def from_dict(cls: type[T], data: Mapping[str, Any], *, origin: str = "<dict>", 
         kwargs[name] = _convert(value, hints[name], origin=origin, key=f"{prefix}{name}")
     try:
         return cls(**kwargs)
+    except SettingError as exc:
+        raise ConfigError(f"{origin}: {prefix}{exc}") from exc
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{origin}: invalid config for '{prefix or cls.__name__}': {exc}") from exc
 

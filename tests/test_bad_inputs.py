@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -149,6 +150,83 @@ def test_empty_questions_are_errors_that_name_the_question(tmp_path, tiny_models
     assert errors[0]["id"] == "q1" and errors[0]["error"] == "ValueError: questions: the question is empty"
 
 
+def test_every_empty_question_of_a_file_is_named_up_to_twenty(tmp_path, capsys):
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", CHUNKS)
+    rows = [{"id": "ok", "question": "Who directed Alpha Film?", "answers": ["Bob"], "gold_ids": []}]
+    rows += [{"id": f"e{i}", "question": " ", "answers": ["x"], "gold_ids": []} for i in range(25)]
+    questions = write_jsonl(tmp_path / "questions.jsonl", rows)
+    code = main(["eval", "--dataset", "jsonl", "--data", str(questions), "--corpus", str(corpus),
+                 "--work-dir", str(tmp_path / "w"), "--method", "direct_r", "retriever.kind=bm25"])  # fmt: skip
+    assert code == 2
+    line = last_error(capsys)
+    assert line.startswith(f"error: {questions}: 25 bad records (data.strict=false skips them): ")
+    named = re.findall(r"line (\d+), record (e\d+), field 'question': empty question", line)
+    assert named == [(str(i + 2), f"e{i}") for i in range(20)]
+    assert line.endswith("; and 5 more")
+
+
+def test_every_empty_question_of_a_batch_is_named(tmp_path, tiny_models):
+    rag = EfficientRAG.from_config(
+        WordOverlapRetriever(Corpus([_chunk(c) for c in CHUNKS])), _config(tiny_models)
+    )
+    with pytest.raises(ValueError, match=r"^2 questions are empty: questions\[0\], questions\[2\]$"):
+        rag.retrieve_batch(["", "Who directed Alpha Film?", "  "])
+    batch = ["Who?"] + [""] * 23
+    with pytest.raises(
+        ValueError, match=r"^23 questions are empty: questions\[1\], .*questions\[20\] and 3 more$"
+    ):
+        rag.retrieve_batch(batch)
+
+
+def test_a_probability_outside_0_1_is_refused_naming_its_key(tmp_path, tiny_models, capsys):
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", CHUNKS)
+    code = main(["retrieve", "--corpus", str(corpus), "--work-dir", str(tmp_path / "w"), "-q", "Who?",
+                 "--labeler", tiny_models["labeler"], "--filter", tiny_models["filter"], "retriever.kind=bm25",
+                 "efficientrag.tag_threshold=2"])  # fmt: skip
+    assert code == 2
+    assert last_error(capsys).endswith("efficientrag.tag_threshold=2: a probability, must be in [0, 1]")
+    assert not (tmp_path / "w" / "index").exists()
+
+    from efficientrag.adapt.self_training import SelfTrainConfig
+    from efficientrag.pipeline.config import EfficientRAGConfig
+    from efficientrag.training.config import TrainConfig
+    from efficientrag.treehop.tagged import TagSettings
+
+    for make, key in [
+        (lambda: EfficientRAGConfig(token_threshold=-0.1), "token_threshold=-0.1"),
+        (lambda: EfficientRAGConfig(filter_threshold=1.5), "filter_threshold=1.5"),
+        (lambda: TagSettings(tag_threshold=3), "tag_threshold=3"),
+        (lambda: SelfTrainConfig(token_threshold=2.0), "token_threshold=2"),
+        (lambda: SelfTrainConfig(validation_ratio=1.2), "validation_ratio=1.2"),
+        (lambda: TrainConfig(max_bad_row_fraction=5), "max_bad_row_fraction=5"),
+        (lambda: EfficientRAGConfig(tag_threshold=float("nan")), "tag_threshold=nan"),
+    ]:
+        with pytest.raises(ValueError, match=f"^{re.escape(key)}: a probability, must be in \\[0, 1\\]$"):
+            make()
+    assert EfficientRAGConfig(tag_threshold=0.0, token_threshold=1.0).tag_threshold == 0.0
+
+
+def test_efficientrag_takes_model_folders_and_refuses_what_cannot_predict(tiny_models):
+    retriever = WordOverlapRetriever(Corpus([_chunk(c) for c in CHUNKS]))
+    cfg = _config(tiny_models)
+    by_folder = EfficientRAG(retriever, tiny_models["labeler"], Path(tiny_models["filter"]), cfg)
+    loaded = EfficientRAG.from_config(retriever, cfg)
+    assert type(by_folder.labeler) is type(loaded.labeler) and type(by_folder.filter) is type(loaded.filter)
+    question = "Who directed Alpha Film?"
+    assert by_folder.retrieve(question).chunk_ids == loaded.retrieve(question).chunk_ids
+
+    with pytest.raises(
+        TypeError, match=r"^EfficientRAG: filter must be a loaded model \(Filter.from_pretrained"
+    ):
+        EfficientRAG(retriever, loaded.labeler, {"path": tiny_models["filter"]})
+    with pytest.raises(
+        TypeError, match=r"^EfficientRAG: labeler must be a loaded model \(Labeler.from_pretrained"
+    ):
+        EfficientRAG(retriever, None, loaded.filter)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^EfficientRAG: retriever must have a search\(queries, k\) method"):
+        EfficientRAG(tiny_models["labeler"], loaded.labeler, loaded.filter)  # type: ignore[arg-type]
+
+
 def test_a_question_longer_than_the_labeler_input_warns_once_and_is_traced(tmp_path, tiny_models, caplog):
     rag = EfficientRAG.from_config(
         WordOverlapRetriever(Corpus([_chunk(c) for c in CHUNKS])), _config(tiny_models)
@@ -178,6 +256,48 @@ def test_empty_chunk_texts_are_counted_with_their_lines(tmp_path, caplog):
     assert len(corpus) == 10
     [warning] = [r.getMessage() for r in caplog.records]
     assert f"{path}: 7 of 10 chunks have empty text (lines 4, 5, 6, 7, 8, ...)" in warning
+
+
+def test_a_repeated_chunk_id_names_both_lines(tmp_path, capsys):
+    path = write_jsonl(tmp_path / "corpus.jsonl", [*CHUNKS, {"id": "bob", "title": "B2", "text": "Again."}])
+    with pytest.raises(DataFormatError) as info:
+        Corpus.load(path)
+    assert str(info.value) == f"{path}, line 4, field 'id': repeats chunk id 'bob' of line 2"
+    assert info.value.line == 4
+
+
+def test_an_empty_corpus_file_is_named(tmp_path, capsys):
+    empty = tmp_path / "notes.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=f"^{empty}: file is empty"):
+        Corpus.load(empty)
+    code = main(["index", "--corpus", str(empty), "--work-dir", str(tmp_path / "w"), "retriever.kind=bm25"])
+    assert code == 2 and last_error(capsys).startswith(f"error: {empty}: file is empty")
+    from efficientrag.data.readers.corpus_file import read_corpus_file
+
+    titles = tmp_path / "titles.json"  # an extra {title: text} corpus with no title
+    titles.write_text("{}", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=f"^{titles}: file is empty"):
+        read_corpus_file(titles, dataset="hotpotqa")
+
+
+def test_chunks_over_the_encoder_token_limit_are_counted_once_with_their_ids(tmp_path, minilm_path, caplog):
+    from efficientrag.retrieval.config import RetrieverConfig
+    from efficientrag.retrieval.dense import DenseRetriever
+    from efficientrag.retrieval.encoder import Encoder
+
+    long_text = " ".join(f"word{i}" for i in range(60))
+    rows = [*CHUNKS, *({"id": f"long{i}", "title": f"Long {i}", "text": long_text} for i in range(7))]
+    corpus = Corpus.load(write_jsonl(tmp_path / "corpus.jsonl", rows))
+    encoder = Encoder(minilm_path, max_length=32, show_progress=False)
+    assert encoder.over_limit([c.contents for c in corpus]) == list(range(3, 10))
+    with caplog.at_level(logging.WARNING, logger="efficientrag.retrieval.encoder"):
+        DenseRetriever.build(corpus, RetrieverConfig(shard_size=2), encoder=encoder, show_progress=False)
+    [warning] = [r.getMessage() for r in caplog.records if "token" in r.getMessage()]
+    assert warning.startswith("7 of 10 chunks are longer than the encoder's limit of 32 tokens")
+    assert "(chunk ids 'long0', 'long1', 'long2', 'long3', 'long4', ...)" in warning
+    # Text within the limit (prefix and special tokens counted) is not reported.
+    assert encoder.over_limit(["short text", ""]) == []
 
 
 def test_a_corpus_alone_is_enough_to_index_and_ask(tmp_path, tiny_models, capsys, monkeypatch):

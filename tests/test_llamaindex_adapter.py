@@ -249,10 +249,11 @@ def test_from_pretrained_loads_trained_model_folders(tmp_path):
     lab_dir = Labeler.from_backbone(backbone, device="cpu").save_pretrained(tmp_path / "labeler")
     fil_dir = Filter.from_backbone(backbone, device="cpu").save_pretrained(tmp_path / "filter")
     retriever = WordOverlapRetriever(bridge_corpus(), STOPWORDS)
-    # Random weights: a zero tag threshold keeps every hit and an unreachable Filter threshold ends
-    # the loop after hop 0, so the kept chunks are known while the scores are the real model's.
+    # Random weights: a zero tag threshold keeps every hit and a Filter threshold of 1 (no word is
+    # that sure) ends the loop after hop 0, so the kept chunks are known while the scores are the
+    # real model's.
     adapter = EfficientRAGRetriever.from_pretrained(
-        retriever, lab_dir, fil_dir, top_k=2, tag_threshold=0.0, filter_threshold=1.1, device="cpu"
+        retriever, lab_dir, fil_dir, top_k=2, tag_threshold=0.0, filter_threshold=1.0, device="cpu"
     )
     assert isinstance(adapter.rag.labeler, Labeler) and isinstance(adapter.rag.filter, Filter)
     assert adapter.rag.config.labeler == str(lab_dir) and adapter.rag.config.top_k == 2

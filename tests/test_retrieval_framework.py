@@ -5,6 +5,7 @@ VectorStoreIndex give the same chunks as FAISS Flat, and EfficientRAG runs on th
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
@@ -92,6 +93,25 @@ def test_llamaindex_vector_index_gives_faiss_flat_chunks_and_scores(llama_index,
     assert [h.score for h in got[1]] == pytest.approx([h.score for h in want[1]], abs=1e-5)
     assert [len(h) for h in search.search(QUERIES, 5)] == [5, 5, 0, 5]
     assert ids(asyncio.run(search.asearch(QUERIES, 3))) == ids(got)
+
+
+def test_llamaindex_nodes_that_embed_their_id_and_title_are_warned_about_once(encoder, llama_index, caplog):
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.schema import TextNode
+
+    nodes = [
+        TextNode(id_=c.id, text=c.contents, metadata={"id": c.id, "title": c.title}) for c in bridge_corpus()
+    ]
+    embedded = VectorStoreIndex(nodes, embed_model=llamaindex_embedding(encoder))
+    with caplog.at_level(logging.WARNING, logger="efficientrag.retrieval.framework"):
+        LlamaIndexSearch(llama_index.as_retriever()).search(QUERIES, 3)  # excludes both keys
+        assert not caplog.records
+        search = LlamaIndexSearch(embedded.as_retriever())
+        search.search(QUERIES, 3)
+        search.search(QUERIES, 3)
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert "these nodes do not exclude 'id', 'title'" in warning
+    assert "set excluded_embed_metadata_keys=['id', 'title']" in warning
 
 
 def test_a_retriever_with_a_k_field_gets_a_copy_with_k():

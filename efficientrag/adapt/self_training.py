@@ -25,6 +25,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from efficientrag.adapt.link_agreement import LinkView
+from efficientrag.config import check_probabilities, probability
 from efficientrag.data.errors import DataFormatError
 from efficientrag.jsonl import JsonlAppender, read_done_ids, read_jsonl
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
@@ -42,10 +43,10 @@ class SelfTrainConfig:
     # (docs/adaptation.md); confidence alone made the models worse there.
     continue_threshold: float = 0.3
     terminate_threshold: float = 0.02
-    token_threshold: float = 0.5
+    token_threshold: float = probability(0.5)
     filter_confidence: float = 0.8
     terminate_per_continue: int = 4
-    validation_ratio: float = 0.1
+    validation_ratio: float = probability(0.1)
     seed: int = 0
     # The corpus the questions were asked over ("" = the adaptation corpus).
     corpus: str = ""
@@ -53,6 +54,7 @@ class SelfTrainConfig:
     agreement: str = "links"
 
     def __post_init__(self) -> None:
+        check_probabilities(self)
         if not 1 <= self.rounds <= 5:
             raise ValueError(f"rounds must be in 1..5 (self-training is bounded), got {self.rounds}")
         if not 0.0 <= self.terminate_threshold < self.continue_threshold <= 1.0:

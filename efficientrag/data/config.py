@@ -40,7 +40,8 @@ class DataConfig:
     ``corpus_path`` is the corpus JSONL for ``jsonl``; for the other datasets an optional extra
     corpus (chunk JSONL or ``{title: text}`` JSON) pooled with the questions' paragraphs.
     ``format`` only matters for HotpotQA (auto | distractor | ircot). ``strict=False`` skips bad
-    records (each listed in ``skipped``) instead of stopping at the first one.
+    records (each listed in ``skipped``); by default one bad record fails the read, with an error
+    naming every bad record of the file (the first 20, then a count).
     """
 
     dataset: str = "toy"

@@ -71,9 +71,13 @@ class Corpus:
 
     @classmethod
     def load(cls, path: str | Path) -> Corpus:
-        """Read ``{"id","title","text"}`` lines (or FlashRAG's ``{"id","contents"}``)."""
+        """Read ``{"id","title","text"}`` lines (or FlashRAG's ``{"id","contents"}``).
+
+        A file with no chunk, or a chunk id on two lines, fails naming the file (and both lines):
+        an empty corpus would only fail later, at indexing, without saying which file it was."""
         chunks = []
         empty_lines: list[int] = []
+        first_line: dict[str, int] = {}
         for lineno, rec in enumerate(read_jsonl(path), start=1):
             if "id" not in rec:
                 raise DataFormatError(path, "missing chunk id", line=lineno, field="id")
@@ -82,9 +86,19 @@ class Corpus:
                     path, "chunk has neither 'text' nor 'contents'", line=lineno, field="text"
                 )
             chunk = Chunk.from_dict(rec)
+            if chunk.id in first_line:
+                raise DataFormatError(
+                    path,
+                    f"repeats chunk id {chunk.id!r} of line {first_line[chunk.id]}",
+                    line=lineno,
+                    field="id",
+                )
+            first_line[chunk.id] = lineno
             if not chunk.text.strip():
                 empty_lines.append(lineno)
             chunks.append(chunk)
+        if not chunks:
+            raise DataFormatError(path, "file is empty: a corpus needs at least one chunk")
         if empty_lines:
             shown = ", ".join(map(str, empty_lines[:EMPTY_LINES_SHOWN]))
             more = ", ..." if len(empty_lines) > EMPTY_LINES_SHOWN else ""
@@ -96,7 +110,4 @@ class Corpus:
                 shown,
                 more,
             )
-        try:
-            return cls(chunks)
-        except ValueError as exc:
-            raise DataFormatError(path, str(exc), field="id") from exc
+        return cls(chunks)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from efficientrag.config import check_probabilities, probability
+
 # The same modes as efficientrag.models.export.QUANTIZE_MODES (a test keeps them equal); spelled
 # out here so loading a config does not import torch.
 QuantizeMode = Literal["none", "int8", "bf16", "onnx", "onnx-int8"]
@@ -25,9 +27,9 @@ class EfficientRAGConfig:
     # "branch": one next query per Continue chunk (the paper's Figure 3), at most max_branches.
     query_mode: Literal["merged", "branch"] = "merged"
     max_branches: int = 4
-    tag_threshold: float = 0.5
-    token_threshold: float = 0.5
-    filter_threshold: float = 0.5
+    tag_threshold: float = probability(0.5)
+    token_threshold: float = probability(0.5)
+    filter_threshold: float = probability(0.5)
     # At most this many chunks per question (None: no budget). budget_policy "first" stops adding
     # once the budget is full (the loop ends early); "best" lets the loop run and keeps the
     # chunk_budget chunks with the highest Continue probability (floor chunks first).
@@ -47,6 +49,7 @@ class EfficientRAGConfig:
     answer_max_new_tokens: int = 128
 
     def __post_init__(self) -> None:
+        check_probabilities(self)
         if self.budget_policy not in ("first", "best"):
             raise ValueError(f"budget_policy must be 'first' or 'best', got {self.budget_policy!r}")
         if self.floor_k < 0 or self.top_k < 1 or self.max_hops < 1:

@@ -19,6 +19,7 @@ when the question's chunk budget is full.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -34,6 +35,9 @@ from efficientrag.retrieval.base import Hit, Retriever
 from efficientrag.text.words import join_words, split_words
 
 log = logging.getLogger(__name__)
+
+# Empty questions of one batch named in its error; the rest are counted.
+EMPTY_QUESTIONS_SHOWN = 20
 
 
 class LabelerLike(Protocol):
@@ -63,12 +67,38 @@ def check_questions(questions: Sequence[object], *, source: str = "questions") -
     an empty result that reads like "nothing relevant in the corpus"."""
     if isinstance(questions, str):
         raise TypeError(f"{source}: expected a list of questions, got one string (use retrieve() for one)")
+    empty: list[int] = []
     for i, q in enumerate(questions):
-        where = source if len(questions) == 1 else f"{source}[{i}]"
         if not isinstance(q, str):
+            where = source if len(questions) == 1 else f"{source}[{i}]"
             raise ValueError(f"{where}: a question must be a string, got {type(q).__name__}")
         if not q.strip():
-            raise ValueError(f"{where}: the question is empty")
+            empty.append(i)
+    if len(questions) == 1 and empty:
+        raise ValueError(f"{source}: the question is empty")
+    if len(empty) == 1:
+        raise ValueError(f"{source}[{empty[0]}]: the question is empty")
+    if empty:
+        # Every empty one is named (up to EMPTY_QUESTIONS_SHOWN), so one run shows all to fix.
+        shown = ", ".join(f"{source}[{i}]" for i in empty[:EMPTY_QUESTIONS_SHOWN])
+        more = f" and {len(empty) - EMPTY_QUESTIONS_SHOWN} more" if len(empty) > EMPTY_QUESTIONS_SHOWN else ""
+        raise ValueError(f"{len(empty)} questions are empty: {shown}{more}")
+
+
+def _loaded(name: str, model: Any, config: EfficientRAGConfig) -> Any:
+    """``model`` itself when it can ``predict``; a folder (str or path) loaded as the ``name`` model."""
+    if isinstance(model, (str, os.PathLike)):
+        from efficientrag.models import Filter, Labeler
+
+        cls = Labeler if name == "labeler" else Filter
+        return cls.from_pretrained(model, device=config.device).quantize(config.quantize)
+    if not callable(getattr(model, "predict", None)):
+        cls_name = "Labeler" if name == "labeler" else "Filter"
+        raise TypeError(
+            f"EfficientRAG: {name} must be a loaded model ({cls_name}.from_pretrained(folder)) or its "
+            f"folder, got {type(model).__name__}"
+        )
+    return model
 
 
 @dataclass
@@ -166,15 +196,29 @@ class EfficientRAG:
     def __init__(
         self,
         retriever: Retriever,
-        labeler: LabelerLike,
-        filter: FilterLike,  # noqa: A002 - the paper's name for the component
+        labeler: LabelerLike | str | os.PathLike[str],
+        filter: FilterLike | str | os.PathLike[str],  # noqa: A002 - the paper's name for the component
         config: EfficientRAGConfig | None = None,
         observer: DecisionObserver | None = None,
     ) -> None:
-        self.retriever = retriever
-        self.labeler = labeler
-        self.filter = filter
+        """Args:
+        retriever: the search backend (anything with ``search(queries, k)``).
+        labeler: a loaded model (``Labeler.from_pretrained(folder)``) or its folder, loaded here
+            on ``config.device`` with ``config.quantize``.
+        filter: the same for the Filter.
+        config: the loop's settings (defaults: ``EfficientRAGConfig()``).
+        observer: sees every model decision (self-training records them).
+
+        Anything else fails here, naming the argument, not at the first ``retrieve``."""
         self.config = config or EfficientRAGConfig()
+        if not callable(getattr(retriever, "search", None)):
+            raise TypeError(
+                f"EfficientRAG: retriever must have a search(queries, k) method (a Retriever, "
+                f"LangChainSearch or LlamaIndexSearch), got {type(retriever).__name__}"
+            )
+        self.retriever = retriever
+        self.labeler = _loaded("labeler", labeler, self.config)
+        self.filter = _loaded("filter", filter, self.config)
         self.observer = observer
         self._chunk_words: dict[str, list[str]] = {}
         self._warned_truncation = False
@@ -182,16 +226,12 @@ class EfficientRAG:
     @classmethod
     def from_config(cls, retriever: Retriever, config: EfficientRAGConfig) -> EfficientRAG:
         """Load the Labeler and Filter named in the config (folders written by training)."""
-        from efficientrag.models import Filter, Labeler
-
         if not config.labeler or not config.filter:
             raise ValueError(
                 "EfficientRAG needs trained models: set efficientrag.labeler and efficientrag.filter to the "
                 "folders written by `efficientrag train labeler|filter` (their best/ subfolder)"
             )
-        labeler = Labeler.from_pretrained(config.labeler, device=config.device).quantize(config.quantize)
-        filt = Filter.from_pretrained(config.filter, device=config.device).quantize(config.quantize)
-        return cls(retriever, labeler, filt, config)
+        return cls(retriever, config.labeler, config.filter, config)
 
     def retrieve(self, question: str) -> RetrievalResult:
         return self.retrieve_batch([question])[0]

@@ -25,7 +25,7 @@ from efficientrag.data.corpus import Corpus
 from efficientrag.retrieval.base import Hit
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.retrieval.embedding_store import EmbeddingStore, StoreSpec
-from efficientrag.retrieval.encoder import Encoder, canonical_encoder_name
+from efficientrag.retrieval.encoder import Encoder, canonical_encoder_name, warn_over_limit
 from efficientrag.retrieval.errors import IndexMismatchError, IndexNotFoundError
 from efficientrag.retrieval.faiss_index import (
     INDEX_FILE,
@@ -79,6 +79,7 @@ class DenseRetriever:
         if len(corpus) == 0:
             raise ValueError("cannot index an empty corpus")
         encoder = encoder or Encoder.from_config(cfg, show_progress=show_progress)
+        warn_over_limit(corpus, encoder)
         spec = StoreSpec.for_corpus(encoder, corpus, cfg.shard_size)
         if index_dir is None:
             with tempfile.TemporaryDirectory(prefix="efficientrag-emb-") as tmp:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from efficientrag.data.corpus import Corpus
 from efficientrag.hub import MINILM_ALIASES, OFFLINE_DEFAULT_ENCODER, minilm_path, resolve_model_path
 from efficientrag.retrieval.config import RetrieverConfig
 
@@ -29,6 +30,10 @@ logger = logging.getLogger(__name__)
 # (a fine-tuned checkpoint saved over the old folder) gives a different vector.
 PROBE_TEXT = "Probe: the Eiffel Tower is in Paris, and its designer was Gustave Eiffel."
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
+# Texts tokenized per call when counting the ones over the token limit (bounds the memory).
+OVER_LIMIT_BATCH = 4096
+# Chunk ids named in the over-limit warning (the count covers the rest).
+OVER_LIMIT_SHOWN = 5
 
 
 def canonical_encoder_name(name: str) -> str:
@@ -109,6 +114,7 @@ class Encoder:
         self._normalize_in_encode = self.normalize and not ships_normalized
         self.pooling = _pooling_mode(self.model)
         self._length_tokenizer = _length_tokenizer(self.model, self.max_length)
+        self._count_tokenizer: Any = None  # the same, untruncated (over_limit builds it when asked)
         dim = _embedding_dim(self.model)
         self.dim: int = dim if dim is not None else int(self._encode_document_batch([PROBE_TEXT]).shape[1])
 
@@ -186,6 +192,21 @@ class Encoder:
         encodings = self._length_tokenizer.encode_batch([prefix + t for t in texts])
         return np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
 
+    def over_limit(self, texts: Sequence[str]) -> list[int]:
+        """Positions of the texts longer than ``max_length`` tokens (passage prefix and special
+        tokens included): the model embeds their first ``max_length`` tokens only. Empty when the
+        model has no limit or no fast tokenizer (then nothing can be counted)."""
+        if not self.max_length or self._length_tokenizer is None:
+            return []
+        if self._count_tokenizer is None:
+            self._count_tokenizer = _length_tokenizer(self.model, None)
+        prefix, out = self.passage_prefix, []
+        for start in range(0, len(texts), OVER_LIMIT_BATCH):
+            batch = [prefix + t for t in texts[start : start + OVER_LIMIT_BATCH]]
+            encodings = self._count_tokenizer.encode_batch(batch)
+            out.extend(start + i for i, e in enumerate(encodings) if len(e.ids) > self.max_length)
+        return out
+
     def probe(self) -> np.ndarray:
         """The passage embedding of a fixed sentence: a fingerprint of the weights and settings."""
         return self.encode_passages([PROBE_TEXT], show_progress=False)[0]
@@ -224,6 +245,28 @@ class Encoder:
 
         device_type = self.device.split(":")[0]
         return torch.autocast(device_type=device_type, dtype=getattr(torch, self.compute_dtype))
+
+
+def warn_over_limit(corpus: Corpus, encoder: Any) -> list[int]:
+    """Warn once, before a corpus is encoded, about the chunks the encoder will cut at its token
+    limit: their tails would be missing from the index without a word. Returns their positions."""
+    count = getattr(encoder, "over_limit", None)  # a stand-in encoder may have no tokenizer
+    over = count([c.contents for c in corpus]) if count is not None else []
+    if over:
+        ids = ", ".join(repr(corpus[i].id) for i in over[:OVER_LIMIT_SHOWN])
+        more = ", ..." if len(over) > OVER_LIMIT_SHOWN else ""
+        logger.warning(
+            "%d of %d chunks are longer than the encoder's limit of %d tokens and are embedded from "
+            "their first %d tokens only (chunk ids %s%s); split them into shorter chunks, or raise "
+            "retriever.max_length if the model allows it",
+            len(over),
+            len(corpus),
+            encoder.max_length,
+            encoder.max_length,
+            ids,
+            more,
+        )
+    return over
 
 
 def _modules(model: Any) -> Iterator[Any]:

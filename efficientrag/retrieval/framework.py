@@ -27,6 +27,7 @@ Mapping, the same for both frameworks:
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -35,6 +36,8 @@ from typing import Any
 from efficientrag.retrieval.base import Hit
 from efficientrag.retrieval.chunk_text import chunk_from_stored
 from efficientrag.retrieval.queries import check_search_args
+
+log = logging.getLogger(__name__)
 
 
 class MissingChunkIdError(KeyError):
@@ -206,6 +209,7 @@ class LlamaIndexSearch(_FrameworkSearch):
     def __init__(self, retriever: Any, *, max_concurrency: int = 8, **kw: Any) -> None:
         super().__init__(retriever, **kw)
         self.max_concurrency = max_concurrency
+        self._warned_embedded = False
 
     @staticmethod
     def _base_retriever_class() -> type:
@@ -234,8 +238,27 @@ class LlamaIndexSearch(_FrameworkSearch):
     def _fields(self, scored: Any) -> tuple[Any, Any, str, Any]:
         node = scored.node
         meta = node.metadata or {}
+        if not self._warned_embedded:
+            self._warn_embedded_keys(node, meta)
         chunk_id = node.node_id if self.id_key is None else meta.get(self.id_key)
         return chunk_id, meta.get(self.title_key), node.get_content(), scored.score
 
     def _metadata(self, scored: Any) -> dict[str, Any]:
         return scored.node.metadata or {}
+
+    def _warn_embedded_keys(self, node: Any, meta: dict[str, Any]) -> None:
+        """LlamaIndex embeds a node's metadata with its text unless the keys are excluded, so an
+        index of nodes carrying the id and title metadata this class reads finds other neighbours
+        than an index of the text alone (the package's own): say so, once."""
+        excluded = set(getattr(node, "excluded_embed_metadata_keys", None) or ())
+        embedded = [k for k in (self.id_key, self.title_key) if k and k in meta and k not in excluded]
+        if embedded:
+            self._warned_embedded = True
+            log.warning(
+                "LlamaIndex embeds node metadata with the text unless its keys are excluded, and these "
+                "nodes do not exclude %s: the index then finds other neighbours than an index of the "
+                "text alone; set excluded_embed_metadata_keys=%s on the documents or nodes before "
+                "indexing them (docs/llamaindex.md)",
+                ", ".join(repr(k) for k in embedded),
+                sorted(set(embedded) | excluded),
+            )

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from efficientrag.config import ConfigError, load_config
+from efficientrag.config import ConfigError, check_probabilities, load_config, probability
 from efficientrag.models.inputs import KINDS
 
 # Keys that decide which batches the run sees, in which order, how steps are counted, and which
@@ -48,7 +48,7 @@ class TrainConfig:
     output_dir: str = "runs/train"
     max_train_rows: int = 0  # 0 = all
     max_eval_rows: int = 0  # 0 = all
-    max_bad_row_fraction: float = 0.01  # more skipped (malformed) rows than this fails the run
+    max_bad_row_fraction: float = probability(0.01)  # more skipped (malformed) rows than this fails the run
     cache_dir: str = ""  # checked/tokenized rows (datasets Arrow cache); "" = HF_DATASETS_CACHE/efficientrag
     # Optimisation.
     learning_rate: float = 5e-6
@@ -79,7 +79,7 @@ class TrainConfig:
     eval_steps: int = 200  # 0 = at the end of each epoch instead (a final evaluation always runs)
     save_steps: int = 200  # checkpoints/last is also written at every epoch end
     logging_steps: int = 10
-    eval_threshold: float = 0.5  # word probability at or above which a word counts as positive
+    eval_threshold: float = probability(0.5)  # word probability at or above which a word counts as positive
     stop_after_steps: int = 0  # > 0: end this session after that step (checkpoint kept; resume later)
     trackers: list[str] = field(default_factory=list)  # e.g. ["wandb"], ["tensorboard"]
     wandb_project: str = "efficientrag"
@@ -98,8 +98,7 @@ class TrainConfig:
             raise ValueError("set epochs or max_steps")
         if isinstance(self.class_weights, list) and len(self.class_weights) != 2:
             raise ValueError(f"class_weights needs 2 values [negative, positive], got {self.class_weights}")
-        if not 0.0 <= self.eval_threshold <= 1.0:
-            raise ValueError(f"eval_threshold must be in [0, 1], got {self.eval_threshold}")
+        check_probabilities(self)
 
     @property
     def per_device_eval_batch_size(self) -> int:

@@ -16,17 +16,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from efficientrag.config import check_probabilities, probability
 from efficientrag.text.words import split_words
 from efficientrag.treehop.retriever import TreeHopResult, TreeHopRetriever
 
 
 @dataclass(frozen=True)
 class TagSettings:
-    tag_threshold: float = 0.5
+    tag_threshold: float = probability(0.5)
     floor_k: int = 3
     chunk_budget: int = 7
 
     def __post_init__(self) -> None:
+        check_probabilities(self)
         if not 0 <= self.floor_k <= self.chunk_budget or self.chunk_budget < 1:
             raise ValueError(
                 f"need 0 <= floor_k <= chunk_budget and chunk_budget >= 1, got {self.floor_k}, {self.chunk_budget}"

@@ -27,6 +27,8 @@ class NotAQuestion:
 
 
 Parsed = tuple[Example, list[Chunk]] | NotAQuestion
+# Bad records a strict read names one by one in its error; the rest are counted.
+BAD_RECORDS_SHOWN = 20
 ParseFn = Callable[[dict[str, Any], Where], Parsed]
 
 
@@ -58,6 +60,8 @@ def collect(
         raise ValueError(f"limit must be >= 0 or None, got {limit}")
     result = ReadResult(dataset=dataset, path=str(path))
     first_seen: dict[str, str] = {}
+    bad: list[DataFormatError] = []  # strict: the first bad records, reported together at the end
+    n_bad = 0
     for rec in records:
         if limit is not None and len(result.examples) >= limit:
             break
@@ -74,10 +78,38 @@ def collect(
                 raise where.error(f"duplicate example id (first seen at {first_seen[example.id]})", "id")
         except DataFormatError as exc:
             if strict:
-                raise
-            result.skipped.append(SkippedRecord(str(exc), line=exc.line, record=exc.record))
+                n_bad += 1
+                if len(bad) < BAD_RECORDS_SHOWN:
+                    bad.append(exc.with_traceback(None))
+            else:
+                result.skipped.append(SkippedRecord(str(exc), line=exc.line, record=exc.record))
             continue
         first_seen[example.id] = f"line {rec.line}" if rec.line is not None else f"record {rec.index}"
         result.examples.append(example)
         result.chunks.extend(chunks)
+    if bad:
+        raise bad[0] if n_bad == 1 else all_bad_records(path, bad, n_bad)
     return result
+
+
+def all_bad_records(path: str | Path, bad: list[DataFormatError], total: int) -> DataFormatError:
+    """One error for a strict read that met ``total`` bad records, ``bad`` the first of them: each
+    of those is named, the rest counted, so one run shows what to fix, not the first record only."""
+    shown = "; ".join(_position(path, exc) for exc in bad)
+    more = f"; and {total - len(bad)} more" if total > len(bad) else ""
+    first = bad[0]
+    err = DataFormatError(path, f"{total} bad records (data.strict=false skips them): {shown}{more}")
+    err.line, err.record, err.field = first.line, first.record, first.field
+    return err
+
+
+def _position(path: str | Path, exc: DataFormatError) -> str:
+    """``line 3, record q2, field 'question': empty question`` (the file is said once, in front)."""
+    if exc.path != str(path):
+        return str(exc)
+    where = [f"line {exc.line}"] if exc.line is not None else []
+    if exc.record is not None:
+        where.append(f"record {exc.record}")
+    if exc.field is not None:
+        where.append(f"field '{exc.field}'")
+    return f"{', '.join(where)}: {exc.message}" if where else exc.message

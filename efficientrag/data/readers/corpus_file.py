@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from efficientrag.data.corpus import Corpus
+from efficientrag.data.errors import DataFormatError
 from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.readers.source import read_text
 from efficientrag.data.readers.title_corpus import read_title_corpus
@@ -30,6 +31,8 @@ def read_corpus_file(path: str | Path, *, dataset: str) -> ReadResult:
     """The chunks of a corpus file as a question-less :class:`ReadResult`, ready for pooling."""
     if is_title_corpus(read_text(path)):
         chunks = read_title_corpus(path)
+        if not chunks:
+            raise DataFormatError(path, "file is empty: a corpus needs at least one chunk")
     else:
         chunks = list(Corpus.load(path).chunks)
     return ReadResult(dataset=dataset, path=str(path), examples=[], chunks=chunks, skipped=[])
