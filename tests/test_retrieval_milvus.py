@@ -346,3 +346,19 @@ def test_a_staged_batch_is_used_only_for_the_same_ids(tmp_path):
     assert read_staged(path, ["b", "a"]) is None and read_staged(path, ["a"]) is None
     path.write_bytes(b"torn")
     assert read_staged(path, ["a", "b"]) is None
+
+
+def test_a_dense_fill_warns_about_chunks_over_the_encoders_limit(tmp_path, minilm_path, caplog):
+    """As the FAISS build: a chunk the encoder cuts is said once, with its id, before the fill."""
+    import logging
+
+    from efficientrag.retrieval.encoder import Encoder
+
+    long_text = " ".join(f"word{i}" for i in range(60))
+    corpus = Corpus([*bridge_corpus(), Chunk("long0", "Long", long_text)])
+    short = Encoder(minilm_path, max_length=32, show_progress=False)
+    with caplog.at_level(logging.WARNING, logger="efficientrag.retrieval.encoder"):
+        build_retriever(milvus_cfg(tmp_path / "m.db"), corpus, encoder=short, show_progress=False)
+    [warning] = [r.getMessage() for r in caplog.records if "encoder's limit" in r.getMessage()]
+    assert warning.startswith("1 of 7 chunks are longer than the encoder's limit of 32 tokens")
+    assert "'long0'" in warning

@@ -100,6 +100,10 @@ class MilvusRetriever:
                 _check_probe(location, info, encoder)
         else:
             create_collection(client, cfg, encoder.dim if m.has_dense else None, wanted)
+        if m.has_dense:
+            from efficientrag.retrieval.encoder import warn_over_limit
+
+            warn_over_limit(corpus, encoder)  # as the FAISS build: cut chunks are said, not hidden
         encode = (lambda texts, bar: encoder.encode_passages(texts, progress=bar)) if m.has_dense else None
         staging = staging_file(uri, m.collection, index_dir)
         added = fill(client, cfg, corpus, encode, location, staging=staging, show_progress=show_progress)
