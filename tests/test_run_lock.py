@@ -4,6 +4,7 @@ killed with SIGKILL is taken over, naming the dead holder."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -120,3 +121,26 @@ def test_a_lock_left_by_a_killed_process_is_taken_over_naming_it(tmp_path, caplo
         f"started {dead.started}, which is no longer running"
     ) in caplog.text
     assert lock.read_text() == ""
+
+
+def test_self_training_decisions_are_locked_and_repaired_on_resume(tmp_path, caplog):
+    from efficientrag.adapt.self_training import Question, record_decisions
+    from efficientrag.testing.scripted_models import ALPHA_QUESTION, OMEGA_QUESTION, scripted_rag
+
+    rag = scripted_rag()
+    out = tmp_path / "decisions.jsonl"
+    alpha, omega = Question("alpha", ALPHA_QUESTION), Question("omega", OMEGA_QUESTION)
+    holder = start_holder(tmp_path)
+    try:
+        with pytest.raises(FolderLockedError, match=f"self-training folder {tmp_path} is in use by PID {holder.pid}"):
+            record_decisions(rag, [alpha], out, progress=False)
+    finally:
+        stop_holder(holder)
+    assert not out.exists()
+    assert record_decisions(rag, [alpha], out, progress=False) == 1
+    line = out.read_text()
+    out.write_text(line + line)  # what two writers at once left
+    with caplog.at_level(logging.WARNING, logger="efficientrag.jsonl"):
+        assert record_decisions(rag, [alpha, omega], out, progress=False) == 1
+    assert "decisions.jsonl held 1 duplicate records" in caplog.text
+    assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == ["alpha", "omega"]
