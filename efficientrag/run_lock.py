@@ -81,31 +81,48 @@ _registry = threading.Lock()
 _warned_unlocked = False
 
 
-@contextlib.contextmanager
 def folder_lock(
     folder: str | Path,
     *,
     wait: bool = False,
     what: str = "folder",
     hint: str = "wait for it to finish, or ask to wait for it",
-    lock_file: str = LOCK_FILE,
-) -> Iterator[Path]:
-    """Hold ``<folder>/<lock_file>`` exclusively for the body; yields the lock file's path.
+) -> contextlib.AbstractContextManager[Path]:
+    """Hold ``<folder>/.lock`` exclusively for the body (:func:`path_lock`); yields its path.
 
     Args:
         folder: the folder whose writer this process becomes (created if missing).
         wait: when another process holds the lock, wait for it instead of refusing.
         what: how the refusal names the folder ("run folder", "synthesis folder").
         hint: the refusal's last words: what the user can do (e.g. the flag that waits).
-        lock_file: the lock file's name, for folders that hold several independent writers.
 
     Raises:
         FolderLockedError: another live process holds the lock and ``wait`` is false.
     """
-    path = Path(folder) / lock_file
+    return path_lock(Path(folder) / LOCK_FILE, wait=wait, what=f"{what} {Path(folder)}", hint=hint)
+
+
+@contextlib.contextmanager
+def path_lock(
+    lock_path: str | Path, *, wait: bool = False, what: str, hint: str = "wait for it to finish"
+) -> Iterator[Path]:
+    """Hold the lock file ``lock_path`` exclusively for the body; yields its path. For a lock
+    kept beside what it guards (a folder whose listing must not change, one file of several in a
+    folder); :func:`folder_lock` is the usual form.
+
+    Args:
+        lock_path: the lock file (created if missing, with its folder).
+        wait: when another process holds the lock, wait for it instead of refusing.
+        what: what the lock guards, as the refusal and the takeover name it.
+        hint: the refusal's last words: what the user can do.
+
+    Raises:
+        FolderLockedError: another live process holds the lock and ``wait`` is false.
+    """
+    path = Path(lock_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     key = os.path.realpath(path)
-    _acquire(key, path, wait=wait, what=f"{what} {Path(folder)}", hint=hint)
+    _acquire(key, path, wait=wait, what=what, hint=hint)
     try:
         yield path
     finally:
@@ -150,7 +167,9 @@ def _acquire(key: str, path: Path, *, wait: bool, what: str, hint: str) -> None:
         time.sleep(POLL_SECONDS)
     previous = read_holder(path)
     if previous is not None:
-        log.warning("%s: took over the lock left by %s, which is no longer running", what, previous.describe())
+        log.warning(
+            "%s: took over the lock left by %s, which is no longer running", what, previous.describe()
+        )
     _write_holder(fd, Holder.this_process())
 
 

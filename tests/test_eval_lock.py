@@ -138,7 +138,9 @@ def test_a_folder_holding_an_id_twice_is_repaired_on_resume(tmp_path, capsys, ca
         twins = [dict(r, answer="other", qa={**r["qa"], "em": 1.0 - r["qa"]["em"]}) for r in records[:2]]
         pred.write_text("".join(json.dumps(r) + "\n" for r in [*records, *twins]))
         assert main(eval_args(tmp_path, srv.base_url, "--limit", "4")) == 0
-    assert "held 2 duplicate records (two writers at once?): dropped them, kept the first per id" in caplog.text
+    assert (
+        "held 2 duplicate records (two writers at once?): dropped them, kept the first per id" in caplog.text
+    )
     assert "4 questions; per-question records" in capsys.readouterr().out
     assert lines(pred) == records  # the first of each id kept, in order
     summary = json.loads((run / "summary.json").read_text())

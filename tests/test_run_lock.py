@@ -48,7 +48,10 @@ def stop_holder(proc: subprocess.Popen) -> None:
 def test_a_second_process_is_refused_with_one_line_naming_the_holder(tmp_path):
     holder = start_holder(tmp_path)
     try:
-        with pytest.raises(FolderLockedError) as err, folder_lock(tmp_path, what="run folder", hint="try later"):
+        with (
+            pytest.raises(FolderLockedError) as err,
+            folder_lock(tmp_path, what="run folder", hint="try later"),
+        ):
             pass
     finally:
         stop_holder(holder)
@@ -77,7 +80,10 @@ def test_wait_mode_takes_the_lock_once_the_holder_is_done(tmp_path, caplog):
     started = time.monotonic()
     releaser.start()
     try:
-        with caplog.at_level(logging.WARNING, logger="efficientrag.run_lock"), folder_lock(tmp_path, wait=True):
+        with (
+            caplog.at_level(logging.WARNING, logger="efficientrag.run_lock"),
+            folder_lock(tmp_path, wait=True),
+        ):
             waited = time.monotonic() - started
             assert holder.wait(timeout=30) == 0  # it released the lock on its way out
             assert read_holder(tmp_path / LOCK_FILE).pid == os.getpid()
@@ -108,13 +114,18 @@ def test_a_lock_left_by_a_killed_process_is_taken_over_naming_it(tmp_path, caplo
         return int(read_holder(lock) is not None)
 
     sleeper = HOLDER.replace("sys.stdin.read()", "__import__('time').sleep(600)")
-    killed_at, output = kill_when([sys.executable, "-c", sleeper, str(tmp_path)], tmp_path, holding, at=1, timeout=60)
+    killed_at, output = kill_when(
+        [sys.executable, "-c", sleeper, str(tmp_path)], tmp_path, holding, at=1, timeout=60
+    )
     assert killed_at == 1, output
     dead = read_holder(lock)  # kill -9: no handler ran, the file still names it
     assert dead is not None
     with pytest.raises(ProcessLookupError):
         os.kill(dead.pid, 0)
-    with caplog.at_level(logging.WARNING, logger="efficientrag.run_lock"), folder_lock(tmp_path, what="run folder"):
+    with (
+        caplog.at_level(logging.WARNING, logger="efficientrag.run_lock"),
+        folder_lock(tmp_path, what="run folder"),
+    ):
         assert read_holder(lock).pid == os.getpid()
     assert (
         f"run folder {tmp_path}: took over the lock left by PID {dead.pid} on {dead.host}, "
@@ -132,7 +143,9 @@ def test_self_training_decisions_are_locked_and_repaired_on_resume(tmp_path, cap
     alpha, omega = Question("alpha", ALPHA_QUESTION), Question("omega", OMEGA_QUESTION)
     holder = start_holder(tmp_path)
     try:
-        with pytest.raises(FolderLockedError, match=f"self-training folder {tmp_path} is in use by PID {holder.pid}"):
+        with pytest.raises(
+            FolderLockedError, match=f"self-training folder {tmp_path} is in use by PID {holder.pid}"
+        ):
             record_decisions(rag, [alpha], out, progress=False)
     finally:
         stop_holder(holder)
@@ -144,3 +157,46 @@ def test_self_training_decisions_are_locked_and_repaired_on_resume(tmp_path, cap
         assert record_decisions(rag, [alpha, omega], out, progress=False) == 1
     assert "decisions.jsonl held 1 duplicate records" in caplog.text
     assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == ["alpha", "omega"]
+
+
+def test_a_dense_index_build_waits_for_another_builder_or_is_refused(tmp_path, caplog):
+    from efficientrag.data.corpus import Chunk, Corpus
+    from efficientrag.retrieval.config import RetrieverConfig
+    from efficientrag.retrieval.dense import DenseRetriever
+    from efficientrag.testing.hashed_dense import HashedEncoder
+
+    corpus = Corpus(Chunk(f"c{i}", f"T{i}", f"text number {i}") for i in range(6))
+    class Hashed(HashedEncoder):  # the attributes a saved dense index records
+        compute_dtype, query_prefix = "float32", ""
+
+        def describe(self):
+            return {"encoder": self.name, "dim": self.dim, "normalize": True, "max_length": 32, "passage_prefix": ""}
+
+        def encode_passages(self, texts, progress=None):
+            return super().encode_passages(texts)
+
+        def probe(self):
+            return self.encode_queries(["probe"])[0]
+
+    encoder = Hashed(dim=8)
+    index_dir = tmp_path / "index"
+    cfg = RetrieverConfig(shard_size=2)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER.replace("folder_lock(sys.argv[1])", "path_lock(sys.argv[1], what='x')")
+         .replace("import folder_lock", "import path_lock"), str(tmp_path / ".index.lock")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout.readline().strip() == "locked"
+    try:
+        with pytest.raises(FolderLockedError, match=f"index folder {index_dir} is in use by PID {holder.pid}"):
+            DenseRetriever.build(corpus, cfg, index_dir, encoder=encoder, show_progress=False, wait_for_lock=False)
+        assert not (index_dir / "embeddings").exists()
+        threading.Timer(0.5, holder.stdin.close).start()
+        with caplog.at_level(logging.WARNING, logger="efficientrag.run_lock"):
+            built = DenseRetriever.build(corpus, cfg, index_dir, encoder=encoder, show_progress=False)
+    finally:
+        if holder.poll() is None:
+            holder.stdin.close()
+        holder.wait(timeout=30)
+    assert f"index folder {index_dir} is in use by PID {holder.pid}" in caplog.text
+    assert built.index.ntotal == 6 and ".lock" not in {p.name for p in index_dir.iterdir()}

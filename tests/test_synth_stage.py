@@ -325,7 +325,10 @@ def test_a_stage_output_holding_an_id_twice_is_repaired_on_resume(tmp_path, capl
     (tmp_path / "sq.done.json").unlink()
     with caplog.at_level("WARNING", logger="efficientrag.jsonl"):
         res = run_stage("sq", items(8), square, tmp_path, progress=False)
-    assert "sq.jsonl held 3 duplicate records (two writers at once?): dropped them, kept the first" in caplog.text
+    assert (
+        "sq.jsonl held 3 duplicate records (two writers at once?): dropped them, kept the first"
+        in caplog.text
+    )
     accounted(tmp_path, "sq", 8)
     assert read(out)[: len(first)] == first  # the first of each id kept
     assert res.written == 6 and res.new_written == 2  # q0-q2 and q5 before, q6 and q7 now
@@ -340,7 +343,9 @@ def test_a_stage_in_a_folder_another_process_writes_is_refused_naming_it(tmp_pat
     )  # fmt: skip
     try:
         assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(StageError, match=rf"stage sq: synthesis folder .* is in use by PID {holder.pid} on "):
+        with pytest.raises(
+            StageError, match=rf"stage sq: synthesis folder .* is in use by PID {holder.pid} on "
+        ):
             run_stage("sq", items(4), square, tmp_path, progress=False)
         assert not (tmp_path / "sq.jsonl").exists()
     finally:

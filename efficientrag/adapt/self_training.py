@@ -156,7 +156,9 @@ def record_decisions(
         return _record(rag, questions, out_path, batch_size=batch_size, progress=progress)
 
 
-def _record(rag: Any, questions: Sequence[Question], out_path: str | Path, *, batch_size: int, progress: bool) -> int:
+def _record(
+    rag: Any, questions: Sequence[Question], out_path: str | Path, *, batch_size: int, progress: bool
+) -> int:
     from efficientrag.pipeline.efficientrag import EfficientRAG
 
     done = read_done_ids(out_path) if Path(out_path).is_file() else set()
