@@ -166,11 +166,18 @@ def test_a_dense_index_build_waits_for_another_builder_or_is_refused(tmp_path, c
     from efficientrag.testing.hashed_dense import HashedEncoder
 
     corpus = Corpus(Chunk(f"c{i}", f"T{i}", f"text number {i}") for i in range(6))
+
     class Hashed(HashedEncoder):  # the attributes a saved dense index records
         compute_dtype, query_prefix = "float32", ""
 
         def describe(self):
-            return {"encoder": self.name, "dim": self.dim, "normalize": True, "max_length": 32, "passage_prefix": ""}
+            return {
+                "encoder": self.name,
+                "dim": self.dim,
+                "normalize": True,
+                "max_length": 32,
+                "passage_prefix": "",
+            }
 
         def encode_passages(self, texts, progress=None):
             return super().encode_passages(texts)
@@ -188,8 +195,12 @@ def test_a_dense_index_build_waits_for_another_builder_or_is_refused(tmp_path, c
     )  # fmt: skip
     assert holder.stdout.readline().strip() == "locked"
     try:
-        with pytest.raises(FolderLockedError, match=f"index folder {index_dir} is in use by PID {holder.pid}"):
-            DenseRetriever.build(corpus, cfg, index_dir, encoder=encoder, show_progress=False, wait_for_lock=False)
+        with pytest.raises(
+            FolderLockedError, match=f"index folder {index_dir} is in use by PID {holder.pid}"
+        ):
+            DenseRetriever.build(
+                corpus, cfg, index_dir, encoder=encoder, show_progress=False, wait_for_lock=False
+            )
         assert not (index_dir / "embeddings").exists()
         threading.Timer(0.5, holder.stdin.close).start()
         with caplog.at_level(logging.WARNING, logger="efficientrag.run_lock"):
