@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
 from efficientrag.retrieval.errors import BackendUnavailableError
+from efficientrag.run_lock import FolderLockedError, folder_lock
 
 log = logging.getLogger("efficientrag")
 
@@ -77,6 +78,11 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         # Bad input is reported as one clear line, not a traceback.
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except FolderLockedError as exc:
+        # Another process is writing the same folder: one line naming it. 75 (EX_TEMPFAIL): the
+        # same command succeeds once that process is done.
+        print(f"error: {exc}", file=sys.stderr)
+        return 75
     except KeyboardInterrupt:
         # Outside an evaluation loop (reading data, building an index): index builds resume.
         print("interrupted; rerun the same command to resume", file=sys.stderr)
@@ -113,7 +119,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from efficientrag.config import save_config
     from efficientrag.eval.gold_coverage import check_gold_coverage
     from efficientrag.eval.interrupts import RunInterrupted, ignore_further_stop_signals
-    from efficientrag.eval.run_binding import bind_run
+    from efficientrag.eval.run_binding import LOCK_HINT, bind_run
     from efficientrag.eval.runner import RunAbortedError, run_method
     from efficientrag.experiment import (
         build_method,
@@ -141,27 +147,30 @@ def cmd_eval(args: argparse.Namespace) -> int:
     out_dir = cfg.eval_dir(method.name)
     fingerprint = run_fingerprint(cfg, method.name, retriever, pooled, models)
     resume = cfg.eval.resume and not args.no_resume
-    # Refuses a folder computed under other inputs before its config.yaml is touched.
-    bind_run(out_dir, fingerprint, resume=resume)
-    save_config(cfg, out_dir / "config.yaml")
+    wait = cfg.eval.wait_for_lock or args.wait
     try:
-        summary = run_method(
-            method,
-            examples,
-            out_dir,
-            ks=cfg.eval.ks,
-            batch_size=cfg.eval.batch_size,
-            resume=resume,
-            fingerprint=fingerprint,
-            fail_fast_after=cfg.eval.fail_fast_after,
-            meta={
-                "dataset": cfg.data.dataset,
-                "retriever": cfg.retriever.kind,
-                "encoder": cfg.retriever.encoder,
-                # A Milvus collection: where it is and what it was filled from (no credentials).
-                **({"collection": retriever.describe()} if hasattr(retriever, "describe") else {}),
-            },
-        )
+        # One process writes a run folder at a time: from binding it to the summary.
+        with folder_lock(out_dir, wait=wait, what="run folder", hint=LOCK_HINT):
+            # Refuses a folder computed under other inputs before its config.yaml is touched.
+            bind_run(out_dir, fingerprint, resume=resume)
+            save_config(cfg, out_dir / "config.yaml")
+            summary = run_method(
+                method,
+                examples,
+                out_dir,
+                ks=cfg.eval.ks,
+                batch_size=cfg.eval.batch_size,
+                resume=resume,
+                fingerprint=fingerprint,
+                fail_fast_after=cfg.eval.fail_fast_after,
+                meta={
+                    "dataset": cfg.data.dataset,
+                    "retriever": cfg.retriever.kind,
+                    "encoder": cfg.retriever.encoder,
+                    # A Milvus collection: where it is and what it was filled from (no credentials).
+                    **({"collection": retriever.describe()} if hasattr(retriever, "describe") else {}),
+                },
+            )
     except RunInterrupted as exc:
         ignore_further_stop_signals()  # the process is on its way out: a repeated Ctrl-C changes nothing
         print(exc.message(), file=sys.stderr)
@@ -345,6 +354,12 @@ _REPORT_HELP = "one Markdown report (tables + plots) over several eval run folde
 def _add_eval_args(p: argparse.ArgumentParser) -> None:
     _add_experiment_args(p, ("method", "limit", *MODEL_FLAGS, "treehop"))
     p.add_argument("--no-resume", action="store_true", help="start over instead of continuing")
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="when another process is writing the run folder, wait for it instead of refusing "
+        "(eval.wait_for_lock)",
+    )
     p.set_defaults(handler=cmd_eval)
 
 

@@ -61,6 +61,8 @@ class EvalSettings:
     max_failures: int = 0
     # Stop the run when its first N questions all fail with the same error (0: never stop early).
     fail_fast_after: int = 3
+    # When another process is writing the run folder: wait for it (true) or refuse (false, `--wait`).
+    wait_for_lock: bool = False
 
     def __post_init__(self) -> None:
         if self.max_failures < 0 or self.fail_fast_after < 0:

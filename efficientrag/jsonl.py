@@ -8,6 +8,7 @@ and :func:`read_jsonl` can be told to tolerate a torn final line.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Iterable, Iterator
@@ -16,6 +17,8 @@ from typing import Any
 
 from efficientrag.atomic import atomic_open
 from efficientrag.data.errors import DataFormatError
+
+log = logging.getLogger(__name__)
 
 
 def read_jsonl(path: str | Path, *, allow_torn_tail: bool = False) -> Iterator[dict[str, Any]]:
@@ -152,3 +155,40 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
 def read_done_ids(path: str | Path, key: str = "id") -> set[str]:
     """Ids already written to a JSONL output (tolerating a torn last line)."""
     return {str(r[key]) for r in read_records(path) if key in r}
+
+
+def drop_duplicate_ids(path: str | Path, key: str = "id") -> int:
+    """Rewrite ``path`` (atomically) keeping one record per ``key``; returns how many were dropped.
+
+    Two writers appending to one file at once (before folders were locked, see
+    :mod:`efficientrag.run_lock`) leave some ids twice. The first record of each id is kept: every
+    copy was made under the same inputs (a resumed folder is bound to them), and keeping the first
+    is stable, so a second repair changes nothing. Records without ``key`` are all kept; a torn last
+    line is dropped as its writer's rerun would. A file with no duplicates is left untouched. Call
+    it holding the folder's lock, so no one appends while the file is rewritten.
+
+    Args:
+        path: a JSONL file written by a resumable stage (nothing happens if it does not exist).
+        key: the field that identifies a record.
+    """
+    path = Path(path)
+    seen: set[str] = set()
+    kept: list[dict[str, Any]] = []
+    dropped = 0
+    for rec in read_records(path):
+        if key in rec:
+            rid = str(rec[key])
+            if rid in seen:
+                dropped += 1
+                continue
+            seen.add(rid)
+        kept.append(rec)
+    if dropped:
+        write_jsonl(path, kept)
+        log.warning(
+            "%s held %d duplicate records (two writers at once?): dropped them, kept the first per %s",
+            path,
+            dropped,
+            key,
+        )
+    return dropped

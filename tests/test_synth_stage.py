@@ -313,3 +313,42 @@ def test_interrupt_during_concurrent_async_work_resumes_cleanly(tmp_path):
     run_stage("c", items(40), work, tmp_path, concurrency=4, progress=False)
     out, rej = accounted(tmp_path, "c", 40)
     assert not rej
+
+
+def test_a_stage_output_holding_an_id_twice_is_repaired_on_resume(tmp_path, caplog):
+    run_stage("sq", items(6), square, tmp_path, progress=False)
+    out = tmp_path / "sq.jsonl"
+    first = read(out)
+    # What two writers at once left: ids written twice, the second copies different.
+    twins = [dict(r, y=-1) for r in first[:3]]
+    out.write_text("".join(json.dumps(r) + "\n" for r in [*first, *twins]))
+    (tmp_path / "sq.done.json").unlink()
+    with caplog.at_level("WARNING", logger="efficientrag.jsonl"):
+        res = run_stage("sq", items(8), square, tmp_path, progress=False)
+    assert (
+        "sq.jsonl held 3 duplicate records (two writers at once?): dropped them, kept the first"
+        in caplog.text
+    )
+    accounted(tmp_path, "sq", 8)
+    assert read(out)[: len(first)] == first  # the first of each id kept
+    assert res.written == 6 and res.new_written == 2  # q0-q2 and q5 before, q6 and q7 now
+
+
+def test_a_stage_in_a_folder_another_process_writes_is_refused_naming_it(tmp_path):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nfrom efficientrag.run_lock import folder_lock\n"
+         "with folder_lock(sys.argv[1]):\n    print('locked', flush=True)\n    sys.stdin.read()\n",
+         str(tmp_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(
+            StageError, match=rf"stage sq: synthesis folder .* is in use by PID {holder.pid} on "
+        ):
+            run_stage("sq", items(4), square, tmp_path, progress=False)
+        assert not (tmp_path / "sq.jsonl").exists()
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert run_stage("sq", items(4), square, tmp_path, progress=False).complete

@@ -27,8 +27,9 @@ from tqdm.auto import tqdm
 from efficientrag.adapt.link_agreement import LinkView
 from efficientrag.config import check_probabilities, probability
 from efficientrag.data.errors import DataFormatError
-from efficientrag.jsonl import JsonlAppender, read_done_ids, read_jsonl
+from efficientrag.jsonl import JsonlAppender, drop_duplicate_ids, read_done_ids, read_jsonl
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
+from efficientrag.run_lock import folder_lock
 from efficientrag.synth.split import TRAIN, VALIDATION, split_of
 
 SELF_DATASET = "self-training"
@@ -142,12 +143,24 @@ def record_decisions(
     *,
     batch_size: int = 16,
     progress: bool = True,
+    wait_for_lock: bool = False,
 ) -> int:
     """Run the loop over every question not yet in ``out_path``; returns how many were run.
 
     Batched like evaluation (one model call per hop for the whole batch); the loop's observer
     attributes each decision to its question, and a batch is appended when it is done, so a
-    killed run loses at most one batch."""
+    killed run loses at most one batch. One process appends at a time (the folder's lock:
+    :mod:`efficientrag.run_lock`; another is refused naming it, or waits with ``wait_for_lock``),
+    and a file that already holds a question twice keeps the first on resume."""
+    hint = "wait for it to finish, or pass wait_for_lock=True to run after it"
+    with folder_lock(Path(out_path).parent, wait=wait_for_lock, what="self-training folder", hint=hint):
+        drop_duplicate_ids(out_path)
+        return _record(rag, questions, out_path, batch_size=batch_size, progress=progress)
+
+
+def _record(
+    rag: Any, questions: Sequence[Question], out_path: str | Path, *, batch_size: int, progress: bool
+) -> int:
     from efficientrag.pipeline.efficientrag import EfficientRAG
 
     done = read_done_ids(out_path) if Path(out_path).is_file() else set()

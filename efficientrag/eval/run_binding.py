@@ -18,9 +18,12 @@ from typing import Any
 from efficientrag.atomic import write_json_atomic
 from efficientrag.config import flatten
 from efficientrag.fingerprint import json_digest
+from efficientrag.run_lock import folder_lock
 
 FINGERPRINT_FILE = "run.json"
 PREDICTIONS_FILE = "predictions.jsonl"
+# The last words of a refusal to use a folder another process is writing.
+LOCK_HINT = "wait for it to finish, or pass --wait (eval.wait_for_lock=true) to run after it"
 # Differing keys named in the refusal; the rest are counted.
 KEYS_SHOWN = 6
 
@@ -61,15 +64,25 @@ def resumable(run_dir: str | Path, fingerprint: Mapping[str, Any]) -> bool:
     return old is not None and not differing_keys(old, fingerprint)
 
 
-def bind_run(run_dir: str | Path, fingerprint: Mapping[str, Any], *, resume: bool = True) -> bool:
+def bind_run(
+    run_dir: str | Path, fingerprint: Mapping[str, Any], *, resume: bool = True, wait_for_lock: bool = False
+) -> bool:
     """Record ``fingerprint`` for ``run_dir``; returns True when earlier predictions are resumed.
 
     Raises :class:`StaleRunError` when ``resume`` is set and the folder holds predictions made under
     another fingerprint (or under none: a folder written before fingerprints existed).
-    ``resume=False`` deletes the folder's earlier predictions first.
+    ``resume=False`` deletes the folder's earlier predictions first. The folder's lock is held
+    while it is checked and written (another process's run is never deleted or rebound under it):
+    :class:`~efficientrag.run_lock.FolderLockedError` while another process holds it, unless
+    ``wait_for_lock``. A caller that goes on to write predictions holds the lock around both
+    (:func:`efficientrag.eval.runner.run_method` does).
     """
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    with folder_lock(run_dir, wait=wait_for_lock, what="run folder", hint=LOCK_HINT):
+        return _bind(run_dir, fingerprint, resume=resume)
+
+
+def _bind(run_dir: Path, fingerprint: Mapping[str, Any], *, resume: bool) -> bool:
     predictions = run_dir / PREDICTIONS_FILE
     has_predictions = predictions.is_file() and predictions.stat().st_size > 0
     if not resume:

@@ -4,7 +4,9 @@ Output folder: ``run.json`` (the fingerprint of the inputs the predictions were 
 with other inputs is refused, see :mod:`efficientrag.eval.run_binding`), ``predictions.jsonl`` (one
 record per example, appended as each batch finishes), ``errors.jsonl`` (examples the method failed
 on, with the reason; rerunning retries them), ``summary.json`` and ``table.md`` (rebuilt from all
-records, so a resumed run reports exactly what an uninterrupted run would).
+records, so a resumed run reports exactly what an uninterrupted run would), and ``.lock`` (one
+process writes a folder at a time: :mod:`efficientrag.run_lock`; a folder that already holds an id
+twice keeps the first on resume).
 
 Failures are cheap to learn about: a batch that fails is retried one question at a time (one bad
 question costs only itself) unless its error can only repeat for every question (an unreachable
@@ -28,13 +30,14 @@ from efficientrag.atomic import write_json_atomic, write_text_atomic
 from efficientrag.baselines.base import Prediction, Runnable
 from efficientrag.data.schema import Example
 from efficientrag.eval.interrupts import RunInterrupted, StopRequests
-from efficientrag.eval.run_binding import PREDICTIONS_FILE, bind_run, fingerprint_id
+from efficientrag.eval.run_binding import LOCK_HINT, PREDICTIONS_FILE, bind_run, fingerprint_id
 from efficientrag.eval.scoring import prediction_record
 from efficientrag.eval.summary import summarize_records
 from efficientrag.eval.tables import summary_table
-from efficientrag.jsonl import JsonlAppender, read_done_ids, read_jsonl, write_jsonl
+from efficientrag.jsonl import JsonlAppender, drop_duplicate_ids, read_done_ids, read_jsonl, write_jsonl
 from efficientrag.llm.errors import EndpointUnreachableError, LLMAuthError, LLMConfigError
 from efficientrag.llm.generator import GeneratorCapabilityError
+from efficientrag.run_lock import folder_lock
 
 log = logging.getLogger(__name__)
 
@@ -71,18 +74,52 @@ def run_method(
     record_hooks: Sequence[RecordHook] = (),
     meta: dict[str, Any] | None = None,
     progress: bool = True,
+    wait_for_lock: bool = False,
 ) -> dict[str, Any]:
     """Evaluate ``method`` on ``examples``; returns the summary dict (also written to disk).
 
     ``fingerprint``: what determines the predictions (see :func:`efficientrag.experiment.run_fingerprint`);
     without one, only the method name and ``ks`` are recorded, so a caller that varies anything else
-    must pass it. ``fail_fast_after=0`` never stops early.
+    must pass it. ``fail_fast_after=0`` never stops early. The folder is locked for the whole run
+    (:func:`efficientrag.run_lock.folder_lock`): another process writing it makes this call raise
+    :class:`~efficientrag.run_lock.FolderLockedError`, or wait with ``wait_for_lock``.
     """
     out = Path(out_dir)
     fingerprint = (
         dict(fingerprint) if fingerprint is not None else {"method": method.name, "eval.ks": list(ks)}
     )
-    bind_run(out, fingerprint, resume=resume)
+    with folder_lock(out, wait=wait_for_lock, what="run folder", hint=LOCK_HINT):
+        bind_run(out, fingerprint, resume=resume)
+        # Ids written twice (two runs at once, before folders were locked) are counted once.
+        drop_duplicate_ids(out / PREDICTIONS_FILE)
+        return _evaluate(
+            method,
+            examples,
+            out,
+            ks=ks,
+            batch_size=batch_size,
+            fingerprint=fingerprint,
+            fail_fast_after=fail_fast_after,
+            record_hooks=record_hooks,
+            meta=meta,
+            progress=progress,
+        )
+
+
+def _evaluate(
+    method: Runnable,
+    examples: Sequence[Example],
+    out: Path,
+    *,
+    ks: Sequence[int],
+    batch_size: int,
+    fingerprint: dict[str, Any],
+    fail_fast_after: int,
+    record_hooks: Sequence[RecordHook],
+    meta: dict[str, Any] | None,
+    progress: bool,
+) -> dict[str, Any]:
+    """:func:`run_method` on a folder that is locked and bound to ``fingerprint``."""
     pred_path = out / PREDICTIONS_FILE
     err_path = out / ERRORS_FILE
     err_path.unlink(missing_ok=True)  # failures are retried on every run

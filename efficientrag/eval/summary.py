@@ -4,7 +4,8 @@ Retrieval and QA rates are percentages, chunk counts and cost counters plain mea
 A QA metric is averaged over the records that have it (``acc`` only exists where a judge ran;
 ``qa.n_acc`` says how many). ``judge_failures`` counts judge replies that said neither yes nor no
 (scored as incorrect). Views (``record["views"]``) are aggregated the same way under
-``summary["views"]``.
+``summary["views"]``. Each question id counts once: of records sharing an id (two writers on one
+folder, before folders were locked) the first is the one counted.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ QA_KEYS = ("em", "f1", "contained", "acc")
 
 
 def summarize_records(records: Sequence[dict[str, Any]], *, ks: Sequence[int] = ()) -> dict[str, Any]:
+    records = first_per_id(records)
     n = len(records)
     summary: dict[str, Any] = {"n": n}
     if n == 0:
@@ -53,6 +55,19 @@ def summarize_records(records: Sequence[dict[str, Any]], *, ks: Sequence[int] = 
             t: {"n": len(rs)} | _type_scores(rs, cutoffs) for t, rs in sorted(by_type.items())
         }
     return summary
+
+
+def first_per_id(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first record of each ``id`` (records without one are all kept), in their order."""
+    seen: set[str] = set()
+    out = []
+    for r in records:
+        if "id" in r:
+            if str(r["id"]) in seen:
+                continue
+            seen.add(str(r["id"]))
+        out.append(r)
+    return out
 
 
 def aggregate_retrieval(rows: Sequence[dict[str, Any]]) -> dict[str, float]:

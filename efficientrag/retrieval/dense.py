@@ -36,8 +36,10 @@ from efficientrag.retrieval.faiss_index import (
 )
 from efficientrag.retrieval.meta import META_FILE, check_corpus, check_field, load_meta, new_meta, save_meta
 from efficientrag.retrieval.queries import check_search_args
+from efficientrag.run_lock import path_lock
 
 EMBEDDINGS_DIR = "embeddings"
+INDEX_LOCK_HINT = "wait for it to finish (or build with wait_for_lock=True), then rerun"
 # Cosine between the probe embedding saved at build time and the one computed at load time,
 # below which the encoder's weights are taken to differ (bfloat16 vs float32 gives ~0.99997).
 PROBE_MIN_COSINE = 0.999
@@ -67,6 +69,7 @@ class DenseRetriever:
         encoder: Encoder | None = None,
         reset_stale_embeddings: bool = False,
         show_progress: bool = True,
+        wait_for_lock: bool = True,
     ) -> DenseRetriever:
         """Encode ``corpus`` and index it; saved to ``index_dir`` when given, else in memory.
 
@@ -74,6 +77,8 @@ class DenseRetriever:
         after a crash encodes only the missing shards. Shards written for another encoder or
         corpus raise :class:`IndexMismatchError` unless ``reset_stale_embeddings``.
         ``encoder``: an already loaded encoder (its settings win over the config's).
+        ``wait_for_lock``: another process building in ``index_dir`` is waited for (the default),
+        or refused (:class:`~efficientrag.run_lock.FolderLockedError`).
         """
         cfg = cfg or RetrieverConfig()
         if len(corpus) == 0:
@@ -90,15 +95,21 @@ class DenseRetriever:
 
         index_dir = Path(index_dir)
         index_dir.mkdir(parents=True, exist_ok=True)
-        # The old description goes first: a crash below must not leave it vouching for new files.
-        (index_dir / META_FILE).unlink(missing_ok=True)
-        store = EmbeddingStore.open(index_dir / EMBEDDINGS_DIR, spec, reset_stale=reset_stale_embeddings)
-        store.fill(corpus, encoder, show_progress=show_progress)
-        index, params = build_index(store, cfg, show_progress=show_progress)
-        retriever = cls(corpus, encoder, index, _dense_meta(corpus, encoder, cfg, params))
-        retriever.save(index_dir)
-        if not cfg.keep_embeddings:
-            store.remove()
+        # One builder at a time: another one's cleanup would delete this one's shard in flight.
+        # A second builder waits (the shards it finds then are complete), or with
+        # ``wait_for_lock=False`` is refused naming the first. The lock file is kept beside the
+        # folder, whose listing is the index's own files.
+        lock = index_dir.absolute().with_name(f".{index_dir.absolute().name}.lock")
+        with path_lock(lock, wait=wait_for_lock, what=f"index folder {index_dir}", hint=INDEX_LOCK_HINT):
+            # The old description goes first: a crash below must not leave it vouching for new files.
+            (index_dir / META_FILE).unlink(missing_ok=True)
+            store = EmbeddingStore.open(index_dir / EMBEDDINGS_DIR, spec, reset_stale=reset_stale_embeddings)
+            store.fill(corpus, encoder, show_progress=show_progress)
+            index, params = build_index(store, cfg, show_progress=show_progress)
+            retriever = cls(corpus, encoder, index, _dense_meta(corpus, encoder, cfg, params))
+            retriever.save(index_dir)
+            if not cfg.keep_embeddings:
+                store.remove()
         return retriever
 
     @classmethod

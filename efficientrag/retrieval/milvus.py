@@ -35,6 +35,7 @@ from efficientrag.retrieval.milvus_index import (
     create_collection,
     fill,
     read_collection,
+    staging_lock,
     wanted_properties,
 )
 from efficientrag.retrieval.queries import check_search_args
@@ -106,7 +107,8 @@ class MilvusRetriever:
             warn_over_limit(corpus, encoder)  # as the FAISS build: cut chunks are said, not hidden
         encode = (lambda texts, bar: encoder.encode_passages(texts, progress=bar)) if m.has_dense else None
         staging = staging_file(uri, m.collection, index_dir)
-        added = fill(client, cfg, corpus, encode, location, staging=staging, show_progress=show_progress)
+        with staging_lock(staging):  # a second filler waits, then finds the rows in place
+            added = fill(client, cfg, corpus, encode, location, staging=staging, show_progress=show_progress)
         log.info("%s: %d rows inserted now, %d in all", location, added, len(corpus))
         return cls._opened(client, cfg, uri, location, encoder, read_collection(client, m.collection))
 

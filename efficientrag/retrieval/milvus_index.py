@@ -13,6 +13,7 @@ inputs stops with a one-line error instead of mixing them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from efficientrag.data.corpus import Corpus
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.retrieval.errors import IndexMismatchError, IndexNotFoundError
 from efficientrag.retrieval.milvus_config import MilvusConfig
+from efficientrag.run_lock import path_lock
 
 PROP = "efficientrag."
 FORMAT_VERSION = "1"
@@ -343,3 +345,21 @@ def write_staged(staging: Path | None, ids: list[str], vectors: np.ndarray) -> N
         return
     with atomic_open(staging, "wb") as fh:  # a handle: np.savez would add ".npz" to a temp name
         np.savez(fh, ids=np.array(ids, dtype=str), vectors=np.asarray(vectors, dtype=np.float32))
+
+
+def staging_lock(staging: Path | None, *, wait: bool = True) -> contextlib.AbstractContextManager[Any]:
+    """Hold the lock of a collection's staging file while filling it: two fillers at once would
+    both insert the rows missing when they started, and Milvus keeps duplicate primary keys.
+
+    Args:
+        staging: the collection's staging file (see ``fill``); None (a server with no local folder)
+            locks nothing.
+        wait: wait for another filler to finish (it then finds its rows in place), or refuse
+            (:class:`~efficientrag.run_lock.FolderLockedError`) naming it.
+    """
+    if staging is None:
+        return contextlib.nullcontext()
+    lock = staging.with_name(f".{staging.name}.lock")
+    return path_lock(
+        lock, wait=wait, what=f"Milvus staging {staging}", hint="wait for it to finish, then rerun"
+    )

@@ -3,8 +3,10 @@
 A stage maps input items to output records, one record per item, with the item's id. Outputs are
 appended to a JSONL file one flushed line at a time; a dropped item is appended to the stage's
 rejects file with the reason. On restart, ids already in either file are skipped, so a killed run
-loses at most the records in flight and never writes one twice. Only when every input is
-accounted for is ``<stage>.done.json`` written (atomically), with the counts.
+loses at most the records in flight and never writes one twice. One process runs stages in a
+folder at a time (:mod:`efficientrag.run_lock`; another is refused naming it, or waits with
+``wait_for_lock``), and a file that already holds an id twice keeps the first on resume. Only when
+every input is accounted for is ``<stage>.done.json`` written (atomically), with the counts.
 
 ``fn`` may be a plain function or return an awaitable (an LLM call); awaitables run concurrently
 up to ``concurrency``. Items that need other items' outputs (a next-hop query needs its
@@ -26,7 +28,8 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from efficientrag.atomic import write_text_atomic
-from efficientrag.jsonl import JsonlAppender, read_records, write_jsonl
+from efficientrag.jsonl import JsonlAppender, drop_duplicate_ids, read_records, write_jsonl
+from efficientrag.run_lock import FolderLockedError, folder_lock
 from efficientrag.synth.records import Reject
 
 ERROR_PREFIX = "error: "
@@ -37,6 +40,8 @@ R_DEP_CYCLE = "dependency cycle"
 # often (a power loss costs at most the last second's records, redone on resume); an fsync per
 # record would block the event loop for 1-2 ms per LLM call.
 SYNC_SECONDS = 1.0
+# The last words of a refusal to run a stage in a folder another process is writing.
+LOCK_HINT = "wait for it to finish, or run the stage with wait_for_lock=True to run after it"
 
 
 class StageError(RuntimeError):
@@ -131,6 +136,8 @@ class StageOptions:
     params: Mapping[str, Any] | None = None  # the settings the outputs depend on
     postfix: Callable[[], Mapping[str, Any]] | None = None  # extra progress-bar fields
     progress: bool = True
+    # Another process writing ``out_dir``: wait for it (else the stage is refused, naming it).
+    wait_for_lock: bool = False
 
 
 def run_stage(*args: Any, **kwargs: Any) -> StageResult:
@@ -155,8 +162,18 @@ async def run_stage_async(
         raise ValueError(f"stage {name}: concurrency must be >= 1, got {opts.concurrency}")
     if opts.batch_size is not None and opts.batch_size < 1:
         raise ValueError(f"stage {name}: batch_size must be >= 1, got {opts.batch_size}")
+    try:
+        with folder_lock(out_dir, wait=opts.wait_for_lock, what="synthesis folder", hint=LOCK_HINT):
+            return await _run_locked(name, inputs, fn, Path(out_dir), opts)
+    except FolderLockedError as exc:
+        raise StageError(f"stage {name}: {exc}") from exc
+
+
+async def _run_locked(
+    name: str, inputs: Iterable[Any], fn: Callable[..., Any], out_dir: Path, opts: StageOptions
+) -> StageResult:
+    """:func:`run_stage_async` holding ``out_dir``'s lock."""
     paths = stage_paths(out_dir, name, opts.output)
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
     if opts.force:
         clear_stage(out_dir, name, opts.output)
     _check_params(name, paths["meta"], opts.params)
@@ -205,7 +222,10 @@ class _Runner:
         self.batch_size = opts.batch_size
         self.max_errors = opts.max_errors
         self.postfix = opts.postfix
-        # What earlier runs left: outputs (kept whole only when later items depend on them) and rejects.
+        # What earlier runs left: outputs (kept whole only when later items depend on them) and
+        # rejects, each id once (two writers at once, before folders were locked, wrote some twice).
+        drop_duplicate_ids(paths["output"])
+        drop_duplicate_ids(paths["rejects"])
         self.outputs: dict[str, dict[str, Any]] = {}
         self.done_ids: set[str] = set()
         for rec in read_records(paths["output"]):
