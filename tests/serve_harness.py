@@ -61,9 +61,12 @@ def build_tiny_models(root: Path) -> dict[str, str]:
 class Server:
     """A server subprocess whose output goes to a file (a full pipe would stall it)."""
 
-    def __init__(self, argv: list[str], log: Path, *, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, argv: list[str], log: Path, *, env: dict[str, str] | None = None, unset: Sequence[str] = ()
+    ) -> None:
         self.log = log
-        full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+        full_env = {k: v for k, v in os.environ.items() if k not in unset}
+        full_env.update({"PYTHONPATH": str(REPO), **(env or {})})
         with log.open("wb") as out:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=full_env, cwd=REPO)
         self.url = self._wait_listening()

@@ -40,8 +40,10 @@ log = logging.getLogger(__name__)
 # The page's files (efficientrag/serve/static), by the name they are served under.
 STATIC_FILES = {"page.js": "text/javascript", "page.css": "text/css"}
 # The page loads nothing from elsewhere, and the browser enforces it.
+# (blob: is the JSON link the page makes of the reply it holds.)
 PAGE_CSP = (
-    "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+    "default-src 'self'; connect-src 'self' blob:; img-src 'self' data:; object-src 'none'; "
+    "base-uri 'none'; frame-ancestors 'none'"
 )
 
 
