@@ -302,3 +302,22 @@ def test_the_page_draws_every_hop_in_a_real_browser(served):
     assert drawn[0]["queries"] == [QUESTION]
     assert kept == from_link == [c["id"] for c in expected["chunks"]]
     assert external == []
+
+
+def test_serve_stops_before_the_port_opens_on_bad_input(tmp_path, capsys, monkeypatch):
+    from efficientrag.cli import main
+    from efficientrag.serve.runner import bind
+
+    corpus = write_corpus(tmp_path / "corpus.jsonl")
+    common = ["serve", "--corpus", str(corpus), "--work-dir", str(tmp_path / "w"), "retriever.kind=bm25"]
+    code = main([*common, "--labeler", str(tmp_path / "no-such-labeler"), "--filter", str(tmp_path / "f")])
+    assert code == 2 and "efficientrag.labeler" in capsys.readouterr().err
+    monkeypatch.setenv("EFFICIENTRAG_API_KEY", " ")
+    assert main([*common, "--labeler", "x", "--filter", "y"]) == 2
+    assert "EFFICIENTRAG_API_KEY is set but empty" in capsys.readouterr().err
+    taken = bind("127.0.0.1", 0)
+    try:
+        with pytest.raises(ValueError, match=rf"cannot listen on 127.0.0.1:{taken.getsockname()[1]}"):
+            bind("127.0.0.1", taken.getsockname()[1])
+    finally:
+        taken.close()
