@@ -115,6 +115,22 @@ def create_app(rag: EfficientRAG, cfg: ServeConfig, *, backend: str, token: str 
         results = await answer(list(body.queries), fields, settings, None, "queries")
         return {"result": [search_r1_json(r, return_scores=body.return_scores) for r in results]}
 
+    _add_operational_routes(app, service, metrics, cfg)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return _refuse(metrics, errors.validation_error(list(exc.errors()), ALLOWED_SETTINGS))
+
+    @app.exception_handler(RequestError)
+    async def refused(_: Request, exc: RequestError) -> JSONResponse:
+        return _refuse(metrics, exc)
+
+    return _wrap(app, cfg, token, metrics)
+
+
+def _add_operational_routes(app: FastAPI, service: Service, metrics: Metrics, cfg: ServeConfig) -> None:
+    """Health, readiness, metrics and the page: everything but the retrieval endpoints."""
+
     @app.get("/healthz", summary="the process is alive")
     async def healthz() -> dict[str, str]:
         return {"status": "alive"}
@@ -138,16 +154,6 @@ def create_app(rag: EfficientRAG, cfg: ServeConfig, *, backend: str, token: str 
         if name not in STATIC_FILES:
             raise RequestError(404, "path", f"no such file: {name}")
         return _static(name, STATIC_FILES[name])
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return _refuse(metrics, errors.validation_error(list(exc.errors()), ALLOWED_SETTINGS))
-
-    @app.exception_handler(RequestError)
-    async def refused(_: Request, exc: RequestError) -> JSONResponse:
-        return _refuse(metrics, exc)
-
-    return _wrap(app, cfg, token, metrics)
 
 
 def _wrap(app: FastAPI, cfg: ServeConfig, token: str | None, metrics: Metrics) -> Any:
