@@ -223,6 +223,17 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from efficientrag.serve.config import ServeExperimentConfig
+    from efficientrag.serve.startup import serve
+
+    # --host/--port given on the command line win over the preset and key=value.
+    ports = [f"serve.{k}={getattr(args, k)}" for k in ("host", "port") if getattr(args, k) is not None]
+    return serve(
+        load_config(ServeExperimentConfig, args.config, [*_overrides(args, ServeExperimentConfig), *ports])
+    )
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from efficientrag.eval.report import write_report
 
@@ -401,6 +412,14 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--question", "-q", required=True)
     p.add_argument("--json", action="store_true", help="print the result and trace as JSON")
     p.set_defaults(handler=cmd_retrieve)
+
+    p = sub.add_parser(
+        "serve", help="serve EfficientRAG over HTTP (API, Search-R1 /retrieve, metrics, a page at /)"
+    )
+    _add_experiment_args(p, MODEL_FLAGS)
+    p.add_argument("--host", help="address to listen on (serve.host; default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (serve.port; default 8000, 0: any free port)")
+    p.set_defaults(handler=cmd_serve)
 
     # Listed for --help; the arguments are parsed by the commands' own entries (see _delegate).
     sub.add_parser("synth", help="synthesize Labeler/Filter training data (same as synth/run.py)")

@@ -7,11 +7,23 @@ the same way, and so that neither needs the other's package to be installed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from efficientrag.data.schema import Chunk
 from efficientrag.pipeline.efficientrag import RetrievalResult
 from efficientrag.pipeline.trace import Hop, trace_to_dicts
+
+
+@runtime_checkable
+class RetrievalLoop(Protocol):
+    """What the adapters need of the loop: a local ``EfficientRAG`` or a served one
+    (``efficientrag.serve.client.RemoteEfficientRAG``, which also has ``aretrieve`` and
+    ``aretrieve_batch``; the adapters' async paths use them when present)."""
+
+    def retrieve(self, question: str) -> RetrievalResult: ...
+
+    def retrieve_batch(self, questions: Sequence[str]) -> list[RetrievalResult]: ...
+
 
 TRACE_KEY = "trace"
 """Metadata key of the per-hop trace (added only when an adapter is asked to include it)."""

@@ -29,7 +29,7 @@ except ImportError as exc:
         "install it with: pip install 'efficientrag[langchain]'"
     ) from exc
 
-from efficientrag.pipeline.adapters import TRACE_KEY, groups, kept_chunks
+from efficientrag.pipeline.adapters import TRACE_KEY, RetrievalLoop, groups, kept_chunks
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG, RetrievalResult
 from efficientrag.retrieval.base import Retriever
@@ -47,13 +47,14 @@ def result_to_documents(result: RetrievalResult, *, include_trace: bool = False)
 
 
 class EfficientRAGRetriever(BaseRetriever):
-    """``BaseRetriever`` over an ``EfficientRAG`` instance; see the module docstring for why
-    ``batch`` is overridden."""
+    """``BaseRetriever`` over an ``EfficientRAG`` instance (or a ``RemoteEfficientRAG``); see the
+    module docstring for why ``batch`` is overridden."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    rag: EfficientRAG
-    """The retrieval loop; the adapter holds no state of its own, so one loop can serve many."""
+    rag: RetrievalLoop
+    """The retrieval loop: an ``EfficientRAG``, or a ``RemoteEfficientRAG`` for a served one. The
+    adapter holds no state of its own, so one loop can serve many."""
     include_trace: bool = False
     """Put the per-hop trace into every Document's metadata (under ``TRACE_KEY``)."""
 
@@ -83,8 +84,12 @@ class EfficientRAGRetriever(BaseRetriever):
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
     ) -> list[Document]:
-        """The loop is blocking index and model work with no async API: run it in the executor so
-        the event loop stays free, with the sync twin of the run manager so callbacks nest."""
+        """A remote loop is awaited natively. The local loop is blocking index and model work with
+        no async API: run it in the executor so the event loop stays free, with the sync twin of
+        the run manager so callbacks nest."""
+        aretrieve = getattr(self.rag, "aretrieve", None)
+        if aretrieve is not None:
+            return result_to_documents(await aretrieve(query), include_trace=self.include_trace)
         return await run_in_executor(
             None, self._get_relevant_documents, query, run_manager=run_manager.get_sync()
         )
@@ -149,7 +154,7 @@ class EfficientRAGRetriever(BaseRetriever):
         outputs: list[Any] = []
         for lo, hi in groups(len(inputs), configs[0].get("max_concurrency")):
             try:
-                docs = await run_in_executor(None, self._documents_for, inputs[lo:hi])
+                docs = await self._adocuments_for(inputs[lo:hi])
             except Exception as e:
                 for manager in managers[lo:hi]:
                     await manager.on_retriever_error(e)
@@ -164,6 +169,13 @@ class EfficientRAGRetriever(BaseRetriever):
 
     def _documents_for(self, questions: list[str]) -> list[list[Document]]:
         results = self.rag.retrieve_batch(questions)
+        return [result_to_documents(r, include_trace=self.include_trace) for r in results]
+
+    async def _adocuments_for(self, questions: list[str]) -> list[list[Document]]:
+        aretrieve_batch = getattr(self.rag, "aretrieve_batch", None)
+        if aretrieve_batch is None:
+            return await run_in_executor(None, self._documents_for, questions)
+        results = await aretrieve_batch(questions)
         return [result_to_documents(r, include_trace=self.include_trace) for r in results]
 
     def _callback_manager(self, manager_cls: Any, config: RunnableConfig, **kwargs: Any) -> Any:

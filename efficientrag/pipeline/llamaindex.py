@@ -31,7 +31,7 @@ except ImportError as exc:
         "install it with: pip install 'efficientrag[llamaindex]'"
     ) from exc
 
-from efficientrag.pipeline.adapters import METADATA_KEYS, TRACE_KEY, groups, kept_chunks
+from efficientrag.pipeline.adapters import METADATA_KEYS, TRACE_KEY, RetrievalLoop, groups, kept_chunks
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG, RetrievalResult
 from efficientrag.retrieval.base import Retriever
@@ -62,19 +62,24 @@ def result_to_nodes(result: RetrievalResult, *, include_trace: bool = False) -> 
 
 
 class EfficientRAGRetriever(BaseRetriever):
-    """LlamaIndex ``BaseRetriever`` over an ``EfficientRAG`` instance; see the module docstring for
-    why ``retrieve_batch`` exists."""
+    """LlamaIndex ``BaseRetriever`` over an ``EfficientRAG`` instance (or a ``RemoteEfficientRAG``);
+    see the module docstring for why ``retrieve_batch`` exists."""
 
     def __init__(
         self,
-        rag: EfficientRAG,
+        rag: RetrievalLoop,
         *,
         include_trace: bool = False,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        """``rag`` is the retrieval loop (the adapter holds no state of its own, so one loop can
-        serve many); ``include_trace`` puts the per-hop trace into every node's metadata."""
+        """``rag`` is the retrieval loop, local or a ``RemoteEfficientRAG`` (the adapter holds no
+        state of its own, so one loop can serve many); ``include_trace`` puts the per-hop trace into
+        every node's metadata."""
+        if not isinstance(rag, RetrievalLoop):
+            raise TypeError(
+                f"rag must have retrieve() and retrieve_batch() (an EfficientRAG), got {type(rag).__name__}"
+            )
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self.rag = rag
         self.include_trace = include_trace
@@ -106,8 +111,11 @@ class EfficientRAGRetriever(BaseRetriever):
         return result_to_nodes(self.rag.retrieve(query_bundle.query_str), include_trace=self.include_trace)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        """The loop is blocking index and model work with no async API: run it in a worker thread
-        so the event loop stays free."""
+        """A remote loop is awaited natively. The local loop is blocking index and model work with
+        no async API: run it in a worker thread so the event loop stays free."""
+        aretrieve = getattr(self.rag, "aretrieve", None)
+        if aretrieve is not None:
+            return result_to_nodes(await aretrieve(query_bundle.query_str), include_trace=self.include_trace)
         return await asyncio.to_thread(self._retrieve, query_bundle)
 
     @dispatcher.span

@@ -1,0 +1,86 @@
+"""Settings of ``efficientrag serve``: where it listens and how much it takes at once.
+
+They live under ``serve:`` of an experiment preset (``ServeExperimentConfig``), so one YAML names
+the data, the backend, the models and the service, and ``serve.max_batch=16`` overrides work like
+any other key. Nothing here is settable by a request: requests get only ``ALLOWED_SETTINGS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from efficientrag.experiment import ExperimentConfig
+
+# The loop settings a request may change for itself (efficientrag.serve.requests checks them). None
+# of them names a file, a model folder, a device or a backend.
+ALLOWED_SETTINGS = (
+    "top_k",
+    "max_hops",
+    "chunk_budget",
+    "budget_policy",
+    "floor_k",
+    "fill_budget",
+    "query_mode",
+    "max_branches",
+    "tag_threshold",
+    "token_threshold",
+    "filter_threshold",
+)
+
+
+@dataclass
+class ServeConfig:
+    """``host`` is loopback unless told otherwise: the API has no token unless
+    ``EFFICIENTRAG_API_KEY`` is set, so exposing it is a decision, not a default."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    # Micro-batching: the first waiting request waits at most max_wait_ms for others to join it;
+    # a batch holds at most max_batch questions.
+    max_wait_ms: float = 10.0
+    max_batch: int = 32
+    # Questions waiting for a batch (not yet running); a request that would exceed it gets 503 with
+    # Retry-After, so memory stays bounded however many clients call.
+    max_queue: int = 256
+    # One request: at most this many questions, this many bytes of body.
+    max_questions: int = 64
+    max_body_bytes: int = 1_000_000
+    # A request not answered within this many seconds gets 504 (a request may ask for less).
+    deadline_s: float = 60.0
+    # Caps on what a request may ask of the loop (memory and time per question).
+    max_top_k: int = 100
+    max_hops: int = 8
+    # Seconds a readiness probe of the backend may take before /readyz reports it down.
+    probe_timeout_s: float = 5.0
+    # Origins allowed by CORS (browser pages on other sites); empty: CORS off.
+    cors_origins: list[str] = field(default_factory=list)
+    access_log: bool = True
+
+    def __post_init__(self) -> None:
+        counts = {
+            "max_batch": self.max_batch,
+            "max_queue": self.max_queue,
+            "max_questions": self.max_questions,
+            "max_body_bytes": self.max_body_bytes,
+            "max_top_k": self.max_top_k,
+            "max_hops": self.max_hops,
+        }
+        for name, value in counts.items():
+            if value < 1:
+                raise ValueError(f"serve.{name} must be >= 1, got {value}")
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"serve.port must be 0 (any free port) to 65535, got {self.port}")
+        if self.max_wait_ms < 0 or self.deadline_s <= 0 or self.probe_timeout_s <= 0:
+            raise ValueError(
+                "serve.max_wait_ms must be >= 0 and serve.deadline_s, serve.probe_timeout_s > 0; got "
+                f"{self.max_wait_ms}, {self.deadline_s}, {self.probe_timeout_s}"
+            )
+        if "*" in self.cors_origins:
+            raise ValueError("serve.cors_origins: list the origins; '*' would let any web page call the API")
+
+
+@dataclass
+class ServeExperimentConfig(ExperimentConfig):
+    """An experiment preset plus its ``serve:`` section."""
+
+    serve: ServeConfig = field(default_factory=ServeConfig)

@@ -1,0 +1,132 @@
+"""What a request may ask, and the checks that refuse the rest before it is queued.
+
+A bad question must not fail the other callers' questions in its batch, so everything that can be
+checked alone is checked here, before the queue: the body's shape (pydantic, through FastAPI), the
+number of questions, empty questions (the library's ``check_questions``), questions longer than the
+Labeler reads (the library's own truncation rule, asked of its tokenizer), and the settings, which
+come from an allow-list and go through ``EfficientRAGConfig``'s own checks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.pipeline.efficientrag import EfficientRAG, check_questions
+from efficientrag.serve.config import ALLOWED_SETTINGS, ServeConfig
+from efficientrag.serve.errors import RequestError
+from efficientrag.text.words import split_words
+
+
+class LoopSettings(BaseModel):
+    """Per-request settings of the loop (unset: the server's). Nothing here names a file, a model
+    or a backend."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    top_k: int | None = Field(None, ge=1, description="hits per query and hop")
+    max_hops: int | None = Field(None, ge=1)
+    chunk_budget: int | None = Field(None, ge=1, description="at most this many chunks per question")
+    budget_policy: Literal["first", "best"] | None = None
+    floor_k: int | None = Field(None, ge=0, description="the question's own top hits kept whatever their tag")
+    fill_budget: bool | None = None
+    query_mode: Literal["merged", "branch"] | None = None
+    max_branches: int | None = Field(None, ge=1)
+    tag_threshold: float | None = Field(None, ge=0, le=1)
+    token_threshold: float | None = Field(None, ge=0, le=1)
+    filter_threshold: float | None = Field(None, ge=0, le=1)
+
+
+assert set(LoopSettings.model_fields) == set(ALLOWED_SETTINGS)
+
+
+class RetrieveRequest(BaseModel):
+    """``POST /v1/retrieve``: ``question`` (one) or ``questions`` (a list)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str | None = None
+    questions: list[str] | None = None
+    settings: LoopSettings = Field(default_factory=LoopSettings)
+    trace: bool = Field(False, description="add each question's per-hop trace to its result")
+    deadline_ms: int | None = Field(None, ge=1, description="answer within this many ms or get 504")
+
+
+class SearchR1Request(BaseModel):
+    """``POST /retrieve`` in the Search-R1 / FlashRAG retrieval-server shape."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    queries: list[str]
+    topk: int | None = Field(None, ge=1, description="at most this many chunks per query (chunk_budget)")
+    return_scores: bool = False
+
+
+def request_questions(body: RetrieveRequest) -> tuple[list[str], list[str]]:
+    """The questions of a ``/v1/retrieve`` body with the field each came from."""
+    if (body.question is None) == (body.questions is None):
+        raise RequestError(422, "question", "give either 'question' (one) or 'questions' (a list)")
+    if body.question is not None:
+        return [body.question], ["question"]
+    assert body.questions is not None
+    return list(body.questions), [f"questions[{i}]" for i in range(len(body.questions))]
+
+
+def check_request_questions(
+    rag: EfficientRAG, questions: list[str], fields: list[str], cfg: ServeConfig, *, list_field: str
+) -> None:
+    """Count, emptiness and length of every question; the first fault is the reply."""
+    if not questions:
+        raise RequestError(422, list_field, "no questions")
+    if len(questions) > cfg.max_questions:
+        raise RequestError(
+            422, list_field, f"{len(questions)} questions in one request; at most {cfg.max_questions}"
+        )
+    for question, field in zip(questions, fields, strict=True):
+        try:
+            check_questions([question], source=field)
+        except ValueError as exc:
+            raise RequestError(422, field, str(exc).split(": ", 1)[-1]) from None
+        cut = words_over_limit(rag, question)
+        if cut:
+            raise RequestError(
+                422,
+                field,
+                f"the question is longer than the Labeler reads ({labeler_limit(rag)} tokens): its last {cut} "
+                "words would be cut; shorten it",
+            )
+
+
+def words_over_limit(rag: EfficientRAG, question: str) -> int:
+    """How many of the question's words the Labeler would not see: the library cuts a query that
+    leaves no room for its chunk (``encode_words``), and that is asked of the Labeler itself with an
+    empty chunk. 0 for a Labeler that cannot say (no ``encode``)."""
+    encode = getattr(rag.labeler, "encode", None)
+    if encode is None:
+        return 0
+    encoded = encode([(split_words(question), [])], max_length=rag.config.labeler_max_length)
+    return int(getattr(encoded[0], "query_truncated_words", 0) or 0)
+
+
+def labeler_limit(rag: EfficientRAG) -> Any:
+    return rag.config.labeler_max_length or getattr(rag.labeler, "max_length", "?")
+
+
+def settings_config(
+    base: EfficientRAGConfig, settings: dict[str, Any], cfg: ServeConfig, *, field: str = "settings"
+) -> tuple[tuple[tuple[str, Any], ...], EfficientRAGConfig]:
+    """The request's loop config and a hashable key for it (requests batch together only under the
+    same key). Caps first, then the config's own consistency checks, each naming the setting."""
+    chosen = {k: v for k, v in settings.items() if v is not None}
+    caps = {"top_k": cfg.max_top_k, "max_hops": cfg.max_hops}
+    for name, cap in caps.items():
+        if name in chosen and chosen[name] > cap:
+            raise RequestError(422, f"{field}.{name}", f"at most {cap} on this server, got {chosen[name]}")
+    try:
+        config = dataclasses.replace(base, **chosen)
+    except ValueError as exc:
+        raise RequestError(422, field, str(exc)) from None
+    return tuple(sorted(chosen.items())), config

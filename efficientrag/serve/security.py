@@ -1,0 +1,163 @@
+"""The gate in front of the app: the bearer token, the body size limit and request metrics.
+
+A plain ASGI middleware, so that it runs before FastAPI reads and parses a body: an oversized body
+is refused from its ``Content-Length`` (or while it streams) without being held in memory, and a
+request without the token never reaches a route. The token comes from ``EFFICIENTRAG_API_KEY``
+only; it is compared in constant time (``hmac.compare_digest``) and never logged or echoed.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from efficientrag.serve.errors import BODY_TOO_LARGE, UNAUTHORIZED, RequestError
+from efficientrag.serve.metrics import API_PATHS, Metrics
+
+API_KEY_ENV = "EFFICIENTRAG_API_KEY"
+
+# Open without a token: the page's static files, liveness/readiness probes and the schema.
+PUBLIC_PATHS = ("/", "/healthz", "/readyz", "/docs", "/openapi.json", "/docs/oauth2-redirect")
+PUBLIC_PREFIXES = ("/static/",)
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+def api_key_from_env() -> str | None:
+    """The token, or None when the variable is unset. Set but blank is a mistake, not "off"."""
+    value = os.environ.get(API_KEY_ENV)
+    if value is None:
+        return None
+    if not value.strip():
+        raise ValueError(f"{API_KEY_ENV} is set but empty; unset it to serve without a token")
+    return value.strip()
+
+
+class Gate:
+    """ASGI middleware: see the module docstring."""
+
+    def __init__(self, app: Any, *, token: str | None, max_body_bytes: int, metrics: Metrics) -> None:
+        self.app = app
+        self.token = token.encode("utf-8") if token else None
+        self.max_body = max_body_bytes
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        path = scope.get("path", "")
+        status: list[int] = [500]
+
+        async def send_counted(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = int(message["status"])
+            await send(message)
+
+        try:
+            refusal = self._refusal(scope, path) or _not_json(scope, path)
+            if refusal is None and scope.get("method") in ("POST", "PUT", "PATCH"):
+                body, refusal = await self._read_body(scope, receive)
+                if refusal is None:
+                    receive = _replay(body, receive)
+            if refusal is not None:
+                self.metrics.errors.labels(refusal.kind).inc()
+                await _send_error(send_counted, refusal)
+                return
+            await self.app(scope, receive, send_counted)
+        finally:
+            self.metrics.observe_request(path, status[0], time.perf_counter() - started)
+
+    def _refusal(self, scope: Scope, path: str) -> RequestError | None:
+        if self.token is None or scope.get("method") == "OPTIONS" or _public(path):
+            return None
+        given = _bearer(scope)
+        if given is None or not hmac.compare_digest(given, self.token):
+            return RequestError(
+                401,
+                "authorization",
+                "missing or wrong bearer token (send 'Authorization: Bearer <EFFICIENTRAG_API_KEY>')",
+                kind=UNAUTHORIZED,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        return None
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> tuple[bytes, RequestError | None]:
+        too_large = RequestError(
+            413, "body", f"larger than this server's limit of {self.max_body} bytes", kind=BODY_TOO_LARGE
+        )
+        declared = _header(scope, b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            return b"", too_large
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return b"", None
+            part = message.get("body", b"")
+            size += len(part)
+            if size > self.max_body:
+                return b"", too_large
+            chunks.append(part)
+            if not message.get("more_body", False):
+                return b"".join(chunks), None
+
+
+def _not_json(scope: Scope, path: str) -> RequestError | None:
+    """A body sent as a form (curl -d without a header) would reach the routes unparsed."""
+    if scope.get("method") != "POST" or path not in API_PATHS:
+        return None
+    kind = (_header(scope, b"content-type") or "application/json").split(";")[0].strip().lower()
+    if kind == "application/json" or kind.endswith("+json"):
+        return None
+    return RequestError(
+        415, "content-type", f"send the body as JSON (Content-Type: application/json), not {kind}"
+    )
+
+
+def _public(path: str) -> bool:
+    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return value.decode("latin-1").strip()
+    return None
+
+
+def _bearer(scope: Scope) -> bytes | None:
+    value = _header(scope, b"authorization")
+    if not value:
+        return None
+    scheme, _, token = value.partition(" ")
+    return token.strip().encode("utf-8") if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _replay(body: bytes, original: Receive) -> Receive:
+    """The body read once, then the connection's own messages (a disconnect, when it comes)."""
+    sent = False
+
+    async def receive() -> MutableMapping[str, Any]:
+        nonlocal sent
+        if sent:
+            return await original()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
+async def _send_error(send: Send, error: RequestError) -> None:
+    payload = json.dumps(error.body()).encode("utf-8")
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    headers += [(k.lower().encode(), v.encode()) for k, v in error.headers.items()]
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
