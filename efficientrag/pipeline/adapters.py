@@ -109,4 +109,6 @@ def missing_extra(module: str, requirement: str, extra: str, exc: ImportError) -
         extra: the efficientrag extra that installs it.
         exc: the ImportError the framework's import raised (kept as ``__cause__`` by the caller).
     """
-    return ImportError(f"{module} needs {requirement} ({exc}); install it with: pip install 'efficientrag[{extra}]'")
+    return ImportError(
+        f"{module} needs {requirement} ({exc}); install it with: pip install 'efficientrag[{extra}]'"
+    )
