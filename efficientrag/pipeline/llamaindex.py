@@ -28,7 +28,9 @@ try:
 except ImportError as exc:
     from efficientrag.pipeline.adapters import missing_extra
 
-    raise missing_extra("efficientrag.pipeline.llamaindex", "llama-index-core>=0.12", "llamaindex", exc) from exc
+    raise missing_extra(
+        "efficientrag.pipeline.llamaindex", "llama-index-core>=0.12", "llamaindex", exc
+    ) from exc
 
 from efficientrag.pipeline.adapters import METADATA_KEYS, TRACE_KEY, groups, kept_chunks, load_rag
 from efficientrag.pipeline.efficientrag import EfficientRAG, RetrievalResult
