@@ -105,7 +105,7 @@ def missing_extra(module: str, requirement: str, extra: str, exc: ImportError) -
 
     Args:
         module: the adapter module (``efficientrag.pipeline.haystack``).
-        requirement: the framework's pip requirement (``haystack-ai>=2.24``).
+        requirement: the framework's pip requirement (``haystack-ai>=3.1``).
         extra: the efficientrag extra that installs it.
         exc: the ImportError the framework's import raised (kept as ``__cause__`` by the caller).
     """

@@ -23,7 +23,7 @@ try:
 except ImportError as exc:
     from efficientrag.pipeline.adapters import missing_extra
 
-    raise missing_extra("efficientrag.pipeline.dspy", "dspy>=3.0", "dspy", exc) from exc
+    raise missing_extra("efficientrag.pipeline.dspy", "dspy>=3.2", "dspy", exc) from exc
 
 from efficientrag.pipeline.adapters import groups, kept_chunks, load_rag
 from efficientrag.pipeline.efficientrag import EfficientRAG, RetrievalResult

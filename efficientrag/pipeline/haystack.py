@@ -23,7 +23,7 @@ try:
 except ImportError as exc:
     from efficientrag.pipeline.adapters import missing_extra
 
-    raise missing_extra("efficientrag.pipeline.haystack", "haystack-ai>=2.24", "haystack", exc) from exc
+    raise missing_extra("efficientrag.pipeline.haystack", "haystack-ai>=3.1", "haystack", exc) from exc
 
 from efficientrag.config import from_dict as config_from_dict
 from efficientrag.pipeline.adapters import groups, kept_chunks, load_rag
