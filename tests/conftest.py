@@ -23,6 +23,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 _DATASETS_CACHE = tempfile.mkdtemp(prefix="efficientrag-tests-datasets-")
 os.environ["HF_DATASETS_CACHE"] = _DATASETS_CACHE
 atexit.register(shutil.rmtree, _DATASETS_CACHE, ignore_errors=True)
+# DSPy's disk cache of LM calls likewise, never ~/.dspy_cache.
+_DSPY_CACHE = tempfile.mkdtemp(prefix="efficientrag-tests-dspy-")
+os.environ["DSPY_CACHEDIR"] = _DSPY_CACHE
+atexit.register(shutil.rmtree, _DSPY_CACHE, ignore_errors=True)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("EFFICIENTRAG_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
