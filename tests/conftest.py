@@ -14,11 +14,19 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Haystack's usage telemetry (PostHog) and LiteLLM's model cost map (fetched when DSPy first calls
+# an LM) would reach the network; both have an off switch.
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # Arrow caches written by `datasets` (JSON conversions, tokenized training rows) go to a throwaway
 # folder, never into the user's ~/.cache/huggingface/datasets.
 _DATASETS_CACHE = tempfile.mkdtemp(prefix="efficientrag-tests-datasets-")
 os.environ["HF_DATASETS_CACHE"] = _DATASETS_CACHE
 atexit.register(shutil.rmtree, _DATASETS_CACHE, ignore_errors=True)
+# DSPy's disk cache of LM calls likewise, never ~/.dspy_cache.
+_DSPY_CACHE = tempfile.mkdtemp(prefix="efficientrag-tests-dspy-")
+os.environ["DSPY_CACHEDIR"] = _DSPY_CACHE
+atexit.register(shutil.rmtree, _DSPY_CACHE, ignore_errors=True)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("EFFICIENTRAG_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))

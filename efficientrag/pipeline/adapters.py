@@ -1,17 +1,22 @@
-"""What the RAG-framework adapters (LangChain, LlamaIndex) report about each kept chunk.
+"""What the RAG-framework adapters (LangChain, LlamaIndex, Haystack, DSPy) share: the metadata of
+each kept chunk, how a batch is grouped, how the loop is loaded from trained folders, and the error
+for a missing extra.
 
-Kept framework-free so that both adapters describe a chunk with the same metadata and group a batch
-the same way, and so that neither needs the other's package to be installed.
+Kept framework-free so that every adapter describes a chunk with the same metadata and fails the
+same way without its framework, and so that none needs another's package to be installed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from efficientrag.data.schema import Chunk
-from efficientrag.pipeline.efficientrag import RetrievalResult
+from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.pipeline.efficientrag import EfficientRAG, RetrievalResult
 from efficientrag.pipeline.trace import Hop, trace_to_dicts
+from efficientrag.retrieval.base import Retriever
 
 
 @runtime_checkable
@@ -87,3 +92,35 @@ def groups(n: int, size: int | None) -> list[tuple[int, int]]:
     not positive): each range is one batched loop, which bounds the memory of a large batch."""
     step = n if not size or size <= 0 else size
     return [(lo, min(n, lo + step)) for lo in range(0, n, step)]
+
+
+def load_rag(
+    retriever: Retriever, labeler_dir: str | Path, filter_dir: str | Path, **config_overrides: Any
+) -> EfficientRAG:
+    """The loop over ``retriever`` with the Labeler and Filter from the folders ``efficientrag train
+    labeler|filter`` wrote (their ``best/``); what every adapter's ``from_pretrained`` does.
+
+    Args:
+        retriever: the search backend (the package's index, or a framework's retriever wrapped as one).
+        labeler_dir: the trained Labeler folder.
+        filter_dir: the trained Filter folder.
+        config_overrides: ``EfficientRAGConfig`` fields (``top_k``, ``max_hops``, ``device``, ...), so
+            callers do not have to assemble a config to change one setting.
+    """
+    config = EfficientRAGConfig(labeler=str(labeler_dir), filter=str(filter_dir), **config_overrides)
+    return EfficientRAG.from_config(retriever, config)
+
+
+def missing_extra(module: str, requirement: str, extra: str, exc: ImportError) -> ImportError:
+    """The one-line error an adapter module raises when its framework is not installed: what is
+    missing, why (the original message) and the pip command that fixes it.
+
+    Args:
+        module: the adapter module (``efficientrag.pipeline.haystack``).
+        requirement: the framework's pip requirement (``haystack-ai>=3.1``).
+        extra: the efficientrag extra that installs it.
+        exc: the ImportError the framework's import raised (kept as ``__cause__`` by the caller).
+    """
+    return ImportError(
+        f"{module} needs {requirement} ({exc}); install it with: pip install 'efficientrag[{extra}]'"
+    )

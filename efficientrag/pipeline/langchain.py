@@ -24,14 +24,12 @@ try:
     from langchain_core.runnables import RunnableConfig, get_config_list, run_in_executor
     from pydantic import ConfigDict
 except ImportError as exc:
-    raise ImportError(
-        f"efficientrag.pipeline.langchain needs langchain-core>=0.3 ({exc}); "
-        "install it with: pip install 'efficientrag[langchain]'"
-    ) from exc
+    from efficientrag.pipeline.adapters import missing_extra
 
-from efficientrag.pipeline.adapters import TRACE_KEY, RetrievalLoop, groups, kept_chunks
-from efficientrag.pipeline.config import EfficientRAGConfig
-from efficientrag.pipeline.efficientrag import EfficientRAG, RetrievalResult
+    raise missing_extra("efficientrag.pipeline.langchain", "langchain-core>=0.3", "langchain", exc) from exc
+
+from efficientrag.pipeline.adapters import TRACE_KEY, RetrievalLoop, groups, kept_chunks, load_rag
+from efficientrag.pipeline.efficientrag import RetrievalResult
 from efficientrag.retrieval.base import Retriever
 
 __all__ = ["TRACE_KEY", "EfficientRAGRetriever", "result_to_documents"]
@@ -73,8 +71,8 @@ class EfficientRAGRetriever(BaseRetriever):
         ``config_overrides`` are ``EfficientRAGConfig`` fields (``top_k``, ``max_hops``, ``device``,
         ...), so callers do not have to assemble a config to change one setting.
         """
-        config = EfficientRAGConfig(labeler=str(labeler_dir), filter=str(filter_dir), **config_overrides)
-        return cls(rag=EfficientRAG.from_config(retriever, config), include_trace=include_trace)
+        rag = load_rag(retriever, labeler_dir, filter_dir, **config_overrides)
+        return cls(rag=rag, include_trace=include_trace)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun

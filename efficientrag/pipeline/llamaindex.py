@@ -26,14 +26,21 @@ try:
     from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
     from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType, TextNode
 except ImportError as exc:
-    raise ImportError(
-        f"efficientrag.pipeline.llamaindex needs llama-index-core>=0.12 ({exc}); "
-        "install it with: pip install 'efficientrag[llamaindex]'"
+    from efficientrag.pipeline.adapters import missing_extra
+
+    raise missing_extra(
+        "efficientrag.pipeline.llamaindex", "llama-index-core>=0.12", "llamaindex", exc
     ) from exc
 
-from efficientrag.pipeline.adapters import METADATA_KEYS, TRACE_KEY, RetrievalLoop, groups, kept_chunks
-from efficientrag.pipeline.config import EfficientRAGConfig
-from efficientrag.pipeline.efficientrag import EfficientRAG, RetrievalResult
+from efficientrag.pipeline.adapters import (
+    METADATA_KEYS,
+    TRACE_KEY,
+    RetrievalLoop,
+    groups,
+    kept_chunks,
+    load_rag,
+)
+from efficientrag.pipeline.efficientrag import RetrievalResult
 from efficientrag.retrieval.base import Retriever
 
 __all__ = ["TRACE_KEY", "EfficientRAGRetriever", "result_to_nodes"]
@@ -100,9 +107,8 @@ class EfficientRAGRetriever(BaseRetriever):
         ``config_overrides`` are ``EfficientRAGConfig`` fields (``top_k``, ``max_hops``, ``device``,
         ...), so callers do not have to assemble a config to change one setting.
         """
-        config = EfficientRAGConfig(labeler=str(labeler_dir), filter=str(filter_dir), **config_overrides)
         return cls(
-            EfficientRAG.from_config(retriever, config),
+            load_rag(retriever, labeler_dir, filter_dir, **config_overrides),
             include_trace=include_trace,
             callback_manager=callback_manager,
         )

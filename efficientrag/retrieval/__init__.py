@@ -26,14 +26,18 @@ _LAZY = {
     "MilvusRetriever": "efficientrag.retrieval.milvus",
     "LangChainSearch": "efficientrag.retrieval.framework",
     "LlamaIndexSearch": "efficientrag.retrieval.framework",
+    "HaystackSearch": "efficientrag.retrieval.haystack_search",
+    "DSPySearch": "efficientrag.retrieval.dspy_search",
 }
 
 __all__ = [
     "BM25Retriever",
     "BackendUnavailableError",
+    "DSPySearch",
     "DenseRetriever",
     "EmbeddingStore",
     "Encoder",
+    "HaystackSearch",
     "Hit",
     "IndexMismatchError",
     "IndexNotFoundError",
@@ -51,11 +55,13 @@ if TYPE_CHECKING:
     from efficientrag.retrieval.bm25 import BM25Retriever
     from efficientrag.retrieval.config import RetrieverConfig
     from efficientrag.retrieval.dense import DenseRetriever
+    from efficientrag.retrieval.dspy_search import DSPySearch
     from efficientrag.retrieval.embedding_store import EmbeddingStore
     from efficientrag.retrieval.encoder import Encoder
     from efficientrag.retrieval.errors import BackendUnavailableError, IndexMismatchError, IndexNotFoundError
     from efficientrag.retrieval.factory import build_retriever, load_retriever
     from efficientrag.retrieval.framework import LangChainSearch, LlamaIndexSearch
+    from efficientrag.retrieval.haystack_search import HaystackSearch
     from efficientrag.retrieval.milvus import MilvusRetriever
     from efficientrag.retrieval.milvus_config import MilvusConfig
 
