@@ -125,8 +125,8 @@ def block_file(blocks: Path, b: int, rows: int) -> Path | None:
 
 def measure(backend: str, size: int, work: Path) -> dict[str, Any]:
     from efficientrag.data.corpus import Corpus
-    from efficientrag.eval.retrieval_metrics import oracle_recall
     from efficientrag.jsonl import read_jsonl
+    from efficientrag.retrieval.metrics import oracle_recall
 
     corpus = Corpus(Corpus.load(work / "corpus.jsonl").chunks[:size])
     questions = list(read_jsonl(work / "questions.jsonl"))

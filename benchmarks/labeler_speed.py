@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from efficientrag.eval.retrieval_metrics import mean_scores, score_retrieval
+    from efficientrag.retrieval.metrics import mean_scores, score_retrieval
     from efficientrag.training.threads import available_cores
 
     torch.set_num_threads(args.threads or available_cores())

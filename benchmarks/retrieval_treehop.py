@@ -92,7 +92,7 @@ SPLIT_SEED = 1  # the synthesis's: quick_config's split_seed + 1
 def train(args: argparse.Namespace, work: Path, train_on: list[str]) -> tuple[Path, dict[str, Pool], dict]:
     """Every training variant on the training side; the best validation search score wins."""
     from efficientrag.config import load_config
-    from efficientrag.treehop.train_config import TreeHopTrainConfig
+    from efficientrag.treehop.config import TreeHopTrainConfig
     from efficientrag.treehop.training import train_treehop
     from efficientrag.treehop.training_data import Pool as TrainPool
 

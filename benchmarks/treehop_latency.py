@@ -137,7 +137,7 @@ def methods(pool: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def measure(runs: dict[str, Any], examples: list, slice_size: int) -> dict[str, dict[str, Any]]:
-    from efficientrag.eval.retrieval_metrics import score_retrieval
+    from efficientrag.retrieval.metrics import score_retrieval
 
     stats = {name: {"wall": 0.0, **dict.fromkeys(SPLIT, 0.0), "scores": []} for name in runs}
     names = list(runs)
@@ -156,7 +156,7 @@ def measure(runs: dict[str, Any], examples: list, slice_size: int) -> dict[str, 
 
 
 def table(stats_by_mode: dict[str, dict[str, dict[str, Any]]], reference: str) -> list[str]:
-    from efficientrag.eval.retrieval_metrics import mean_scores
+    from efficientrag.retrieval.metrics import mean_scores
 
     lines = [
         "| method | mode | questions | s / question | encode | search | model | other | x EfficientRAG | "
@@ -180,7 +180,7 @@ def table(stats_by_mode: dict[str, dict[str, dict[str, Any]]], reference: str) -
 
 def points(stats: dict[str, dict[str, Any]]) -> dict[str, tuple[float, float, float]]:
     """Per method: (seconds per question, recall, chunks per question)."""
-    from efficientrag.eval.retrieval_metrics import mean_scores
+    from efficientrag.retrieval.metrics import mean_scores
 
     out = {}
     for name, s in stats.items():

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.atomic import atomic_open
-from efficientrag.data.errors import DataFormatError
+from efficientrag.errors import DataFormatError
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 import pytest
 
-from efficientrag.eval.retrieval_metrics import (
+from efficientrag.retrieval.metrics import (
     answer_contained,
     mean_scores,
     oracle_recall,

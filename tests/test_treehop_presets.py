@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from efficientrag.config import ConfigError, load_config
-from efficientrag.treehop.train_config import TreeHopTrainConfig
+from efficientrag.treehop.config import TreeHopTrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
 PRESETS = REPO / "configs" / "treehop"

@@ -18,7 +18,7 @@ from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.testing.hashed_dense import HashedDenseRetriever
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 from efficientrag.treehop import TreeHop, TreeHopConfig, TreeHopRetrievalConfig, TreeHopRetriever
-from efficientrag.treehop.train_config import TreeHopModelSettings, TreeHopTrainConfig
+from efficientrag.treehop.config import TreeHopModelSettings, TreeHopTrainConfig
 from efficientrag.treehop.training import train_treehop
 from efficientrag.treehop.training_data import Pool, build_training_sets, pool_vectors
 

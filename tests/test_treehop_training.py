@@ -15,11 +15,11 @@ import torch
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.loader import load_data
 from efficientrag.eval.chunk_curve import value_at
-from efficientrag.eval.retrieval_metrics import mean_scores, score_retrieval
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.retrieval.factory import build_retriever
+from efficientrag.retrieval.metrics import mean_scores, score_retrieval
 from efficientrag.treehop import TreeHop, TreeHopRetrievalConfig
-from efficientrag.treehop.train_config import TreeHopModelSettings, TreeHopTrainConfig
+from efficientrag.treehop.config import TreeHopModelSettings, TreeHopTrainConfig
 from efficientrag.treehop.training import train_treehop
 from efficientrag.treehop.training_data import Pool
 from efficientrag.treehop.validation import search_scores

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.pipeline.trace import HitRecord
+from efficientrag.retrieval.metrics import tally_fates as _tally
 
 FATES = ("kept", "tagged_terminate", "over_budget", "never_retrieved")
 
@@ -53,12 +54,7 @@ def count_fates(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
 
 def tally_fates(fates_per_record: Iterable[Mapping[str, str]], fates: Iterable[str] = FATES) -> dict[str, int]:
     """``gold`` (every gold chunk) and how many met each fate; ``fates`` are the kinds counted."""
-    counts = {"gold": 0, **dict.fromkeys(fates, 0)}
-    for fates in fates_per_record:
-        for fate in fates.values():
-            counts["gold"] += 1
-            counts[fate] += 1
-    return counts
+    return _tally(fates_per_record, fates)
 
 
 def gold_fate(predictions: str | Path) -> dict[str, int]:

@@ -1,109 +1,26 @@
-"""Retrieval metrics with the definitions the papers use.
-
-* Oracle-chunk recall (EfficientRAG, ``evaluation/retrieve.py``): the share of a question's gold
-  chunks that appear among the unique retrieved chunks; averaged over questions.
-* All-gold rate: the share of questions for which every gold chunk was retrieved.
-* Number of chunks: unique retrieved chunks per question, and the count with duplicates across
-  hops (the official script counts duplicates).
-* Answer-containment recall (FlashRAG, ``retrieval_recall_top{k}``): 1 when any retrieved chunk
-  contains a normalized gold answer as a substring. Yes/no answers are not special-cased, exactly
-  as in FlashRAG, so the number is low for comparison questions with yes/no answers.
-"""
+"""The retrieval metrics the evaluation runner scores with; they live in
+:mod:`efficientrag.retrieval.metrics` (below TreeHop, whose training scores checkpoints with them)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from efficientrag.retrieval.metrics import (
+    RetrievalScores,
+    all_gold,
+    answer_contained,
+    mean_scores,
+    oracle_recall,
+    score_at_ks,
+    score_retrieval,
+    unique_in_order,
+)
 
-from efficientrag.text.normalize import normalize_answer
-
-
-def unique_in_order(ids: Iterable[str]) -> list[str]:
-    seen: set[str] = set()
-    out = []
-    for x in ids:
-        if x not in seen:
-            seen.add(x)
-            out.append(x)
-    return out
-
-
-def oracle_recall(retrieved_ids: Sequence[str], gold_ids: Sequence[str]) -> float:
-    gold = set(gold_ids)
-    if not gold:
-        raise ValueError("oracle recall is undefined for a question without gold chunks")
-    return len(gold.intersection(retrieved_ids)) / len(gold)
-
-
-def all_gold(retrieved_ids: Sequence[str], gold_ids: Sequence[str]) -> bool:
-    return set(gold_ids).issubset(retrieved_ids)
-
-
-def answer_contained(texts: Sequence[str], answers: Sequence[str]) -> bool:
-    norm_answers = [a for a in (normalize_answer(x) for x in answers) if a]
-    if not norm_answers:
-        return False
-    return any(a in normalize_answer(t) for t in texts for a in norm_answers)
-
-
-@dataclass
-class RetrievalScores:
-    """Per-question scores for one retrieved list (variable length for iterative methods)."""
-
-    recall: float
-    all_gold: bool
-    answer_recall: bool
-    num_chunks: int
-    num_chunks_with_dups: int
-
-    def to_dict(self) -> dict[str, float | int | bool]:
-        return {
-            "recall": self.recall,
-            "all_gold": self.all_gold,
-            "answer_recall": self.answer_recall,
-            "num_chunks": self.num_chunks,
-            "num_chunks_with_dups": self.num_chunks_with_dups,
-        }
-
-
-def score_retrieval(
-    retrieved_ids: Sequence[str],
-    retrieved_texts: Sequence[str],
-    gold_ids: Sequence[str],
-    answers: Sequence[str],
-) -> RetrievalScores:
-    """Scores for everything one question retrieved (ids may repeat across hops)."""
-    unique = unique_in_order(retrieved_ids)
-    return RetrievalScores(
-        recall=oracle_recall(unique, gold_ids),
-        all_gold=all_gold(unique, gold_ids),
-        answer_recall=answer_contained(retrieved_texts, answers),
-        num_chunks=len(unique),
-        num_chunks_with_dups=len(retrieved_ids),
-    )
-
-
-def score_at_ks(
-    ranked_ids: Sequence[str],
-    ranked_texts: Sequence[str],
-    gold_ids: Sequence[str],
-    answers: Sequence[str],
-    ks: Sequence[int],
-) -> dict[int, RetrievalScores]:
-    """Direct-R style scores at several cut-offs of one ranked list."""
-    return {k: score_retrieval(ranked_ids[:k], ranked_texts[:k], gold_ids, answers) for k in sorted(set(ks))}
-
-
-def mean_scores(scores: Sequence[RetrievalScores]) -> dict[str, float]:
-    """Averages in percent for recall/all-gold/answer recall, raw means for chunk counts."""
-    n = len(scores)
-    if n == 0:
-        return {"n": 0}
-    return {
-        "n": n,
-        "recall": 100.0 * sum(s.recall for s in scores) / n,
-        "all_gold": 100.0 * sum(s.all_gold for s in scores) / n,
-        "answer_recall": 100.0 * sum(s.answer_recall for s in scores) / n,
-        "num_chunks": sum(s.num_chunks for s in scores) / n,
-        "num_chunks_with_dups": sum(s.num_chunks_with_dups for s in scores) / n,
-    }
+__all__ = [
+    "RetrievalScores",
+    "all_gold",
+    "answer_contained",
+    "mean_scores",
+    "oracle_recall",
+    "score_at_ks",
+    "score_retrieval",
+    "unique_in_order",
+]

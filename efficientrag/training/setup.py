@@ -126,7 +126,7 @@ def setup_run(cfg: TrainConfig, resume_from: Path | None) -> TrainingRun:
     sampler, train_loader, eval_loader = _loaders(cfg, model, train_ds, val_ds, mixed_precision)
 
     optimizer = torch.optim.AdamW(
-        _parameter_groups(model.network, cfg.weight_decay), lr=cfg.learning_rate, eps=cfg.adam_epsilon
+        parameter_groups(model.network, cfg.weight_decay), lr=cfg.learning_rate, eps=cfg.adam_epsilon
     )
     batches_per_epoch = math.ceil(len(sampler) / accelerator.num_processes)
     steps_per_epoch = math.ceil(batches_per_epoch / cfg.grad_accumulation)
@@ -249,7 +249,7 @@ def _class_weights(cfg: TrainConfig, train_ds: EncodedDataset) -> torch.Tensor |
     return torch.tensor(values, dtype=torch.float32)
 
 
-def _parameter_groups(network: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+def parameter_groups(network: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     """No weight decay on biases and normalization weights (the usual transformer recipe)."""
     decay, no_decay = [], []
     for name, param in network.named_parameters():

@@ -16,7 +16,7 @@ _EXPORTS = {
     "TreeHopRetriever": "efficientrag.treehop.retriever",
     "TreeHopResult": "efficientrag.treehop.retriever",
     "TreeHopRetrievalConfig": "efficientrag.treehop.config",
-    "TreeHopTrainConfig": "efficientrag.treehop.train_config",
+    "TreeHopTrainConfig": "efficientrag.treehop.config",
     "train_treehop": "efficientrag.treehop.training",
     "derive_chains": "efficientrag.treehop.chains",
 }

@@ -1,12 +1,21 @@
-"""Settings of TreeHop retrieval (the ``treehop:`` section of an experiment config).
+"""TreeHop's YAML settings: retrieval (the ``treehop:`` section of an experiment config) and training
+(``accelerate launch train/treehop.py -c configs/treehop/...``).
 
-Loaded without importing torch, so reading an experiment config stays cheap.
+Both load through :func:`efficientrag.config.load_config`, like every preset, and without importing
+torch, so reading an experiment config stays cheap. The network's own ``transformers`` config (what
+a saved model's ``config.json`` holds) is :class:`efficientrag.treehop.configuration.TreeHopConfig`.
+Training presets: ``configs/treehop/minilm-cpu.yaml`` (offline, CPU) and ``bge-m3-gpu.yaml`` /
+``contriever-gpu.yaml`` (the paper's setting; the encoders load by name where the Hub or a local copy
+is reachable).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
+
+from efficientrag.data.config import DataConfig
+from efficientrag.retrieval.config import RetrieverConfig
 
 PRUNING = ("top_k", "official", "none")
 
@@ -37,3 +46,102 @@ class TreeHopRetrievalConfig:
             raise ValueError(f"need top_k >= 1 and hops >= 1, got {self.top_k}, {self.hops}")
         if self.pruning not in PRUNING:
             raise ValueError(f"pruning must be one of {PRUNING}, got {self.pruning!r}")
+
+
+# Keys that decide which batches the run sees and how steps are counted: a resumed run must agree
+# with the run that wrote the checkpoint on all of them.
+DATA_ORDER_KEYS = (
+    "train_sets",
+    "retriever",
+    "validation_ratio",
+    "split_seed",
+    "batch_size",
+    "epochs",
+    "seed",
+    "grad_accumulation",
+    "max_train_questions",
+)
+
+
+@dataclass
+class TreeHopModelSettings:
+    """Widths of a new network; ``embed_dim`` always comes from the encoder."""
+
+    gate_dim: int = 1024
+    num_heads: int = 1
+    num_blocks: int = 3
+    score_scale: Literal["gate", "embed"] = "gate"
+    dropout: float = 0.0
+    initializer_range: float = 0.02
+
+
+@dataclass
+class TreeHopTrainConfig:
+    # Training files: each is read, pooled into its own corpus and indexed densely (the
+    # negatives and the validation search run over that corpus). Questions without a hop chain
+    # (ambiguous bridge order) are recorded in chains_rejects.jsonl.
+    train_sets: list[DataConfig] = field(default_factory=lambda: [DataConfig()])
+    retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
+    # Pools, indexes and the embedding cache go here; the model run to output_dir.
+    work_dir: str = "runs/treehop"
+    output_dir: str = "runs/treehop/model"
+    # Questions on the validation side (by a hash of the id) train nothing and choose the checkpoint.
+    # The honest-protocol benchmark uses 0.25 / seed 1, the split its EfficientRAG synthesis uses.
+    validation_ratio: float = 0.25
+    split_seed: int = 1
+    # > 0: train on this many training-side questions (drawn with ``seed``), e.g. for a data-size
+    # curve; validation is unchanged. 0 = all.
+    max_train_questions: int = 0
+    model: TreeHopModelSettings = field(default_factory=TreeHopModelSettings)
+    # InfoNCE over cosine similarity / temperature (the paper: 0.15). Negatives: the question's own
+    # non-gold paragraphs and every other chunk of the batch.
+    temperature: float = 0.15
+    own_negatives: bool = True
+    in_batch_negatives: bool = True
+    # Optimisation (the paper: AdamW, lr 6e-5, weight decay 2e-8, batches of 64 questions).
+    learning_rate: float = 6e-5
+    weight_decay: float = 2e-8
+    batch_size: int = 64  # questions per step
+    grad_accumulation: int = 1
+    epochs: int = 20
+    warmup_steps: int = 0
+    max_grad_norm: float = 1.0  # 0 = no clipping
+    mixed_precision: Literal["no", "fp16", "bf16", "auto"] = "no"
+    seed: int = 42
+    cpu_threads: int = 0  # 0 = the available cores (see efficientrag/training/threads.py)
+    # Checkpoint choice: the tree search on the validation questions with these settings, scored by
+    # the mean over training files of (recall + all-gold) / 2, as the EfficientRAG protocol scores.
+    eval_top_k: int = 5
+    eval_hops: int = 2
+    eval_every_epochs: int = 1
+    save_every_epochs: int = 1
+    stop_after_steps: int = 0  # > 0: end this session after that step (checkpoint kept; resume later)
+    trackers: list[str] = field(default_factory=list)
+    wandb_project: str = "efficientrag"
+    wandb_mode: Literal["offline", "online", "disabled"] = "offline"
+    run_name: str = ""
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("batch_size", "grad_accumulation", "epochs", "eval_top_k", "eval_hops"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_train_questions < 0:
+            raise ValueError(f"max_train_questions must be >= 0, got {self.max_train_questions}")
+        for name in ("eval_every_epochs", "save_every_epochs"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.learning_rate <= 0 or self.temperature <= 0:
+            raise ValueError(
+                f"learning_rate and temperature must be positive, got {self.learning_rate}, {self.temperature}"
+            )
+        if not 0.0 < self.validation_ratio < 1.0:
+            raise ValueError(f"validation_ratio must be in (0, 1), got {self.validation_ratio}")
+        if not (self.own_negatives or self.in_batch_negatives):
+            raise ValueError("InfoNCE needs negatives: set own_negatives or in_batch_negatives")
+        if not self.train_sets:
+            raise ValueError("train_sets is empty: name at least one training file")
+        if self.retriever.kind != "dense":
+            raise ValueError(
+                f"retriever.kind must be 'dense' (TreeHop updates embeddings), got {self.retriever.kind!r}"
+            )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from efficientrag.eval.gold_fate import tally_fates
+from efficientrag.retrieval.metrics import tally_fates
 
 FATES = ("hop1", "later_hop", "pruned", "never_retrieved")
 FATE_HEADERS = ("kept at hop 1", "kept at a later hop", "retrieved, pruned", "never in a query's top-K")

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from efficientrag.data.schema import Example
-from efficientrag.eval.retrieval_metrics import mean_scores, score_retrieval
+from efficientrag.retrieval.metrics import mean_scores, score_retrieval
 from efficientrag.treehop.config import TreeHopRetrievalConfig
 from efficientrag.treehop.model import TreeHop
 from efficientrag.treehop.retriever import TreeHopRetriever

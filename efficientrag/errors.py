@@ -1,0 +1,45 @@
+"""Errors every layer may raise, so that the lowest utilities (``jsonl``) can name bad input too.
+
+``DataFormatError`` is raised by readers of files at every level, from the JSONL helpers up to the
+dataset readers and the training sets; it lives here, below them all, and ``efficientrag.data.errors``
+re-exports it under its old name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class DataFormatError(ValueError):
+    """Input data that cannot be used. ``str()`` names the file, the record and the field.
+
+    Args:
+        path: The file the data came from; None for data that came from memory.
+        message: What is wrong, and what to do about it.
+        line: The 1-based line in ``path``, for line-based files.
+        record: The record's id or index, where the file has no lines (JSON arrays).
+        field: The field of the record that is wrong.
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None,
+        message: str,
+        *,
+        line: int | None = None,
+        record: str | int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.record = record
+        self.field = field
+        self.message = message
+        where = [self.path or "<input>"]
+        if line is not None:
+            where.append(f"line {line}")
+        if record is not None:
+            where.append(f"record {record}")
+        if field is not None:
+            where.append(f"field '{field}'")
+        super().__init__(f"{', '.join(where)}: {message}")
