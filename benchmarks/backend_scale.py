@@ -180,7 +180,7 @@ def _status_mb(field: str) -> float:
 def _build(backend: str, corpus: Any, work: Path, encoder: Any) -> Any:
     from efficientrag.retrieval.config import RetrieverConfig
     from efficientrag.retrieval.factory import build_retriever
-    from efficientrag.retrieval.milvus_config import MilvusConfig
+    from efficientrag.retrieval.milvus.config import MilvusConfig
 
     tmp = work / "indexes" / f"{backend}-{len(corpus)}"
     if backend == "bm25s":

@@ -41,7 +41,7 @@ TWINS = {"milvus-bm25": "bm25s", "milvus-dense": "faiss-flat"}
 
 def part1_config(backend: str, index_dir: Path) -> Any:
     from efficientrag.retrieval.config import RetrieverConfig
-    from efficientrag.retrieval.milvus_config import MilvusConfig
+    from efficientrag.retrieval.milvus.config import MilvusConfig
 
     if backend == "bm25s":
         return RetrieverConfig(kind="bm25", index_dir=str(index_dir))

@@ -53,7 +53,7 @@ def test_index_resumes_after_kill_9_without_embedding_or_losing_anything(tmp_pat
     from efficientrag.retrieval.encoder import Encoder
     from efficientrag.retrieval.factory import build_retriever
     from efficientrag.retrieval.milvus import staging_file
-    from efficientrag.retrieval.milvus_index import count_rows, present_ids
+    from efficientrag.retrieval.milvus.index import count_rows, present_ids
 
     work = tmp_path / "w"
     args = toy_args(work, f"retriever.encoder={minilm_path}", f"retriever.milvus.insert_batch_size={BATCH}")

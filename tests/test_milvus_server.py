@@ -28,7 +28,7 @@ from efficientrag.cli import main  # noqa: E402
 from efficientrag.config import load_config  # noqa: E402
 from efficientrag.experiment import ExperimentConfig, prepare_data  # noqa: E402
 from efficientrag.retrieval.config import RetrieverConfig  # noqa: E402
-from efficientrag.retrieval.milvus_index import count_rows  # noqa: E402
+from efficientrag.retrieval.milvus.index import count_rows  # noqa: E402
 from efficientrag.testing.kill_mid_run import kill_when  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.milvus]
@@ -159,7 +159,7 @@ def test_index_killed_with_kill_9_resumes_with_every_row_exactly_once(
 def test_bm25_and_hybrid_on_a_server_before_2_5_is_one_line_with_its_version(
     server, tmp_path, repo_root, search
 ):
-    from efficientrag.retrieval.milvus_version import FULL_TEXT_MIN, parse_version
+    from efficientrag.retrieval.milvus.version import FULL_TEXT_MIN, parse_version
 
     client = client_for(server)
     version = client.get_server_version()

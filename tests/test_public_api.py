@@ -36,3 +36,21 @@ def test_readme_usage_with_your_own_corpus(tmp_path):
     result = rag.retrieve(ALPHA_QUESTION)
     assert result.chunk_ids == ["alpha", "bob"]
     assert result.counters["llm_calls"] == 0 and len(result.trace) >= 2
+
+
+def test_the_milvus_backend_is_one_subpackage_whose_settings_load_without_pymilvus():
+    code = (
+        "import sys\n"
+        "from efficientrag.retrieval.config import RetrieverConfig\n"
+        "from efficientrag.retrieval.milvus.config import MilvusConfig\n"
+        "assert RetrieverConfig().milvus == MilvusConfig()\n"
+        "print('pymilvus' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "False", done.stderr
+    import efficientrag.retrieval as retrieval
+    import efficientrag.retrieval.milvus as milvus
+    from efficientrag.retrieval.milvus.retriever import MilvusRetriever, staging_file
+
+    assert milvus.MilvusRetriever is retrieval.MilvusRetriever is MilvusRetriever
+    assert milvus.staging_file is staging_file and milvus.MilvusConfig is retrieval.MilvusConfig

@@ -24,7 +24,7 @@ from efficientrag.retrieval.errors import (  # noqa: E402
     IndexNotFoundError,
 )
 from efficientrag.retrieval.factory import build_retriever, load_retriever  # noqa: E402
-from efficientrag.retrieval.milvus_config import MilvusConfig  # noqa: E402
+from efficientrag.retrieval.milvus.config import MilvusConfig  # noqa: E402
 from efficientrag.testing.scripted_models import ALPHA_QUESTION, bridge_corpus  # noqa: E402
 
 pytestmark = pytest.mark.milvus
@@ -256,7 +256,7 @@ def test_a_lite_file_open_in_another_process_says_so(tmp_path):
 
 
 def test_bm25_needs_a_server_of_2_5_and_milvus_lite_passes(filled):
-    from efficientrag.retrieval.milvus_version import check_full_text, parse_version, server_version
+    from efficientrag.retrieval.milvus.version import check_full_text, parse_version, server_version
 
     _, retriever = filled
     lite = server_version(retriever.client, 5.0)
@@ -337,7 +337,7 @@ def test_efficientrag_on_milvus_gives_the_in_process_backends_chunks(filled, enc
 def test_a_staged_batch_is_used_only_for_the_same_ids(tmp_path):
     import numpy as np
 
-    from efficientrag.retrieval.milvus_index import read_staged, write_staged
+    from efficientrag.retrieval.milvus.index import read_staged, write_staged
 
     path = tmp_path / "c.pending.npz"
     vectors = np.arange(6, dtype=np.float32).reshape(2, 3)

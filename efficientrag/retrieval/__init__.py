@@ -22,8 +22,8 @@ _LAZY = {
     "IndexMismatchError": "efficientrag.retrieval.errors",
     "IndexNotFoundError": "efficientrag.retrieval.errors",
     "BackendUnavailableError": "efficientrag.retrieval.errors",
-    "MilvusConfig": "efficientrag.retrieval.milvus_config",
-    "MilvusRetriever": "efficientrag.retrieval.milvus",
+    "MilvusConfig": "efficientrag.retrieval.milvus.config",
+    "MilvusRetriever": "efficientrag.retrieval.milvus.retriever",
     "LangChainSearch": "efficientrag.retrieval.framework",
     "LlamaIndexSearch": "efficientrag.retrieval.framework",
     "HaystackSearch": "efficientrag.retrieval.haystack_search",
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from efficientrag.retrieval.factory import build_retriever, load_retriever
     from efficientrag.retrieval.framework import LangChainSearch, LlamaIndexSearch
     from efficientrag.retrieval.haystack_search import HaystackSearch
-    from efficientrag.retrieval.milvus import MilvusRetriever
-    from efficientrag.retrieval.milvus_config import MilvusConfig
+    from efficientrag.retrieval.milvus.config import MilvusConfig
+    from efficientrag.retrieval.milvus.retriever import MilvusRetriever
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from efficientrag.hub import OFFLINE_DEFAULT_ENCODER
-from efficientrag.retrieval.milvus_config import MilvusConfig
+from efficientrag.retrieval.milvus.config import MilvusConfig
 
 BM25_METHODS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 # Fields that count something: >= 1 when set.

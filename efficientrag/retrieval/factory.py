@@ -36,7 +36,7 @@ def build_retriever(
     """
     index_dir = index_dir if index_dir is not None else cfg.index_dir
     if cfg.kind == "milvus":
-        from efficientrag.retrieval.milvus import MilvusRetriever
+        from efficientrag.retrieval.milvus.retriever import MilvusRetriever
 
         return MilvusRetriever.build(
             cfg, corpus, index_dir, rebuild=rebuild, encoder=encoder, show_progress=show_progress
@@ -78,7 +78,7 @@ def load_retriever(
     carry their chunks."""
     index_dir = index_dir if index_dir is not None else cfg.index_dir
     if cfg.kind == "milvus":
-        from efficientrag.retrieval.milvus import MilvusRetriever
+        from efficientrag.retrieval.milvus.retriever import MilvusRetriever
 
         return MilvusRetriever.open(cfg, index_dir, encoder=encoder, show_progress=show_progress)
     if corpus is None:

@@ -4,7 +4,7 @@ pymilvus answers a missing ``milvus-lite`` package, a dead server, a Lite file h
 process or a Lite path that cannot be written with exceptions whose text names none of the
 settings involved (and Milvus Lite's own cause only in a logged traceback); every failure here
 says which uri, the real cause, and what to change or install. A server older than 2.5 is
-refused up front when the settings need its missing full-text search (milvus_version.py).
+refused up front when the settings need its missing full-text search (version.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.retrieval.errors import BackendUnavailableError
-from efficientrag.retrieval.milvus_config import MilvusConfig
-from efficientrag.retrieval.milvus_version import check_full_text, server_version
+from efficientrag.retrieval.milvus.config import MilvusConfig
+from efficientrag.retrieval.milvus.version import check_full_text, server_version
 
 INSTALL_HINT = "pip install 'efficientrag[milvus]'"
 LITE_FILE = "milvus.db"

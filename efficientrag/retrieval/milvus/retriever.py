@@ -24,8 +24,8 @@ from efficientrag.retrieval.base import Hit
 from efficientrag.retrieval.chunk_text import chunk_from_stored
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.retrieval.errors import IndexMismatchError, IndexNotFoundError
-from efficientrag.retrieval.milvus_client import connect, describe_uri, is_server_uri, resolve_uri
-from efficientrag.retrieval.milvus_index import (
+from efficientrag.retrieval.milvus.client import connect, describe_uri, is_server_uri, resolve_uri
+from efficientrag.retrieval.milvus.index import (
     PROP,
     CollectionInfo,
     check_dense_dim,
@@ -286,7 +286,7 @@ class MilvusRetriever:
 
     def missing_ids(self, ids: Sequence[str]) -> list[str]:
         """Which of ``ids`` the collection does not hold (evaluation checks its gold ids)."""
-        from efficientrag.retrieval.milvus_index import present_ids
+        from efficientrag.retrieval.milvus.index import present_ids
 
         found = present_ids(self.client, self.m, list(ids))
         return [i for i in ids if i not in found]

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from efficientrag.retrieval.errors import BackendUnavailableError
-from efficientrag.retrieval.milvus_config import MilvusConfig
+from efficientrag.retrieval.milvus.config import MilvusConfig
 
 log = logging.getLogger(__name__)
 

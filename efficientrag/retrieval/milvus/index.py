@@ -27,7 +27,7 @@ from efficientrag.atomic import atomic_open
 from efficientrag.data.corpus import Corpus
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.retrieval.errors import IndexMismatchError, IndexNotFoundError
-from efficientrag.retrieval.milvus_config import MilvusConfig
+from efficientrag.retrieval.milvus.config import MilvusConfig
 from efficientrag.run_lock import path_lock
 
 PROP = "efficientrag."
