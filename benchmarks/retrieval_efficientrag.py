@@ -149,8 +149,9 @@ def validation_examples(pool: Pool, cfg: Any) -> list:
 
 def train(args: argparse.Namespace, work: Path, train_on: list[str]) -> tuple[Path, dict, dict[str, Pool]]:
     """Synthesis on every training file, then one Labeler and one Filter on all of them."""
-    from efficientrag.quickstart import QuickstartPaths, synthesize, train_model
+    from efficientrag.quickstart import QuickstartPaths, synthesize
     from efficientrag.synth.merge import merge_training_sets
+    from efficientrag.training.run import train_model
 
     pools, dirs = {}, []
     for name in train_on:

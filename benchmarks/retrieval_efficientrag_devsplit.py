@@ -116,11 +116,11 @@ def prepare(spec: Spec, args: argparse.Namespace) -> Prepared:
         QuickstartPaths,
         split_examples,
         synthesize,
-        train_model,
     )
     from efficientrag.retrieval.factory import build_retriever
     from efficientrag.synth.merge import merge_training_sets
     from efficientrag.training.config import load_train_config
+    from efficientrag.training.run import train_model
 
     root = Path(args.work_dir) / spec.name
     shared = Path(args.shared_data)
@@ -326,8 +326,8 @@ def pooled_training(
     """One Labeler and one Filter trained on every dataset's training part (the union: each part
     keeps its own split by question), evaluated on each dataset's held-out questions: how much
     the in-domain models are limited by their few hundred training questions."""
-    from efficientrag.quickstart import train_model
     from efficientrag.synth.merge import merge_training_sets
+    from efficientrag.training.run import train_model
 
     root = work / "pooled"
     counts = merge_training_sets([work / name / "train_data" for name in prepared], root / "train_data")

@@ -34,6 +34,7 @@ from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.synth.config import SynthConfig
 from efficientrag.synth.split import VALIDATION, split_of
 from efficientrag.training.config import TrainConfig
+from efficientrag.training.run import train_model
 
 log = logging.getLogger(__name__)
 
@@ -278,16 +279,6 @@ def synthesize_train_sets(
     counts = merge_training_sets(dirs, paths.synth)
     log.info("merged training sets of %d files: %s", len(dirs), counts)
     return sizes, examples
-
-
-def train_model(base: TrainConfig, data_dir: Path, output_dir: Path) -> dict[str, Any]:
-    """Train (or resume, or reuse a finished run of) one model; returns its final metrics."""
-    from efficientrag.training.checkpoint import last_checkpoint
-    from efficientrag.training.loop import train
-
-    cfg = replace(base, data_dir=str(data_dir), output_dir=str(output_dir))
-    resume = last_checkpoint(output_dir / "checkpoints") is not None
-    return train(cfg, resume=resume)
 
 
 def evaluate_direct(

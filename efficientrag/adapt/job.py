@@ -181,7 +181,7 @@ def finetune_stage(
     cfg: AdaptConfig, out: Path, original: Path, sources: list[Path], start: dict[str, Path]
 ) -> tuple[dict[str, Path], dict[str, Any]]:
     """Mix, then fine-tune both models from ``start``; returns their best/ folders."""
-    from efficientrag.quickstart import train_model
+    from efficientrag.training.run import train_model
 
     data = out / "train_data"
     marker = data / "counts.json"
