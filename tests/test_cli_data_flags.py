@@ -180,3 +180,15 @@ def test_the_same_corpus_moved_or_edited_keeps_its_folder_usable(tmp_path, monke
     _write(Path(moved), [*CHUNKS, {"id": "new", "title": "New", "text": "A new chunk."}])  # edited in place
     assert main(["corpus", "--corpus", moved, *shared]) == 0
     assert len((tmp_path / "runs/shared/data/corpus.jsonl").read_text().splitlines()) == 4
+
+
+def test_serve_takes_the_data_flags_over_its_preset(tmp_path):
+    from efficientrag.serve.config import ServeExperimentConfig
+
+    corpus = _write(tmp_path / "corpus.jsonl", CHUNKS)
+    for preset in (TOY, MILVUS, _readme_milvus_preset(tmp_path)):
+        argv = ["serve", "-c", preset, "--corpus", corpus, "--labeler", "L", "--filter", "F"]
+        args = parse_args_with_overrides(_build_parser(), argv)
+        cfg = load_config(ServeExperimentConfig, args.config, _overrides(args, ServeExperimentConfig))
+        assert (cfg.data.dataset, cfg.data.corpus_path, cfg.data.path) == ("jsonl", corpus, None)
+        assert cfg.work_dir == default_work_dir(corpus)
