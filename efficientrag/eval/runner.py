@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from efficientrag.atomic import write_json_atomic, write_text_atomic
 from efficientrag.baselines.base import Prediction, Runnable
+from efficientrag.config import save_config
 from efficientrag.data.schema import Example
 from efficientrag.eval.interrupts import RunInterrupted, StopRequests
 from efficientrag.eval.run_binding import LOCK_HINT, PREDICTIONS_FILE, bind_run, fingerprint_id
@@ -75,14 +76,34 @@ def run_method(
     meta: dict[str, Any] | None = None,
     progress: bool = True,
     wait_for_lock: bool = False,
+    config: Any = None,
 ) -> dict[str, Any]:
     """Evaluate ``method`` on ``examples``; returns the summary dict (also written to disk).
 
-    ``fingerprint``: what determines the predictions (see :func:`efficientrag.experiment.run_fingerprint`);
-    without one, only the method name and ``ks`` are recorded, so a caller that varies anything else
-    must pass it. ``fail_fast_after=0`` never stops early. The folder is locked for the whole run
-    (:func:`efficientrag.run_lock.folder_lock`): another process writing it makes this call raise
-    :class:`~efficientrag.run_lock.FolderLockedError`, or wait with ``wait_for_lock``.
+    The lowest level of an evaluation, for a method already built and a fingerprint already made;
+    :func:`efficientrag.eval.evaluation.evaluate` builds both from an experiment config. The folder
+    is locked for the whole run (:func:`efficientrag.run_lock.folder_lock`), from binding it to
+    writing the summary.
+
+    Args:
+        method: the method (or the judge around it).
+        examples: the questions to evaluate; those already in the folder's predictions are skipped.
+        out_dir: the run folder.
+        ks: the cut-offs a ranked list of chunks is scored at.
+        batch_size: questions per ``run_batch`` call (and per flush of the predictions file).
+        resume: keep the folder's earlier predictions (refused when made under another
+            fingerprint); False deletes them first.
+        fingerprint: what determines the predictions
+            (:func:`efficientrag.eval.run_binding.run_fingerprint`); without one, only the method
+            name and ``ks`` are recorded, so a caller that varies anything else must pass it.
+        fail_fast_after: stop when the first this-many questions all fail alike (0: never).
+        record_hooks: called with each record, its prediction and example before it is written.
+        meta: extra keys for the summary (dataset, retriever ...).
+        progress: show a progress bar.
+        wait_for_lock: wait for another process writing the folder instead of raising
+            :class:`~efficientrag.run_lock.FolderLockedError`.
+        config: a config to save as the folder's ``config.yaml`` once the folder is bound (a
+            refused folder keeps its own).
     """
     out = Path(out_dir)
     fingerprint = (
@@ -90,6 +111,8 @@ def run_method(
     )
     with folder_lock(out, wait=wait_for_lock, what="run folder", hint=LOCK_HINT):
         bind_run(out, fingerprint, resume=resume)
+        if config is not None:
+            save_config(config, out / "config.yaml")
         # Ids written twice (two runs at once, before folders were locked) are counted once.
         drop_duplicate_ids(out / PREDICTIONS_FILE)
         return _evaluate(
