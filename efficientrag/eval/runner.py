@@ -183,33 +183,59 @@ def _evaluate(
         bar.close()
         if interrupted is None and stop.requested is not None:
             interrupted = RunInterrupted(stop.requested)
-        if errors:
-            write_jsonl(err_path, errors)
-            log.warning("%d examples failed; see %s", len(errors), err_path)
-        wanted = {ex.id for ex in examples}
-        records = [r for r in read_jsonl(pred_path, allow_torn_tail=True) if r["id"] in wanted]
-        summary = summarize_records(records, ks=ks)
-        summary.update(
-            {
-                "method": method.name,
-                "num_examples": len(examples),
-                "num_failed": len(errors),
-                "errors_file": str(err_path) if errors else None,
+        summary = _write_summary(
+            method.name,
+            examples,
+            out,
+            errors,
+            ks=ks,
+            meta={
                 "fingerprint_id": fingerprint_id(fingerprint),
                 "wall_time_s_this_run": time.perf_counter() - started,
                 **(meta or {}),
-            }
+            },
         )
-        write_json_atomic(out / "summary.json", summary, indent=2)
-        write_text_atomic(out / "table.md", summary_table([summary]) + "\n")
     if interrupted is not None:
-        raise RunInterrupted(interrupted.signum, done=len(records), to_go=len(examples) - len(records))
+        done = summary["n"]
+        raise RunInterrupted(interrupted.signum, done=done, to_go=len(examples) - done)
     if aborted:
         raise RunAbortedError(
             f"stopped: the first {len(errors)} questions all failed with the same error: {aborted} "
             f"(details in {err_path})",
             errors_file=err_path,
         )
+    return summary
+
+
+def _write_summary(
+    name: str,
+    examples: Sequence[Example],
+    out: Path,
+    errors: list[dict[str, Any]],
+    *,
+    ks: Sequence[int],
+    meta: dict[str, Any],
+) -> dict[str, Any]:
+    """``errors.jsonl``, then ``summary.json`` and ``table.md`` from every record of ``examples``
+    in the folder (earlier runs' included), so a resumed run reports what one run would."""
+    err_path = out / ERRORS_FILE
+    if errors:
+        write_jsonl(err_path, errors)
+        log.warning("%d examples failed; see %s", len(errors), err_path)
+    wanted = {ex.id for ex in examples}
+    records = [r for r in read_jsonl(out / PREDICTIONS_FILE, allow_torn_tail=True) if r["id"] in wanted]
+    summary = summarize_records(records, ks=ks)
+    summary.update(
+        {
+            "method": name,
+            "num_examples": len(examples),
+            "num_failed": len(errors),
+            "errors_file": str(err_path) if errors else None,
+            **meta,
+        }
+    )
+    write_json_atomic(out / "summary.json", summary, indent=2)
+    write_text_atomic(out / "table.md", summary_table([summary]) + "\n")
     return summary
 
 
