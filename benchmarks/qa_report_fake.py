@@ -149,11 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     if bool(args.labeler) != bool(args.filter):
         parser.error("--labeler and --filter go together")
 
-    from efficientrag.config import load_config, save_config
+    from efficientrag.config import load_config
     from efficientrag.data.config import DataConfig
     from efficientrag.data.loader import load_data
+    from efficientrag.eval.evaluation import evaluate_method
     from efficientrag.eval.report import write_report
-    from efficientrag.eval.runner import run_method
     from efficientrag.experiment import EvalSettings, ExperimentConfig, build_method, select_examples
     from efficientrag.llm.config import LLMConfig
     from efficientrag.llm.generator_config import GeneratorConfig, OpenAIGeneratorConfig
@@ -205,22 +205,16 @@ def main(argv: list[str] | None = None) -> int:
         generator = OpenAIGenerator(cfg.generator.openai)
         for name in methods:
             method = build_method(name, cfg, retriever, lambda: generator)
-            run_dir = out / "eval" / method.name
-            save_config(cfg, run_dir / "config.yaml")
             start = time.perf_counter()
-            summary = run_method(
+            # work_dir/eval/<method>, started over: the scripted server's port changes every run.
+            summary = evaluate_method(
+                cfg,
                 method,
+                retriever,
+                pooled,
                 examples,
-                run_dir,
-                ks=cfg.eval.ks,
-                batch_size=args.batch_size,
                 resume=False,
-                meta={
-                    "dataset": "hotpotqa",
-                    "retriever": args.retriever,
-                    "corpus_chunks": len(pooled.corpus),
-                    "qa_source": QA_SOURCE,
-                },
+                meta={"corpus_chunks": len(pooled.corpus), "qa_source": QA_SOURCE},
                 progress=False,
             )
             qa = summary.get("qa", {})
@@ -229,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"LLM calls/q {summary['counters_mean'].get('llm_calls', 0):.2f}, "
                 f"contained {qa.get('contained', 0):.1f}, {time.perf_counter() - start:.1f}s"
             )
-            run_dirs.append(run_dir)
+            run_dirs.append(summary.run_dir)
         generator.close()
     note = (
         f"Every answer below comes from the scripted server, not a model. Retrieval is real ({args.retriever}); "

@@ -134,11 +134,9 @@ def load_generator(cfg: Any) -> Any:
 
 
 def cmd_qa(args: argparse.Namespace, argv: list[str]) -> int:
-    from efficientrag.config import save_config
     from efficientrag.data.loader import load_data
-    from efficientrag.eval.run_binding import bind_run
-    from efficientrag.eval.runner import run_method
-    from efficientrag.experiment import build_method, check_model_folders, run_fingerprint, select_examples
+    from efficientrag.eval.evaluation import evaluate_method
+    from efficientrag.experiment import build_method, select_examples
     from efficientrag.retrieval.factory import build_retriever
 
     cfg = experiment(args)
@@ -163,20 +161,17 @@ def cmd_qa(args: argparse.Namespace, argv: list[str]) -> int:
         cfg.efficientrag.filter = str(Path(args.filter).resolve())
     for name in args.methods:
         method = build_method(name, cfg, retriever, lazy)
-        run_dir = out / "eval" / method.name
-        fingerprint = run_fingerprint(cfg, method.name, retriever, pooled, check_model_folders(cfg, name))
-        bind_run(run_dir, fingerprint)  # refuses a folder made under other inputs before touching it
-        save_config(cfg, run_dir / "config.yaml")
         t0 = time.perf_counter()
-        summary = run_method(
+        # Written to work_dir/eval/<method> (work_dir is --out); a folder made under other inputs
+        # is refused before it is touched.
+        summary = evaluate_method(
+            cfg,
             method,
+            retriever,
+            pooled,
             examples,
-            run_dir,
-            ks=cfg.eval.ks,
-            batch_size=cfg.eval.batch_size,
             resume=True,
-            fingerprint=fingerprint,
-            meta={"dataset": "hotpotqa", "retriever": "bm25", "qa_source": QA_SOURCE},
+            meta={"qa_source": QA_SOURCE},
             progress=False,
         )
         print(

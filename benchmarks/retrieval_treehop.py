@@ -144,8 +144,8 @@ def _variant_row(metrics: dict) -> dict:
 
 def evaluate_treehop(pool: Pool, model: Any, examples: list, label: str, out: Path, **settings: Any) -> dict:
     from efficientrag.baselines.treehop import TreeHopRetrieval
+    from efficientrag.eval.run_binding import index_and_data
     from efficientrag.eval.runner import run_method
-    from efficientrag.experiment import index_and_data
     from efficientrag.treehop.config import TreeHopRetrievalConfig
     from efficientrag.treehop.retriever import TreeHopRetriever
 
@@ -167,8 +167,8 @@ def evaluate_treehop(pool: Pool, model: Any, examples: list, label: str, out: Pa
 def evaluate_direct(pool: Pool, examples: list, out: Path) -> dict:
     from efficientrag.baselines.base import SharedSettings
     from efficientrag.baselines.direct_r import DirectRetrieval
+    from efficientrag.eval.run_binding import index_and_data
     from efficientrag.eval.runner import run_method
-    from efficientrag.experiment import index_and_data
 
     method = DirectRetrieval(pool.retriever, None, shared=SharedSettings(ks=tuple(KS)))
     bound = {"method": "direct_r", "depth": method.depth, **index_and_data(pool.retriever, examples)}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
 from efficientrag.retrieval.errors import BackendUnavailableError
-from efficientrag.run_lock import FolderLockedError, folder_lock
+from efficientrag.run_lock import FolderLockedError
 
 log = logging.getLogger("efficientrag")
 
@@ -115,62 +115,26 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from efficientrag.baselines.registry import check_method_name
-    from efficientrag.config import save_config
-    from efficientrag.eval.gold_coverage import check_gold_coverage
+    """``efficientrag eval``: :func:`efficientrag.eval.evaluate` on the experiment config, then its
+    table; the exit status is 1 when more questions failed than ``eval.max_failures`` allows.
+
+    Args:
+        args: the parsed command line (``--config``, the flags, ``--no-resume``, ``--wait``).
+
+    Returns:
+        0, 1 (too many failures, or a run that stopped early), or an interrupted run's status.
+    """
+    from efficientrag.eval.evaluation import evaluate
     from efficientrag.eval.interrupts import RunInterrupted, ignore_further_stop_signals
-    from efficientrag.eval.run_binding import LOCK_HINT, bind_run
-    from efficientrag.eval.runner import RunAbortedError, run_method
-    from efficientrag.experiment import (
-        build_method,
-        check_model_folders,
-        prepare_data,
-        run_fingerprint,
-        search_backend,
-        select_examples,
-    )
+    from efficientrag.eval.runner import RunAbortedError
 
     cfg = _experiment_config(args)
-    # Everything that can be checked in a second is checked before the corpus is read and indexed.
-    check_method_name(cfg.eval.method)
-    models = check_model_folders(cfg, cfg.eval.method)
-    pooled = prepare_data(cfg)
-    examples = select_examples(cfg, pooled.examples)
-    if not examples:
-        raise ValueError(
-            f"no questions to evaluate in {cfg.data.path or cfg.data.dataset} after eval.limit / ids files "
-            "(to ask one question of a corpus, use `efficientrag retrieve -q ...`)"
-        )
-    retriever = search_backend(cfg, pooled.corpus)
-    check_gold_coverage(retriever, examples)
-    method = build_method(cfg.eval.method, cfg, retriever, _lazy_generator(cfg))
-    out_dir = cfg.eval_dir(method.name)
-    fingerprint = run_fingerprint(cfg, method.name, retriever, pooled, models)
-    resume = cfg.eval.resume and not args.no_resume
-    wait = cfg.eval.wait_for_lock or args.wait
     try:
-        # One process writes a run folder at a time: from binding it to the summary.
-        with folder_lock(out_dir, wait=wait, what="run folder", hint=LOCK_HINT):
-            # Refuses a folder computed under other inputs before its config.yaml is touched.
-            bind_run(out_dir, fingerprint, resume=resume)
-            save_config(cfg, out_dir / "config.yaml")
-            summary = run_method(
-                method,
-                examples,
-                out_dir,
-                ks=cfg.eval.ks,
-                batch_size=cfg.eval.batch_size,
-                resume=resume,
-                fingerprint=fingerprint,
-                fail_fast_after=cfg.eval.fail_fast_after,
-                meta={
-                    "dataset": cfg.data.dataset,
-                    "retriever": cfg.retriever.kind,
-                    "encoder": cfg.retriever.encoder,
-                    # A Milvus collection: where it is and what it was filled from (no credentials).
-                    **({"collection": retriever.describe()} if hasattr(retriever, "describe") else {}),
-                },
-            )
+        summary = evaluate(
+            cfg,
+            resume=cfg.eval.resume and not args.no_resume,
+            wait_for_lock=cfg.eval.wait_for_lock or args.wait,
+        )
     except RunInterrupted as exc:
         ignore_further_stop_signals()  # the process is on its way out: a repeated Ctrl-C changes nothing
         print(exc.message(), file=sys.stderr)
@@ -178,17 +142,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except RunAbortedError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print((out_dir / "table.md").read_text(encoding="utf-8"))
-    print(f"{summary['n']} questions; per-question records in {out_dir / 'predictions.jsonl'}")
-    failed = summary["num_failed"]
-    if failed:
+    print(summary.table)
+    print(f"{summary.n} questions; per-question records in {summary.predictions_file}")
+    if summary.num_failed:
         allowed = cfg.eval.max_failures
         print(
-            f"{failed} of {len(examples)} questions failed (eval.max_failures={allowed}); "
-            f"reasons in {summary['errors_file']}; rerunning the command retries them",
+            f"{summary.num_failed} of {summary['num_examples']} questions failed (eval.max_failures={allowed}); "
+            f"reasons in {summary.errors_file}; rerunning the command retries them",
             file=sys.stderr,
         )
-        if failed > allowed or summary["n"] == 0:
+        if summary.num_failed > allowed or summary.n == 0:
             return 1
     return 0
 
@@ -295,15 +258,6 @@ def _delegate(argv: list[str]) -> int | None:
     except (ConfigError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-
-
-def _lazy_generator(cfg):
-    """The configured generator, built on first use (retrieval-only methods never load one)."""
-    from functools import lru_cache
-
-    from efficientrag.llm.factory import make_generator
-
-    return lru_cache(maxsize=1)(lambda: make_generator(cfg.generator))
 
 
 def _experiment_config(args: argparse.Namespace):

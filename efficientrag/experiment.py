@@ -14,20 +14,25 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from efficientrag.atomic import write_json_atomic
 from efficientrag.baselines.config import BaselinesConfig
-from efficientrag.baselines.registry import METHODS, canonical_method_name, check_method_name
+from efficientrag.baselines.registry import METHODS, check_method_name, registered_name
 from efficientrag.config import ConfigError, to_dict
 from efficientrag.data.config import DataConfig
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.loader import PooledDataset, load_data, load_prepared, save_prepared
 from efficientrag.data.schema import Example
-from efficientrag.fingerprint import file_digest, folder_digest, json_digest
+from efficientrag.eval.run_binding import (  # noqa: F401 (re-exported: their old import path)
+    examples_digest,
+    index_and_data,
+    method_settings,
+    run_fingerprint,
+)
+from efficientrag.fingerprint import file_digest, folder_digest
 from efficientrag.llm.generator_config import GeneratorConfig
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.base import Retriever
@@ -252,22 +257,6 @@ def select_examples(cfg: ExperimentConfig, examples: list[Example]) -> list[Exam
     return selected
 
 
-# Settings that change how fast something runs, never what it returns.
-_SPEED_ONLY = {
-    "batch_size",
-    "concurrency",
-    "max_retries",
-    "unreachable_retries",
-    "backoff_base",
-    "backoff_max",
-    "max_retry_after",
-    "timeout",
-    "cache_dir",
-    "prices",
-    "api_key_env",
-}
-
-
 def model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:
     """The trained model folders a method reads (checked before long work, hashed into its runs)."""
     if registered_name(method) != "efficientrag":
@@ -305,16 +294,8 @@ def build_method(
 
     cls = METHODS[check_method_name(name)]
     return maybe_judged(
-        cfg.baselines.judge, cls(retriever, generator, method_section(cfg, cls), shared=shared_settings(cfg))
+        cfg.baselines.judge, cls(retriever, generator, cls.settings(cfg), shared=shared_settings(cfg))
     )
-
-
-def method_section(cfg: ExperimentConfig, cls: type) -> Any:
-    """A method's own settings: ``baselines.<name>``, or EfficientRAG's ``efficientrag``."""
-    node: Any = cfg
-    for part in cls.section_key().split("."):
-        node = getattr(node, part)
-    return node
 
 
 def shared_settings(cfg: ExperimentConfig) -> SharedSettings:
@@ -332,76 +313,6 @@ def shared_settings(cfg: ExperimentConfig) -> SharedSettings:
         ks=tuple(cfg.eval.ks),
         answer=cfg.eval.answer,
     )
-
-
-def registered_name(run_name: str) -> str:
-    """The registry name behind a run's method name (``direct_r_qa`` -> ``direct_r``)."""
-    key = canonical_method_name(run_name)
-    base = key.removesuffix("_qa")
-    return base if key not in METHODS and base in METHODS and METHODS[base].retrieval_only else key
-
-
-def method_settings(cfg: ExperimentConfig, method: str) -> dict[str, Any]:
-    """The config sections that decide a method's predictions (and nothing that only changes speed)."""
-    key = registered_name(method)
-    cls = METHODS.get(key)
-    settings: dict[str, Any] = {}
-    if cls is None:  # a method the registry does not know: all of it
-        settings["baselines"] = to_dict(cfg.baselines)
-    else:
-        own = to_dict(method_section(cfg, cls))
-        if key == "efficientrag":
-            for path_key in ("labeler", "filter"):  # their content is hashed under models.*
-                own.pop(path_key)
-        settings[cls.section_key()] = own
-    if cls is None or not cls.retrieval_only or cfg.eval.answer:
-        settings["baselines.prompts"] = to_dict(cfg.baselines.prompts)
-        settings["baselines.temperature"] = cfg.baselines.temperature
-        if cfg.baselines.judge.enabled:
-            settings["baselines.judge"] = to_dict(cfg.baselines.judge)
-        settings["generator"] = _generator_settings(cfg)
-    return _drop_speed_only(settings)
-
-
-def run_fingerprint(
-    cfg: ExperimentConfig, method: str, retriever: Any, pooled: PooledDataset, models: dict[str, str]
-) -> dict[str, Any]:
-    """Everything an evaluation run's predictions depend on (see efficientrag.eval.run_binding)."""
-    retriever_settings = to_dict(cfg.retriever)
-    retriever_settings.pop("index_dir", None)  # where the index lies, not what it holds
-    return {
-        "method": method,
-        "settings": method_settings(cfg, method),
-        "eval": {"ks": list(cfg.eval.ks), "answer": cfg.eval.answer},
-        "retriever": _drop_speed_only(retriever_settings),
-        "models": models,
-        **index_and_data(retriever, pooled.examples),
-    }
-
-
-def index_and_data(retriever: Any, examples: Sequence[Example]) -> dict[str, str]:
-    """The two inputs every evaluation depends on besides its method: what the index holds and
-    which questions (with their gold) it answers."""
-    from efficientrag.retrieval.fingerprint import retriever_fingerprint
-
-    return {"index": retriever_fingerprint(retriever), "data": examples_digest(list(examples))}
-
-
-def examples_digest(examples: list[Example]) -> str:
-    """The questions, answers and gold of a data file, in order (a changed file changes this)."""
-    return json_digest([[ex.id, ex.question, ex.answers, ex.gold_chunk_ids] for ex in examples])
-
-
-def _generator_settings(cfg: ExperimentConfig) -> dict[str, Any]:
-    backend = cfg.generator.backend
-    chosen = to_dict(cfg.generator.hf if backend == "hf" else cfg.generator.openai)
-    return {"backend": backend, backend: chosen}
-
-
-def _drop_speed_only(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: _drop_speed_only(v) for k, v in node.items() if k not in _SPEED_ONLY}
-    return node
 
 
 def _read_ids(path: str) -> set[str]:

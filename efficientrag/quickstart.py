@@ -286,7 +286,7 @@ def evaluate_direct(
 ) -> dict[str, Any]:
     from efficientrag.baselines.base import SharedSettings
     from efficientrag.baselines.direct_r import DirectRetrieval
-    from efficientrag.experiment import index_and_data
+    from efficientrag.eval.run_binding import index_and_data
 
     fingerprint = {"method": "direct_r", **index_and_data(retriever, examples), "eval": {"ks": list(cfg.ks)}}
     method = DirectRetrieval(retriever, None, shared=SharedSettings(ks=tuple(cfg.ks)))
@@ -304,7 +304,7 @@ def evaluate_efficientrag(
 ) -> dict[str, Any]:
     """``rag`` (an already loaded :class:`EfficientRAG`) saves reloading the models per setting."""
     from efficientrag.baselines.efficientrag import EfficientRAGRetrieval
-    from efficientrag.experiment import index_and_data
+    from efficientrag.eval.run_binding import index_and_data
     from efficientrag.fingerprint import folder_digest
     from efficientrag.pipeline.efficientrag import EfficientRAG
 

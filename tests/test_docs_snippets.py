@@ -1,6 +1,6 @@
 """The framework snippets of docs/langchain.md and docs/llamaindex.md run as printed: a vector store
 over the offline MiniLM, searched by EfficientRAG with its models given as folders; the LlamaIndex
-one embeds the text alone (no metadata warning)."""
+one embeds the text alone (no metadata warning). docs/baselines.md's ``evaluate`` snippet runs too."""
 
 from __future__ import annotations
 
@@ -57,3 +57,22 @@ def test_the_llamaindex_snippet_runs_and_embeds_the_text_alone(tmp_path, saved_m
     with caplog.at_level(logging.WARNING, logger="efficientrag.retrieval.framework"):
         run_snippet("llamaindex.md", tmp_path, saved_minilm_models, capsys)
     assert not [r for r in caplog.records if "excluded_embed_metadata_keys" in r.getMessage()]
+
+
+def test_the_evaluate_snippet_runs(tmp_path, capsys):
+    code = snippet("baselines.md")
+    preset = DOCS.parent / "configs" / "experiments" / "toy.yaml"
+    for printed, real in {
+        "configs/experiments/toy.yaml": str(preset),
+        "work_dir=runs/toy": f"work_dir={tmp_path}",
+    }.items():
+        assert f'"{printed}"' in code
+        code = code.replace(f'"{printed}"', repr(real))
+    scope: dict = {}
+    exec(compile(code, "docs/baselines.md", "exec"), scope)
+    summary = scope["summary"]
+    out = capsys.readouterr().out
+    assert (
+        summary.table in out
+        and f"{summary['retrieval']['10']['recall']} 20 {tmp_path / 'eval' / 'direct_r'}" in out
+    )

@@ -19,7 +19,8 @@ from efficientrag.baselines.registry import METHODS, check_method_name
 from efficientrag.baselines.settings import Settings, bounded
 from efficientrag.config import ConfigError, from_dict, load_config
 from efficientrag.data.schema import Example
-from efficientrag.experiment import ExperimentConfig, method_section, method_settings, registered_name
+from efficientrag.eval.run_binding import method_settings
+from efficientrag.experiment import ExperimentConfig, registered_name
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 
 
@@ -28,11 +29,17 @@ def test_every_registered_class_carries_its_name_and_a_section_of_the_config():
     assert len(METHODS) == 15
     for name, cls in METHODS.items():
         assert issubclass(cls, Method) and cls.name == name
-        section = method_section(cfg, cls)
+        section = cls.settings(cfg)
         assert isinstance(section, cls.config_class), name
-    assert method_section(cfg, METHODS["efficientrag"]) is cfg.efficientrag
-    assert method_section(cfg, METHODS["flare"]) is cfg.baselines.flare
-    assert method_section(cfg, METHODS["treehop"]) is cfg.treehop
+        # The dotted key fingerprints name the section by leads to the same object.
+        node = cfg
+        for part in cls.section_key().split("."):
+            node = getattr(node, part)
+        assert node is section, name
+    assert METHODS["efficientrag"].settings(cfg) is cfg.efficientrag
+    assert METHODS["flare"].settings(cfg) is cfg.baselines.flare
+    assert METHODS["flare_instruct"].settings(cfg) is cfg.baselines.flare_instruct
+    assert METHODS["treehop"].settings(cfg) is cfg.treehop
     assert check_method_name("Flare-Instruct") == "flare_instruct"
     with pytest.raises(ValueError, match="unknown method 'flair'; known methods: cot, decompose_r"):
         check_method_name("flair")

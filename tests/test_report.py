@@ -143,3 +143,13 @@ def test_cli_report_writes_and_prints_the_report(runs, tmp_path, capsys):
     assert printed.startswith(md) and md.startswith("# CLI check")
     assert "scripted" in md and (out / "report.json").is_file()
     assert main(["report", str(tmp_path / "missing"), "--out", str(out)]) == 2
+
+
+def test_the_methods_say_whether_their_paper_rows_go_by_generator_model():
+    # The report asks the method classes (their public attribute), not the active-RAG base class.
+    from efficientrag.baselines.registry import METHODS
+    from efficientrag.eval.report import ACTIVE_METHODS
+
+    per_model = {name for name, cls in METHODS.items() if cls.paper_rows_per_model}
+    assert per_model == {"wo_rag", "sr_rag", "fl_rag", "fs_rag", "flare", "flare_instruct", "dragin"}
+    assert per_model == ACTIVE_METHODS

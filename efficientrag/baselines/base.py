@@ -76,11 +76,15 @@ class Method(ABC):
     name = "method"
     # The dataclass of its own section; ``cfg`` defaults to one with every default.
     config_class: ClassVar[type] = Settings
-    # Where its section lives in an experiment config ("": ``baselines.<name>``).
+    # The dotted key of its section, as fingerprints and messages name it ("": ``baselines.<name>``,
+    # a section the ``baselines:`` dataclass makes from the registry). :meth:`settings` reads it.
     config_key: ClassVar[str] = ""
     # Makes no LLM call unless the run asks for answers; its answering run is named "<name>_qa",
     # so the two never share an output folder.
     retrieval_only: ClassVar[bool] = False
+    # The papers report this method's numbers per generator model (DRAGIN's tables): a report
+    # matches a run to the paper's row for the run's model.
+    paper_rows_per_model: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -112,7 +116,23 @@ class Method(ABC):
         build their generator here, to check its capabilities before any work)."""
 
     @classmethod
+    def settings(cls, cfg: Any) -> Any:
+        """This method's own section of an experiment config: ``cfg.baselines.<name>``.
+
+        A method whose settings live elsewhere says where by overriding this with the attribute
+        (EfficientRAG: ``cfg.efficientrag``), and sets :attr:`config_key` to match.
+
+        Args:
+            cfg: an :class:`~efficientrag.experiment.ExperimentConfig`.
+
+        Returns:
+            The section, an instance of :attr:`config_class`.
+        """
+        return getattr(cfg.baselines, cls.name)
+
+    @classmethod
     def section_key(cls) -> str:
+        """The dotted key of :meth:`settings`' section (``baselines.flare``, ``efficientrag``)."""
         return cls.config_key or f"baselines.{cls.name}"
 
     @property

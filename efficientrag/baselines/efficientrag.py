@@ -8,7 +8,7 @@ Its settings are the loop's own section, ``efficientrag:`` (``answer_top_k`` and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from efficientrag.baselines.answering import answer_if_asked
 from efficientrag.baselines.base import Counters, GeneratorSource, Method, Prediction, SharedSettings
@@ -29,6 +29,11 @@ class EfficientRAGRetrieval(Method):
     config_key = "efficientrag"
     cfg: EfficientRAGConfig
     retrieval_only = True
+
+    @classmethod
+    def settings(cls, cfg: Any) -> EfficientRAGConfig:
+        """The experiment config's own ``efficientrag:`` section (not one under ``baselines:``)."""
+        return cfg.efficientrag
 
     def __init__(
         self,

@@ -55,3 +55,17 @@ def check_method_name(name: str) -> str:
     if key not in METHODS:
         raise ValueError(f"unknown method {name!r}; known methods: {', '.join(sorted(METHODS))}")
     return key
+
+
+def registered_name(run_name: str) -> str:
+    """The registry name behind a run's method name (``direct_r_qa`` -> ``direct_r``).
+
+    Args:
+        run_name: a method's name as its run folder and summary carry it (any spelling).
+
+    Returns:
+        The registered name; a name the registry does not know comes back canonical.
+    """
+    key = canonical_method_name(run_name)
+    base = key.removesuffix("_qa")
+    return base if key not in METHODS and base in METHODS and METHODS[base].retrieval_only else key

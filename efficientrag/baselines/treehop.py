@@ -34,6 +34,11 @@ class TreeHopRetrieval(Method):
     treehop: TreeHopRetriever | None = None
 
     @classmethod
+    def settings(cls, cfg: Any) -> TreeHopRetrievalConfig:
+        """The experiment config's own ``treehop:`` section (not one under ``baselines:``)."""
+        return cfg.treehop
+
+    @classmethod
     def over(cls, treehop: TreeHopRetriever, *, shared: SharedSettings | None = None) -> TreeHopRetrieval:
         """The method around a TreeHopRetriever already built (its model loaded)."""
         method = cls.__new__(cls)

@@ -22,7 +22,6 @@ from typing import Any
 import yaml
 
 from efficientrag.atomic import write_text_atomic
-from efficientrag.baselines.active.method import ActiveMethod
 from efficientrag.baselines.registry import METHODS
 from efficientrag.eval.paper_numbers import PaperNumber, all_numbers, lookup
 from efficientrag.eval.paper_numbers.dragin import model_variant
@@ -236,7 +235,8 @@ def _main_variant(run: Run) -> str:
     return ""
 
 
-ACTIVE_METHODS = frozenset(name for name, cls in METHODS.items() if issubclass(cls, ActiveMethod))
+# Methods whose paper numbers depend on the generator model (the active ones: FLARE, DRAGIN ...).
+ACTIVE_METHODS = frozenset(name for name, cls in METHODS.items() if cls.paper_rows_per_model)
 
 
 def _view_variant(view: str) -> str:

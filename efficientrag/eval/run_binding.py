@@ -6,19 +6,33 @@ settings. So every run folder records a fingerprint (``run.json``): a flat mappi
 hashes. A rerun whose fingerprint differs is refused, naming the keys that differ; the user picks a
 new folder (``eval.name=...``) or starts over (``--no-resume``). A new folder is not made silently:
 two folders for one method would leave a reader guessing which numbers are current.
+
+The fingerprint of an evaluation run is assembled here too (:func:`run_fingerprint`): the method's
+own section and, for an answering run, the prompts, judge and generator; the retriever settings;
+the models' content hashes; what the index holds and which questions it answers. Settings that only
+change speed (batch sizes, concurrency, retries, caches) are left out, so changing them keeps a
+run resumable. The hashes themselves are :mod:`efficientrag.fingerprint`'s and
+:func:`efficientrag.retrieval.fingerprint.retriever_fingerprint`'s.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from efficientrag.atomic import write_json_atomic
-from efficientrag.config import flatten
+from efficientrag.baselines.registry import METHODS, registered_name
+from efficientrag.config import flatten, to_dict
+from efficientrag.data.schema import Example
 from efficientrag.fingerprint import json_digest
+from efficientrag.retrieval.fingerprint import retriever_fingerprint
 from efficientrag.run_lock import folder_lock
+
+if TYPE_CHECKING:
+    from efficientrag.data.loader import PooledDataset
+    from efficientrag.experiment import ExperimentConfig
 
 FINGERPRINT_FILE = "run.json"
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -74,8 +88,8 @@ def bind_run(
     ``resume=False`` deletes the folder's earlier predictions first. The folder's lock is held
     while it is checked and written (another process's run is never deleted or rebound under it):
     :class:`~efficientrag.run_lock.FolderLockedError` while another process holds it, unless
-    ``wait_for_lock``. A caller that goes on to write predictions holds the lock around both
-    (:func:`efficientrag.eval.runner.run_method` does).
+    ``wait_for_lock``. :func:`efficientrag.eval.runner.run_method` is its one caller: it holds the
+    lock around the binding and the predictions it goes on to write.
     """
     run_dir = Path(run_dir)
     with folder_lock(run_dir, wait=wait_for_lock, what="run folder", hint=LOCK_HINT):
@@ -106,6 +120,98 @@ def _bind(run_dir: Path, fingerprint: Mapping[str, Any], *, resume: bool) -> boo
         run_dir / FINGERPRINT_FILE, {"id": fingerprint_id(fingerprint), "fingerprint": dict(fingerprint)}
     )
     return has_predictions
+
+
+# Settings that change how fast something runs, never what it returns.
+SPEED_ONLY = frozenset(
+    {
+        "batch_size",
+        "concurrency",
+        "max_retries",
+        "unreachable_retries",
+        "backoff_base",
+        "backoff_max",
+        "max_retry_after",
+        "timeout",
+        "cache_dir",
+        "prices",
+        "api_key_env",
+    }
+)
+
+
+def run_fingerprint(
+    cfg: ExperimentConfig, method: str, retriever: Any, pooled: PooledDataset, models: dict[str, str]
+) -> dict[str, Any]:
+    """Everything an evaluation run's predictions depend on.
+
+    Args:
+        cfg: the run's experiment config.
+        method: the run's method name (``direct_r_qa`` for Direct-R's answering run).
+        retriever: the backend the method searches.
+        pooled: the data the questions come from (all of its questions are hashed, so an edited
+            file is a new run even where the selected questions did not change).
+        models: content hashes of the model folders the method reads
+            (:func:`efficientrag.experiment.check_model_folders`).
+
+    Returns:
+        The nested mapping :func:`bind_run` records and compares.
+    """
+    retriever_settings = to_dict(cfg.retriever)
+    retriever_settings.pop("index_dir", None)  # where the index lies, not what it holds
+    return {
+        "method": method,
+        "settings": method_settings(cfg, method),
+        "eval": {"ks": list(cfg.eval.ks), "answer": cfg.eval.answer},
+        "retriever": _drop_speed_only(retriever_settings),
+        "models": models,
+        **index_and_data(retriever, pooled.examples),
+    }
+
+
+def method_settings(cfg: ExperimentConfig, method: str) -> dict[str, Any]:
+    """The config sections that decide a method's predictions (and nothing that only changes
+    speed), keyed by their dotted config key: its own section and, when it answers, the prompts,
+    the temperature, the judge (when enabled) and the generator. A method the registry does not
+    know gets the whole ``baselines`` section."""
+    key = registered_name(method)
+    cls = METHODS.get(key)
+    settings: dict[str, Any] = {}
+    if cls is None:
+        settings["baselines"] = to_dict(cfg.baselines)
+    else:
+        own = to_dict(cls.settings(cfg))
+        if key == "efficientrag":
+            for path_key in ("labeler", "filter"):  # their content is hashed under models.*
+                own.pop(path_key)
+        settings[cls.section_key()] = own
+    if cls is None or not cls.retrieval_only or cfg.eval.answer:
+        settings["baselines.prompts"] = to_dict(cfg.baselines.prompts)
+        settings["baselines.temperature"] = cfg.baselines.temperature
+        if cfg.baselines.judge.enabled:
+            settings["baselines.judge"] = to_dict(cfg.baselines.judge)
+        backend = cfg.generator.backend
+        chosen = cfg.generator.hf if backend == "hf" else cfg.generator.openai
+        settings["generator"] = {"backend": backend, backend: to_dict(chosen)}
+    return _drop_speed_only(settings)
+
+
+def index_and_data(retriever: Any, examples: Sequence[Example]) -> dict[str, str]:
+    """The two inputs every evaluation depends on besides its method: what the index holds and
+    which questions (with their gold) it answers. Callers that assemble a fingerprint of their
+    own (the quickstart, the TreeHop benchmarks) start from these."""
+    return {"index": retriever_fingerprint(retriever), "data": examples_digest(list(examples))}
+
+
+def examples_digest(examples: list[Example]) -> str:
+    """The questions, answers and gold of a data file, in order (a changed file changes this)."""
+    return json_digest([[ex.id, ex.question, ex.answers, ex.gold_chunk_ids] for ex in examples])
+
+
+def _drop_speed_only(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _drop_speed_only(v) for k, v in node.items() if k not in SPEED_ONLY}
+    return node
 
 
 class _Missing:

@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from efficientrag.atomic import write_json_atomic, write_text_atomic
 from efficientrag.baselines.base import Prediction, Runnable
+from efficientrag.config import save_config
 from efficientrag.data.schema import Example
 from efficientrag.eval.interrupts import RunInterrupted, StopRequests
 from efficientrag.eval.run_binding import LOCK_HINT, PREDICTIONS_FILE, bind_run, fingerprint_id
@@ -75,14 +76,34 @@ def run_method(
     meta: dict[str, Any] | None = None,
     progress: bool = True,
     wait_for_lock: bool = False,
+    config: Any = None,
 ) -> dict[str, Any]:
     """Evaluate ``method`` on ``examples``; returns the summary dict (also written to disk).
 
-    ``fingerprint``: what determines the predictions (see :func:`efficientrag.experiment.run_fingerprint`);
-    without one, only the method name and ``ks`` are recorded, so a caller that varies anything else
-    must pass it. ``fail_fast_after=0`` never stops early. The folder is locked for the whole run
-    (:func:`efficientrag.run_lock.folder_lock`): another process writing it makes this call raise
-    :class:`~efficientrag.run_lock.FolderLockedError`, or wait with ``wait_for_lock``.
+    The lowest level of an evaluation, for a method already built and a fingerprint already made;
+    :func:`efficientrag.eval.evaluation.evaluate` builds both from an experiment config. The folder
+    is locked for the whole run (:func:`efficientrag.run_lock.folder_lock`), from binding it to
+    writing the summary.
+
+    Args:
+        method: the method (or the judge around it).
+        examples: the questions to evaluate; those already in the folder's predictions are skipped.
+        out_dir: the run folder.
+        ks: the cut-offs a ranked list of chunks is scored at.
+        batch_size: questions per ``run_batch`` call (and per flush of the predictions file).
+        resume: keep the folder's earlier predictions (refused when made under another
+            fingerprint); False deletes them first.
+        fingerprint: what determines the predictions
+            (:func:`efficientrag.eval.run_binding.run_fingerprint`); without one, only the method
+            name and ``ks`` are recorded, so a caller that varies anything else must pass it.
+        fail_fast_after: stop when the first this-many questions all fail alike (0: never).
+        record_hooks: called with each record, its prediction and example before it is written.
+        meta: extra keys for the summary (dataset, retriever ...).
+        progress: show a progress bar.
+        wait_for_lock: wait for another process writing the folder instead of raising
+            :class:`~efficientrag.run_lock.FolderLockedError`.
+        config: a config to save as the folder's ``config.yaml`` once the folder is bound (a
+            refused folder keeps its own).
     """
     out = Path(out_dir)
     fingerprint = (
@@ -90,6 +111,8 @@ def run_method(
     )
     with folder_lock(out, wait=wait_for_lock, what="run folder", hint=LOCK_HINT):
         bind_run(out, fingerprint, resume=resume)
+        if config is not None:
+            save_config(config, out / "config.yaml")
         # Ids written twice (two runs at once, before folders were locked) are counted once.
         drop_duplicate_ids(out / PREDICTIONS_FILE)
         return _evaluate(
@@ -160,33 +183,59 @@ def _evaluate(
         bar.close()
         if interrupted is None and stop.requested is not None:
             interrupted = RunInterrupted(stop.requested)
-        if errors:
-            write_jsonl(err_path, errors)
-            log.warning("%d examples failed; see %s", len(errors), err_path)
-        wanted = {ex.id for ex in examples}
-        records = [r for r in read_jsonl(pred_path, allow_torn_tail=True) if r["id"] in wanted]
-        summary = summarize_records(records, ks=ks)
-        summary.update(
-            {
-                "method": method.name,
-                "num_examples": len(examples),
-                "num_failed": len(errors),
-                "errors_file": str(err_path) if errors else None,
+        summary = _write_summary(
+            method.name,
+            examples,
+            out,
+            errors,
+            ks=ks,
+            meta={
                 "fingerprint_id": fingerprint_id(fingerprint),
                 "wall_time_s_this_run": time.perf_counter() - started,
                 **(meta or {}),
-            }
+            },
         )
-        write_json_atomic(out / "summary.json", summary, indent=2)
-        write_text_atomic(out / "table.md", summary_table([summary]) + "\n")
     if interrupted is not None:
-        raise RunInterrupted(interrupted.signum, done=len(records), to_go=len(examples) - len(records))
+        done = summary["n"]
+        raise RunInterrupted(interrupted.signum, done=done, to_go=len(examples) - done)
     if aborted:
         raise RunAbortedError(
             f"stopped: the first {len(errors)} questions all failed with the same error: {aborted} "
             f"(details in {err_path})",
             errors_file=err_path,
         )
+    return summary
+
+
+def _write_summary(
+    name: str,
+    examples: Sequence[Example],
+    out: Path,
+    errors: list[dict[str, Any]],
+    *,
+    ks: Sequence[int],
+    meta: dict[str, Any],
+) -> dict[str, Any]:
+    """``errors.jsonl``, then ``summary.json`` and ``table.md`` from every record of ``examples``
+    in the folder (earlier runs' included), so a resumed run reports what one run would."""
+    err_path = out / ERRORS_FILE
+    if errors:
+        write_jsonl(err_path, errors)
+        log.warning("%d examples failed; see %s", len(errors), err_path)
+    wanted = {ex.id for ex in examples}
+    records = [r for r in read_jsonl(out / PREDICTIONS_FILE, allow_torn_tail=True) if r["id"] in wanted]
+    summary = summarize_records(records, ks=ks)
+    summary.update(
+        {
+            "method": name,
+            "num_examples": len(examples),
+            "num_failed": len(errors),
+            "errors_file": str(err_path) if errors else None,
+            **meta,
+        }
+    )
+    write_json_atomic(out / "summary.json", summary, indent=2)
+    write_text_atomic(out / "table.md", summary_table([summary]) + "\n")
     return summary
 
 

@@ -79,6 +79,8 @@ class ActiveMethod(Method):
     cfg: ActiveCommon
     # Generator capabilities the method reads (checked when it is built).
     needs: dict[str, bool] = {}
+    # FLARE's and DRAGIN's papers give one table per generator model.
+    paper_rows_per_model = True
 
     def setup(self) -> None:
         """Builds the generator now (its capabilities decide whether the method can run), then the
