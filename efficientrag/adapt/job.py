@@ -63,7 +63,8 @@ def run_adapt(cfg: AdaptConfig, *, extra_sets: Sequence[ScoringSet] = ()) -> dic
     shipped = {"labeler": Path(cfg.labeler), "filter": Path(cfg.filter)}
     _check_inputs(shipped, Path(cfg.train_data))
     original = Path(cfg.train_data)
-    validation = read_validation(cfg.validation, corpus, cfg.corpus) if cfg.validation else []
+    if cfg.validation:  # read now to fail early; build_judge reads it again
+        read_validation(cfg.validation, corpus, cfg.corpus)
     questions, skipped = read_questions(cfg.questions) if cfg.questions else ([], [])
     if skipped:
         write_jsonl(work / "skipped_questions.jsonl", skipped)
@@ -80,8 +81,7 @@ def run_adapt(cfg: AdaptConfig, *, extra_sets: Sequence[ScoringSet] = ()) -> dic
     pseudo_dir, stats = pseudo_stage(cfg, corpus, work, inputs["corpus"], required=cfg.from_corpus)
     if pseudo_dir is not None:
         timings["pseudo_rows"] = stage_seconds(pseudo_dir, 0.0)
-    sets = [*_own_sets(cfg, corpus, work, pseudo_dir, validation), *extra_sets]
-    judge = Judge(sets, cfg.efficientrag, work / "scores", progress=cfg.progress)
+    judge = build_judge(cfg, corpus, pseudo_dir, extra_sets)
     summary["scoring_sets"] = judge.describe()
     sources: list[Path] = []
     current, ratios = shipped, cfg.mix.candidates()
@@ -141,18 +141,30 @@ def _check_inputs(shipped: dict[str, Path], original: Path) -> None:
             )
 
 
-def _own_sets(
-    cfg: AdaptConfig, corpus: Corpus, work: Path, pseudo_dir: Path | None, validation: list[Example]
-) -> list[ScoringSet]:
-    """The pseudo-validation questions and ``cfg.validation``'s, both over the adaptation corpus."""
+def build_judge(
+    cfg: AdaptConfig, corpus: Corpus, pseudo_dir: Path | None, extra_sets: Sequence[ScoringSet] = ()
+) -> Judge:
+    """What run_adapt scores models with: the pseudo-validation questions (``pseudo_dir``'s) and
+    ``cfg.validation``'s, both over the adaptation corpus, then ``extra_sets``. Its evaluations go
+    to ``work_dir/scores``, so a caller scoring other models with it shares them with run_adapt.
+
+    Args:
+        cfg: the settings (``validation``, ``retriever``, ``efficientrag``, ``work_dir``).
+        corpus: the adaptation corpus.
+        pseudo_dir: the pseudo stage's folder (None: no pseudo question).
+        extra_sets: more scoring sets.
+    """
+    work = Path(cfg.work_dir)
     pseudo = _read_examples(pseudo_dir / "pseudo_validation.jsonl") if pseudo_dir is not None else []
-    if not pseudo and not validation:
-        return []
-    retriever = _retriever(cfg, corpus, work)
-    sets = [ScoringSet("pseudo-validation", PSEUDO_GROUP, retriever, pseudo)] if pseudo else []
-    if validation:
-        sets.append(ScoringSet("validation", VALIDATION_GROUP, retriever, validation))
-    return sets
+    validation = read_validation(cfg.validation, corpus, cfg.corpus) if cfg.validation else []
+    sets: list[ScoringSet] = []
+    if pseudo or validation:
+        retriever = _retriever(cfg, corpus, work)
+        if pseudo:
+            sets.append(ScoringSet("pseudo-validation", PSEUDO_GROUP, retriever, pseudo))
+        if validation:
+            sets.append(ScoringSet("validation", VALIDATION_GROUP, retriever, validation))
+    return Judge([*sets, *extra_sets], cfg.efficientrag, work / "scores", progress=cfg.progress)
 
 
 def _decisions_stage(
