@@ -6,7 +6,9 @@ For each left-out dataset T (HotpotQA, 2Wiki, MuSiQue):
    EfficientRAG setting chosen on their validation questions: exactly
    ``retrieval_efficientrag.py --train-on <others> --eval-on T`` (its cached models and choice).
 2. Option 1, the corpus: ``efficientrag adapt`` with T's pooled *dev corpus* (paragraphs only)
-   and the original training set; candidates differ in the mix ratio.
+   and the original training set; candidates differ in the mix ratio (``--ratios``, default the
+   preset's ``mix.ratios``), and adapt fine-tunes and chooses among them itself, scoring them as
+   below (``efficientrag.adapt.choice``).
 3. Option 2, unlabeled questions: T's *train* questions, text only (no answer, no decomposition,
    no supporting fact is read), over the pooled paragraphs of T's train file; self-training
    candidates differ in the Continue threshold and in whether the corpus's title links must
@@ -50,7 +52,6 @@ from efficientrag.eval import versus_direct  # noqa: E402
 from efficientrag.eval.gold_fate import fate_cells, fate_table_head  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-RATIOS = (0.5, 1.0)
 CONTINUE_THRESHOLDS = (0.3, 0.6)
 AGREEMENTS = ("none", "links")  # option 2: the models' confidence alone, or also the corpus's links
 GOAL_SHARE = 0.5  # of the in-domain gain over Direct-R at equal chunks (issue 30)
@@ -106,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         help="the protocol's retriever (its models and choices are reused from --work-dir/<retriever>)",
     )
     parser.add_argument("--preset", default=str(REPO / "configs" / "adapt" / "minilm-cpu.yaml"))
-    parser.add_argument("--ratios", type=float, nargs="+", default=list(RATIOS), help="option 1 mix ratios")
+    parser.add_argument(
+        "--ratios", type=float, nargs="+", help="option 1 mix ratios (default: the preset's mix.ratios)"
+    )
     parser.add_argument(
         "--continue-thresholds", type=float, nargs="+", default=list(CONTINUE_THRESHOLDS), help="option 2"
     )
@@ -139,8 +142,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_target(args: argparse.Namespace, target: str) -> str:
+    from efficientrag.adapt.choice import VALIDATION_GROUP, ScoringSet
     from efficientrag.adapt.config import AdaptConfig
-    from efficientrag.adapt.job import pseudo_stage
+    from efficientrag.adapt.job import build_judge, pseudo_stage
     from efficientrag.config import load_config
     from efficientrag.data.corpus import Corpus
 
@@ -162,29 +166,29 @@ def run_target(args: argparse.Namespace, target: str) -> str:
         train_data=str(models / "train_data"),
         progress=not args.quiet,
         efficientrag=_loop_config(overrides),
-        mix=replace(base.mix, original_rows=args.original_rows),
+        mix=replace(base.mix, original_rows=args.original_rows, ratios=args.ratios or base.mix.ratios),
+        work_dir=str(root / "adapt"),
     )
+    ratios = [r.labeler for r in base.mix.candidates()]
     # Pseudo-validation questions from the target's dev corpus (the same for every candidate).
     corpus = Corpus.load(base.corpus)
     pseudo_dir, pseudo_stats = pseudo_stage(base, corpus, root / "adapt", corpus.fingerprint())
-    pseudo_val = _read_examples(pseudo_dir / "pseudo_validation.jsonl")
-    sources = {
-        name: rb.validation_examples(pool, rb.quick_config(work, name, pargs)) for name, pool in pools.items()
-    }
+    # Scored as `efficientrag adapt` scores its candidates (efficientrag/adapt/choice.py), on its
+    # pseudo-validation questions and, here, the training files' validation questions as well.
+    sets = [
+        ScoringSet(
+            name,
+            VALIDATION_GROUP,
+            pool.retriever,
+            rb.validation_examples(pool, rb.quick_config(work, name, pargs)),
+        )
+        for name, pool in pools.items()
+    ]
+    judge = build_judge(base, corpus, pseudo_dir, sets)
 
     def evaluate(variant: Variant) -> Variant:
-        tag = _digest(variant.labeler, variant.filter)
-        evals = root / "evals" / tag
-        for name, pool in pools.items():
-            res = _run(
-                pool, variant, sources[name], label, overrides, evals / "validation" / name, pargs, name
-            )
-            variant.validation[name] = res["retrieval"]["all"]
-        res = _run(dev, variant, pseudo_val, label, overrides, evals / "pseudo-validation", pargs, target)
-        variant.validation["pseudo"] = res["retrieval"]["all"]
-        src = [(r["recall"] + r["all_gold"]) / 2 for n, r in variant.validation.items() if n != "pseudo"]
-        pv = variant.validation["pseudo"]
-        variant.score = (sum(src) / len(src) + (pv["recall"] + pv["all_gold"]) / 2) / 2
+        scored = judge.score({"labeler": variant.labeler, "filter": variant.filter})
+        variant.validation, variant.score = dict(scored.sets), scored.score
         return variant
 
     def report(variant: Variant) -> Variant:
@@ -194,11 +198,16 @@ def run_target(args: argparse.Namespace, target: str) -> str:
         )
         return variant
 
-    def adapt(name: str, cfg: AdaptConfig, **params: Any) -> Variant:
+    def adapt(cfg: AdaptConfig) -> dict[str, Any]:
         from efficientrag.adapt.job import run_adapt
 
-        summary = run_adapt(replace(cfg, work_dir=str(root / "adapt")))
-        return Variant(name, Path(summary["labeler"]), Path(summary["filter"]), adapt=summary, params=params)
+        return run_adapt(cfg, extra_sets=sets)
+
+    def variant(name: str, summary: dict[str, Any], **params: Any) -> Variant:
+        # The adapted models, also where adapt keeps the given ones (they scored higher): the
+        # benchmark reports every candidate.
+        models = summary["adapted"]
+        return Variant(name, Path(models["labeler"]), Path(models["filter"]), adapt=summary, params=params)
 
     unadapted = report(evaluate(Variant("un-adapted", Path(base.labeler), Path(base.filter))))
     # The ceiling before the options: a run stopped part way already has it beside the un-adapted models.
@@ -210,9 +219,18 @@ def run_target(args: argparse.Namespace, target: str) -> str:
     )
     in_domain.note = f"its own chosen setting `{in_label}`"
     candidates: dict[str, list[Variant]] = {"corpus": [], "self": []}
-    for ratio in args.ratios:
-        cfg = replace(base, mix=replace(base.mix, labeler_ratio=ratio, filter_ratio=ratio))
-        candidates["corpus"].append(evaluate(adapt(f"corpus ratio {ratio}", cfg, ratio=ratio)))
+    # Option 1: adapt fine-tunes every candidate ratio and chooses among them itself.
+    summary = adapt(base)
+    stage = summary["stages"]["corpus"]
+    for cand in stage.get("candidates") or [{**stage, "labeler": base.mix.candidates()[0].labeler}]:
+        one = dict(
+            summary, adapted={k: str(Path(cand["folder"]) / k / "best") for k in ("labeler", "filter")}
+        )
+        one["timings_s"] = {"pseudo_rows": summary["timings_s"]["pseudo_rows"]}
+        one["timings_s"]["finetune_corpus"] = cand.get("finetune_s", summary["timings_s"]["finetune_corpus"])
+        one["stages"] = {"corpus": {**stage, **cand}}
+        ratio = cand["labeler"]
+        candidates["corpus"].append(evaluate(variant(f"corpus ratio {ratio}", one, ratio=ratio)))
     if candidates["corpus"]:  # option 1's dev numbers before option 2's hours (reported again below, cached)
         report(max(candidates["corpus"], key=lambda x: x.score))
     questions = qcorpus = None
@@ -224,12 +242,10 @@ def run_target(args: argparse.Namespace, target: str) -> str:
                     base.self_train, continue_threshold=threshold, agreement=agreement, corpus=str(qcorpus)
                 )
                 cfg = replace(base, from_corpus=False, questions=str(questions), self_train=st)
-                cfg = replace(
-                    cfg, mix=replace(cfg.mix, labeler_ratio=max(args.ratios), filter_ratio=max(args.ratios))
-                )
+                cfg = replace(cfg, mix=replace(cfg.mix, ratios=[max(ratios)]))
                 name = f"self-training continue>={threshold}{_links_tag(agreement)}"
                 candidates["self"].append(
-                    evaluate(adapt(name, cfg, threshold=threshold, agreement=agreement))
+                    evaluate(variant(name, adapt(cfg), threshold=threshold, agreement=agreement))
                 )
     chosen = {k: max(v, key=lambda x: x.score) for k, v in candidates.items() if v}
     for variant in chosen.values():
@@ -242,10 +258,10 @@ def run_target(args: argparse.Namespace, target: str) -> str:
             base,
             questions=str(questions),
             self_train=st,
-            mix=replace(base.mix, labeler_ratio=ratio, filter_ratio=ratio),
+            mix=replace(base.mix, ratios=[ratio]),
         )
         name = f"both (ratio {ratio}, continue>={threshold}{_links_tag(agreement)})"
-        chosen["both"] = report(evaluate(adapt(name, cfg)))
+        chosen["both"] = report(evaluate(variant(name, adapt(cfg))))
     return render(
         target,
         others,
@@ -281,32 +297,10 @@ def _rag(pool: Any, variant: Variant) -> Any:
     return EfficientRAG(pool.retriever, lab, fil)
 
 
-_RAGS: dict[tuple[str, str], Any] = {}
-
-
-def _run(pool, variant, examples, label, overrides, out, pargs, dataset) -> dict[str, Any]:
-    key = (pool.name, str(variant.labeler))
-    if key not in _RAGS:
-        _RAGS.clear()  # one pool's models at a time: they hold a prediction cache
-        _RAGS[key] = _rag(pool, variant)
-    cfg = rb.quick_config(out, dataset, pargs)
-    res = rb.run_setting(pool, _RAGS[key], examples, label, overrides, out, cfg)
-    if "retrieval" not in res:
-        raise SystemExit(f"{variant.name}: every question failed in {out / label}; see its errors.jsonl")
-    return res
-
-
 def _digest(labeler: Path, filt: Path) -> str:
     from efficientrag.training.fingerprint import file_digest
 
     return file_digest([labeler / "model.safetensors", filt / "model.safetensors"])[:12]
-
-
-def _read_examples(path: Path) -> list:
-    from efficientrag.data.schema import Example
-    from efficientrag.jsonl import read_jsonl
-
-    return [Example.from_dict(rec) for rec in read_jsonl(path)]
 
 
 def _train_questions(pargs: argparse.Namespace, work: Path, target: str, root: Path) -> tuple[Path, Path]:

@@ -228,10 +228,26 @@ def cmd_adapt(args: argparse.Namespace) -> int:
     from efficientrag.adapt.config import AdaptConfig
     from efficientrag.adapt.job import run_adapt
 
-    flags = ("corpus", "labeler", "filter", "train_data", "questions", "work_dir")
+    flags = ("corpus", "labeler", "filter", "train_data", "questions", "validation", "work_dir")
     overrides = [f"{f}={getattr(args, f)}" for f in flags if getattr(args, f, None) is not None]
     summary = run_adapt(load_config(AdaptConfig, args.config, [*overrides, *args.overrides]))
     print(json.dumps({k: summary[k] for k in ("labeler", "filter", "timings_s")}, indent=2))
+    cmp = summary["comparison"]
+    if cmp["kept"] == "given":
+        loud = (
+            f"WARNING: the adapted models scored lower than the given ones "
+            f"({cmp['adapted']['score']:.2f} < {cmp['given']['score']:.2f}; {summary['adapted']['labeler']}): "
+            "keep using the given models"
+        )
+        print(loud, file=sys.stderr)
+        print(f"given models (better): --labeler {summary['labeler']} --filter {summary['filter']}")
+        return 0
+    if not cmp["compared"]:
+        print(
+            "WARNING: the adapted models were not compared with the given ones (no pseudo-validation "
+            "question and no --validation questions)",
+            file=sys.stderr,
+        )
     print(f"adapted models: --labeler {summary['labeler']} --filter {summary['filter']}")
     return 0
 
@@ -399,6 +415,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filter", help="trained Filter folder (filter)")
     p.add_argument("--train-data", dest="train_data", help="their training set folder (train_data)")
     p.add_argument("--questions", help="unlabeled questions for self-training (questions)")
+    p.add_argument(
+        "--validation",
+        help="questions with gold ids in the corpus, to score the adapted models on (validation)",
+    )
     p.add_argument("--work-dir", dest="work_dir", help="where everything goes (default runs/adapt)")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
     p.set_defaults(handler=cmd_adapt)

@@ -66,9 +66,9 @@ def test_mix_adds_whole_questions_at_the_ratio_from_each_source(tmp_path):
 def test_mix_refuses_a_row_id_seen_twice_and_a_missing_file(tmp_path):
     original = _write_set(tmp_path / "orig", list("ab"), 1)
     with pytest.raises(ValueError, match="also in"):
-        mix_training_sets(original, [original], tmp_path / "mix", MixConfig())
+        mix_training_sets(original, [original], tmp_path / "mix", MixConfig(ratios=[1.0]))
     with pytest.raises(FileNotFoundError, match="missing"):
-        mix_training_sets(original, [tmp_path / "nothing"], tmp_path / "mix", MixConfig())
+        mix_training_sets(original, [tmp_path / "nothing"], tmp_path / "mix", MixConfig(ratios=[1.0]))
 
 
 def _decision(qid, pairs, filters=()):

@@ -44,6 +44,10 @@ class AdaptConfig:
     from_corpus: bool = True
     # Option 2: unlabeled questions (JSONL with "question", or .txt one per line) for self-training.
     questions: str = ""
+    # Questions with gold chunk ids in ``corpus`` (JSONL: question, gold_ids): the adapted models and
+    # the given ones are scored on them beside the pseudo-validation questions
+    # (efficientrag/adapt/validation.py); the given models are kept when the adapted ones score lower.
+    validation: str = ""
     retriever: RetrieverConfig = field(default_factory=lambda: RetrieverConfig(kind="bm25"))
     pseudo: PseudoRowsConfig = field(default_factory=PseudoRowsConfig)
     self_train: SelfTrainConfig = field(default_factory=SelfTrainConfig)
