@@ -431,8 +431,10 @@ def _setup_logging(verbose: bool) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
-    # One INFO line per HTTP request is noise in a run of thousands of LLM calls.
+    # One INFO line per HTTP request is noise in a run of thousands of LLM calls; Milvus Lite's
+    # server start and stop lines are noise on every command that opens a Lite file.
     noisy_loggers = ("httpx", "httpx2", "openai", "urllib3", "filelock", "faiss.loader", "accelerate")
+    noisy_loggers += ("milvus_lite",)
     for noisy in noisy_loggers:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 

@@ -174,6 +174,7 @@ def test_a_successful_lite_index_and_eval_print_no_grpc_traceback(tmp_path, repo
         res = run_cli(repo_root, *command)
         assert res.returncode == 0, res.stderr[-2000:]
         assert "Traceback" not in res.stderr and "Method not implemented" not in res.stderr, res.stderr
+        assert "MilvusLite server" not in res.stderr  # its start/stop lines on every command
 
 
 def test_unusable_lite_paths_are_one_line_with_the_real_cause(tmp_path, repo_root):
