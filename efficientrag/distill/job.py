@@ -25,7 +25,7 @@ from typing import Any
 
 from efficientrag.adapt.job import SET_FILES, stage_seconds
 from efficientrag.adapt.mix import mix_training_sets
-from efficientrag.adapt.self_training import read_questions, record_decisions
+from efficientrag.adapt.self_training import Question, read_questions, record_decisions
 from efficientrag.config import save_config, to_dict
 from efficientrag.distill.config import DistillConfig
 from efficientrag.distill.pairs import write_pair_rows
@@ -47,49 +47,50 @@ def run_distill(cfg: DistillConfig) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     save_config(cfg, work / "config.yaml")
     teachers = _teachers(cfg)
-    original = Path(cfg.train_data)
-    for name in SET_FILES:
-        if not (original / name).is_file():
-            raise FileNotFoundError(
-                f"{original / name}: missing (train_data is the teachers' training set folder)"
-            )
-    inputs = {
-        "teachers": {k: folder_digest(v) for k, v in teachers.items()},
-        "train_data": file_digest([original / n for n in SET_FILES]),
-    }
+    inputs = inputs_of(cfg, teachers)
     summary: dict[str, Any] = {"inputs": inputs, "stages": {}}
-    data = original
+    data = Path(cfg.train_data)
     if cfg.questions:
         rows_dir, counts = pairs_stage(cfg, work, teachers)
         summary["stages"]["pairs"] = {"rows": str(rows_dir), "counts": counts}
-        data, mixed = mix_stage(cfg, work, inputs, rows_dir)
+        data, mixed = mix_stage(cfg, work, inputs, [rows_dir])
         summary["stages"]["mix"] = {"folder": str(data), "counts": mixed}
-    data_digest = file_digest([data / n for n in SET_FILES])
     models = dict(teachers)
     for kind in cfg.models:
-        tcfg = student_config(cfg, kind, teachers[kind])
-        out = work / f"{kind}-{student_key(tcfg, inputs['teachers'][kind], data_digest)}"
-        metrics = _train(tcfg, data / kind, out)
+        out, summary["stages"][kind] = train_student(cfg, kind, teachers, inputs, data, work)
         models[kind] = out / "best"
-        summary["stages"][kind] = {
-            "folder": str(out),
-            "layers": _kept_layers(out / "best"),
-            **_brief(metrics),
-        }
     summary["labeler"], summary["filter"] = str(models["labeler"]), str(models["filter"])
     (work / "distill.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return summary
 
 
-def pairs_stage(cfg: DistillConfig, work: Path, teachers: dict[str, Path]) -> tuple[Path, dict[str, Any]]:
-    """Record the teachers' loop over ``cfg.questions`` (resumable), then cut the record into rows."""
+def pairs_stage(
+    cfg: DistillConfig,
+    work: Path,
+    teachers: dict[str, Path],
+    *,
+    questions: list[Question] | None = None,
+    corpus: Any = None,
+    retriever: Any = None,
+) -> tuple[Path, dict[str, Any]]:
+    """Record the teachers' loop over the questions (resumable), then cut the record into rows.
+
+    Args:
+        cfg: the settings (``questions`` and ``corpus`` files unless given here).
+        work: the folder the stage folder goes in.
+        teachers: the Labeler and Filter folders.
+        questions: the questions, when they are not ``cfg.questions``'s (the benchmark's training side).
+        corpus: the loaded corpus, when it is not ``cfg.corpus``.
+        retriever: a search backend over ``corpus`` already built (else one is built in ``work``).
+    """
     from efficientrag.data.corpus import Corpus
 
-    questions, skipped = read_questions(cfg.questions)
-    if skipped:
-        write_jsonl(work / "skipped_questions.jsonl", skipped)
-        log.warning("%d questions skipped (see %s)", len(skipped), work / "skipped_questions.jsonl")
-    corpus = Corpus.load(cfg.corpus)
+    if questions is None:
+        questions, skipped = read_questions(cfg.questions)
+        if skipped:
+            write_jsonl(work / "skipped_questions.jsonl", skipped)
+            log.warning("%d questions skipped (see %s)", len(skipped), work / "skipped_questions.jsonl")
+    corpus = corpus if corpus is not None else Corpus.load(cfg.corpus)
     key = fingerprint(
         version=PAIRS_VERSION,
         teachers={k: folder_digest(v) for k, v in teachers.items()},
@@ -102,34 +103,64 @@ def pairs_stage(cfg: DistillConfig, work: Path, teachers: dict[str, Path]) -> tu
     rows_dir = decisions.parent / "rows"
     if (rows_dir / "counts.json").is_file():
         return rows_dir, json.loads((rows_dir / "counts.json").read_text(encoding="utf-8"))
-    rag = teacher_loop(cfg, corpus, teachers, work)
+    rag = teacher_loop(cfg, corpus, teachers, work, retriever)
     record_decisions(rag, questions, decisions, batch_size=cfg.record_batch_size, progress=cfg.progress)
     counts = write_pair_rows(decisions, rows_dir)
     (rows_dir / "counts.json").write_text(json.dumps(counts, indent=2), encoding="utf-8")
     return rows_dir, counts
 
 
-def teacher_loop(cfg: DistillConfig, corpus: Any, teachers: dict[str, Path], work: Path) -> Any:
+def teacher_loop(
+    cfg: DistillConfig, corpus: Any, teachers: dict[str, Path], work: Path, retriever: Any = None
+) -> Any:
     """The EfficientRAG loop with the teachers, over ``corpus`` with ``cfg.retriever``."""
     from efficientrag.pipeline.efficientrag import EfficientRAG
     from efficientrag.retrieval.factory import build_retriever
 
-    index = work / f"index-{corpus.fingerprint()[:12]}"
-    retriever = build_retriever(cfg.retriever, corpus, index, show_progress=cfg.progress)
+    if retriever is None:
+        index = work / f"index-{corpus.fingerprint()[:12]}"
+        retriever = build_retriever(cfg.retriever, corpus, index, show_progress=cfg.progress)
     rag_cfg = replace(cfg.efficientrag, labeler=str(teachers["labeler"]), filter=str(teachers["filter"]))
     return EfficientRAG.from_config(retriever, rag_cfg)
 
 
-def mix_stage(cfg: DistillConfig, work: Path, inputs: dict[str, Any], rows_dir: Path) -> tuple[Path, Any]:
-    """The teachers' training set with the recorded rows mixed in (``cfg.mix``)."""
-    rows_digest = file_digest([rows_dir / n for n in SET_FILES])
-    out = work / f"data-{fingerprint(inputs=inputs, rows=rows_digest, mix=to_dict(cfg.mix))[:12]}"
+def mix_stage(
+    cfg: DistillConfig, work: Path, inputs: dict[str, Any], rows_dirs: list[Path]
+) -> tuple[Path, Any]:
+    """The teachers' training set with the recorded rows of every ``rows_dirs`` mixed in (``cfg.mix``)."""
+    rows = [file_digest([d / n for n in SET_FILES]) for d in rows_dirs]
+    out = work / f"data-{fingerprint(inputs=inputs, rows=rows, mix=to_dict(cfg.mix))[:12]}"
     marker = out / "counts.json"
     if marker.is_file():
         return out, json.loads(marker.read_text(encoding="utf-8"))
-    counts = mix_training_sets(cfg.train_data, [rows_dir], out, cfg.mix)
+    counts = mix_training_sets(cfg.train_data, rows_dirs, out, cfg.mix)
     marker.write_text(json.dumps(counts, indent=2), encoding="utf-8")
     return out, counts
+
+
+def inputs_of(cfg: DistillConfig, teachers: dict[str, Path]) -> dict[str, Any]:
+    """What every stage depends on: the teachers' and their training set's content."""
+    original = Path(cfg.train_data)
+    for name in SET_FILES:
+        if not (original / name).is_file():
+            raise FileNotFoundError(
+                f"{original / name}: missing (train_data is the teachers' training set folder)"
+            )
+    return {
+        "teachers": {k: folder_digest(v) for k, v in teachers.items()},
+        "train_data": file_digest([original / n for n in SET_FILES]),
+    }
+
+
+def train_student(
+    cfg: DistillConfig, kind: str, teachers: dict[str, Path], inputs: dict[str, Any], data: Path, work: Path
+) -> tuple[Path, dict[str, Any]]:
+    """Train (or resume, or reuse) ``kind``'s student on ``data``; returns its run folder and summary."""
+    tcfg = student_config(cfg, kind, teachers[kind])
+    data_digest = file_digest([data / n for n in SET_FILES])
+    out = work / f"{kind}-{student_key(tcfg, inputs['teachers'][kind], data_digest)}"
+    metrics = _train(tcfg, data / kind, out)
+    return out, {"folder": str(out), "layers": _kept_layers(out / "best"), **_brief(metrics)}
 
 
 def student_config(cfg: DistillConfig, kind: str, teacher: Path) -> TrainConfig:
