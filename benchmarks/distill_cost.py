@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from retrieval_efficientrag import DATASETS, DEFAULT_SHARED, DEV_FILES, REPO, open_pool  # noqa: E402
-from treehop_latency import TRAINED_ON, TREEHOP, plot  # noqa: E402
+from treehop_latency import TREEHOP, plot  # noqa: E402
 
 SPLIT = ("encode", "search", "labeler", "filter", "model")
 VARIANTS = ("teacher", "teacher-bf16", "student", "student-bf16", "student-bf16+len")
@@ -123,7 +123,8 @@ def runs_for(pool: Any, args: argparse.Namespace, chosen: dict[str, Any]) -> dic
 
 def treehop_model(args: argparse.Namespace) -> Any:
     """The TreeHop model the protocol trained over this retriever, or None (said on stderr)."""
-    found = sorted((Path(args.work_dir) / args.retriever / "treehop" / TRAINED_ON).glob("results-*.json"))
+    trained_on = "+".join(d for d in args.train_on.split(",") if d)
+    found = sorted((Path(args.work_dir) / args.retriever / "treehop" / trained_on).glob("results-*.json"))
     if not found or args.retriever == "bm25":
         print(
             "no TreeHop model for this retriever (run retrieval_treehop.py): TreeHop left out",
@@ -198,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--results", default="", help="benchmarks/distill.py results.json (default: its place)"
     )
-    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument("--train-on", default=",".join(DATASETS), help="the teachers' training files")
+    parser.add_argument("--datasets", default=",".join(DATASETS), help="dev sets to time")
     parser.add_argument("--limit", type=int, default=0, help="first N dev questions per dataset (0: all)")
     parser.add_argument("--slice", type=int, default=32)
     parser.add_argument("--single", type=int, default=30)
@@ -218,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     threads = args.threads or available_cores()
     torch.set_num_threads(threads)
     work = Path(args.work_dir) / args.retriever
-    path = Path(args.results) if args.results else work / "models" / TRAINED_ON / "distill" / "results.json"
+    trained_on = "+".join(d for d in args.train_on.split(",") if d)
+    path = Path(args.results) if args.results else work / "models" / trained_on / "distill" / "results.json"
     if not path.is_file():
         raise SystemExit(
             f"{path}: no distillation results (run benchmarks/distill.py --retriever {args.retriever})"
