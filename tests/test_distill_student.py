@@ -163,3 +163,43 @@ def test_training_loop_with_a_teacher_writes_a_shallow_student(teachers, tmp_pat
     # A resumed run must keep the teacher and the layers it started with.
     with pytest.raises(ConfigError, match="student_depth: 2 -> 3"):
         train(replace(base, student_depth=3, max_steps=4), resume=True)
+
+
+def test_train_distill_script_trains_a_student_and_refuses_no_teacher(teachers, tmp_path, repo_root):
+    import subprocess
+    import sys
+
+    from efficientrag.training.script import main
+
+    with pytest.raises(ConfigError, match="distilling needs teacher"):
+        main("labeler", [f"data_dir={teachers / 'rows' / 'labeler'}"], distill=True)
+    out = tmp_path / "script-run"
+    args = [
+        "labeler",
+        "-c",
+        "configs/distill/labeler-minilm-cpu.yaml",
+        f"teacher={teachers / 'labeler'}",
+        f"data_dir={teachers / 'rows' / 'labeler'}",
+        f"output_dir={out}",
+        "student_layers=[0, 3]",
+        "student_depth=0",
+        "max_steps=2",
+        "batch_size=8",
+        "max_length=64",
+        "warmup_steps=0",
+    ]
+    done = subprocess.run(
+        [sys.executable, "train/distill.py", *args],
+        cwd=repo_root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert '"completed": true' in done.stdout
+    student = Labeler.from_pretrained(out / "best", device="cpu")
+    assert student.network.config.encoder_config.num_hidden_layers == 2
+    assert (
+        subprocess.run([sys.executable, "train/distill.py"], cwd=repo_root, capture_output=True).returncode
+        == 2
+    )

@@ -237,7 +237,8 @@ class WordClassifier(ABC, Generic[P]):
         ``"int8"`` quantizes the torch network's Linear layers and ``"bf16"`` casts it to bfloat16
         (:mod:`efficientrag.models.export`);
         ``"onnx"`` / ``"onnx-int8"`` predict through ONNX Runtime (fp32 / int8 weights), exported
-        once into a cache and leaving the torch network float.
+        once into a cache and leaving the torch network float. ``"auto"`` is ``"bf16"`` where
+        bfloat16 is fast on this model's device and ``"none"`` elsewhere (``resolve_quantize``).
         """
         mode = resolve_quantize(mode, self.device)
         if mode == "none":
