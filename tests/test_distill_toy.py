@@ -10,8 +10,7 @@ from dataclasses import replace
 import pytest
 
 from efficientrag.adapt.self_training import Question
-from efficientrag.data.config import DataConfig
-from efficientrag.data.toy_world import ToyWorldConfig
+from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.distill.config import DistillConfig
 from efficientrag.distill.job import inputs_of, mix_stage, pairs_stage, train_student
 from efficientrag.experiment import ExperimentConfig, prepare_data
