@@ -43,6 +43,7 @@ from retrieval_efficientrag import (  # noqa: E402
     GRID,
     choose,
     load_rag,
+    open_domain_report,
     open_pool,
     protocol_parser,
     quick_config,
@@ -204,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labeler-overrides", nargs="*", default=[])
     parser.add_argument("--filter-overrides", nargs="*", default=[])
     parser.add_argument("--diagnose", nargs="*", default=[])
+    parser.add_argument(
+        "--open-domain", type=int, default=0, metavar="N", help="also report N 2Wiki open-domain questions"
+    )
     parser.add_argument("--depths", type=int, nargs="+", default=list(DEPTHS))
     parser.add_argument("--filter-too", action="store_true", help="distill the Filter at the same depth")
     parser.add_argument("--distill-overrides", nargs="*", default=[], help="efficientrag distill key=value")
@@ -288,6 +292,15 @@ def dev_report(
                 out = models / ("dev-combined" if pool_name == "combined" else "dev") / name
                 res = report_on(pool, rag, label, overrides, out, args, name)
                 results.setdefault(f"{name} ({pool_name} pool)", {})[who] = res
+    if args.open_domain:
+        train_on = [d for d in args.train_on.split(",") if d]
+        for who, models, (label, overrides) in (
+            ("teacher", teachers, t_setting),
+            ("student", student, s_setting),
+        ):
+            name, by_pool = open_domain_report(args, work, models, label, overrides, train_on)
+            for pool_name, res in by_pool.items():
+                results.setdefault(f"{name}, {pool_name}", {})[who] = res
     return results
 
 
