@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from efficientrag.adapt.mix import MixConfig
 from efficientrag.adapt.self_training import Question
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.distill.config import DistillConfig
@@ -25,7 +26,7 @@ MARGIN = 5.0  # recall points below the teacher, at fewer layers
 def test_a_distilled_toy_world_student_keeps_the_quickstart_recall(tmp_path, minilm_path):
     cfg = QuickstartConfig(
         work_dir=str(tmp_path / "qs"),
-        data=DataConfig(toy=ToyWorldConfig(seed=0, num_questions=160)),
+        data=DataConfig(toy=ToyWorldConfig(seed=0, num_questions=120)),
         progress=False,
     )
     cfg.labeler = replace(cfg.labeler, backbone=minilm_path, epochs=2, max_length=96, save_steps=0)
@@ -49,7 +50,8 @@ def test_a_distilled_toy_world_student_keeps_the_quickstart_recall(tmp_path, min
         models=["labeler"],
         depth=3,
         efficientrag=cfg.efficientrag,
-        labeler_train=replace(cfg.labeler, model="labeler", epochs=2, learning_rate=1e-4),
+        mix=MixConfig(labeler_ratio=1.0, filter_ratio=1.0),
+        labeler_train=replace(cfg.labeler, model="labeler", epochs=1, learning_rate=1e-4),
         progress=False,
     )
     dcfg.check()
