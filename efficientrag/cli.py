@@ -252,6 +252,18 @@ def cmd_adapt(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_distill(args: argparse.Namespace) -> int:
+    from efficientrag.distill.config import DistillConfig
+    from efficientrag.distill.job import run_distill
+
+    flags = ("labeler", "filter", "train_data", "questions", "corpus", "work_dir", "depth")
+    overrides = [f"{f}={getattr(args, f)}" for f in flags if getattr(args, f, None) is not None]
+    summary = run_distill(load_config(DistillConfig, args.config, [*overrides, *args.overrides]))
+    print(json.dumps({k: summary[k] for k in ("labeler", "filter", "stages")}, indent=2))
+    print(f"distilled models: --labeler {summary['labeler']} --filter {summary['filter']}")
+    return 0
+
+
 # --------------------------------------------------------------------------- plumbing
 
 
@@ -422,6 +434,18 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--work-dir", dest="work_dir", help="where everything goes (default runs/adapt)")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
     p.set_defaults(handler=cmd_adapt)
+
+    p = sub.add_parser("distill", help="shallower Labeler/Filter students taught by trained ones (resumable)")
+    p.add_argument("--config", "-c", help="distill preset (YAML), e.g. configs/distill/minilm-cpu.yaml")
+    p.add_argument("--labeler", help="trained Labeler folder, the teacher (labeler)")
+    p.add_argument("--filter", help="trained Filter folder, the teacher (filter)")
+    p.add_argument("--train-data", dest="train_data", help="their training set folder (train_data)")
+    p.add_argument("--questions", help="training questions the teachers' loop records pairs on (questions)")
+    p.add_argument("--corpus", help="the corpus those questions are asked over (corpus)")
+    p.add_argument("--depth", type=int, help="layers the students keep (depth)")
+    p.add_argument("--work-dir", dest="work_dir", help="where everything goes (default runs/distill)")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    p.set_defaults(handler=cmd_distill)
     return parser
 
 

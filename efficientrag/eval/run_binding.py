@@ -184,6 +184,10 @@ def method_settings(cfg: ExperimentConfig, method: str) -> dict[str, Any]:
         if key == "efficientrag":
             for path_key in ("labeler", "filter"):  # their content is hashed under models.*
                 own.pop(path_key)
+            if own.get("quantize") == "auto":  # what ran, not the wish: bf16 and float32 differ
+                from efficientrag.models.export import resolve_quantize
+
+                own["quantize"] = resolve_quantize("auto", cfg.efficientrag.device)
         settings[cls.section_key()] = own
     if cls is None or not cls.retrieval_only or cfg.eval.answer:
         settings["baselines.prompts"] = to_dict(cfg.baselines.prompts)

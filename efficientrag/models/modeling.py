@@ -185,11 +185,13 @@ TERMINATE = TAGS.index(TAG_TERMINATE)
 
 @dataclass
 class LossParts:
-    """The token and tag heads' losses (Labeler: their sum, as in the official code)."""
+    """The token and tag heads' losses (Labeler: their sum, as in the official code); with
+    distillation, also the divergence from the teacher (efficientrag/training/distill.py)."""
 
     total: torch.Tensor
     token: torch.Tensor
     tag: torch.Tensor | None
+    divergence: torch.Tensor | None = None
 
 
 def compute_loss(

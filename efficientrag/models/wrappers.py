@@ -32,11 +32,11 @@ from efficientrag.models.card import CARD_FILE, MODEL_NAME_SLOT, TrainingRecord
 from efficientrag.models.configuration import CONFIG_CLASSES, WordClassifierConfig
 from efficientrag.models.export import (
     OnnxNetwork,
-    check_quantize_mode,
     is_bf16,
     is_quantized,
     onnx_network,
     quantize_network,
+    resolve_quantize,
 )
 from efficientrag.models.inputs import TAGS, FilterRow, LabelerRow
 from efficientrag.models.model_folder import load_network, locate_model_folder, write_model_folder
@@ -237,9 +237,10 @@ class WordClassifier(ABC, Generic[P]):
         ``"int8"`` quantizes the torch network's Linear layers and ``"bf16"`` casts it to bfloat16
         (:mod:`efficientrag.models.export`);
         ``"onnx"`` / ``"onnx-int8"`` predict through ONNX Runtime (fp32 / int8 weights), exported
-        once into a cache and leaving the torch network float.
+        once into a cache and leaving the torch network float. ``"auto"`` is ``"bf16"`` where
+        bfloat16 is fast on this model's device and ``"none"`` elsewhere (``resolve_quantize``).
         """
-        check_quantize_mode(mode)
+        mode = resolve_quantize(mode, self.device)
         if mode == "none":
             return self
         if mode == "bf16":

@@ -9,7 +9,7 @@ from efficientrag.config import check_probabilities, probability
 
 # The same modes as efficientrag.models.export.QUANTIZE_MODES (a test keeps them equal); spelled
 # out here so loading a config does not import torch.
-QuantizeMode = Literal["none", "int8", "bf16", "onnx", "onnx-int8"]
+QuantizeMode = Literal["none", "int8", "bf16", "onnx", "onnx-int8", "auto"]
 
 
 @dataclass
@@ -82,5 +82,6 @@ class EfficientRAGConfig:
     # benchmarks/labeler_backends.py for the measured cost): "int8" quantizes both models' Linear
     # layers in torch; "bf16" casts both to bfloat16 (fast on CPUs with AVX512-BF16/AMX, and on GPUs);
     # "onnx" / "onnx-int8" run them through ONNX Runtime with fp32 / int8 weights (needs the onnx
-    # extra: pip install 'efficientrag[onnx]').
+    # extra: pip install 'efficientrag[onnx]'). "auto": bf16 where the CPU has bfloat16 kernels
+    # (AVX512-BF16/AMX) or on a GPU, float32 elsewhere; run fingerprints record what it resolved to.
     quantize: QuantizeMode = "none"

@@ -15,8 +15,10 @@ import torch
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
-def tiny_deberta(folder: str | Path, texts: Sequence[str], *, vocab_size: int = 120, seed: int = 0) -> Path:
-    """DeBERTa-v2 (hidden 32, 2 layers) + a sentencepiece tokenizer trained on ``texts``."""
+def tiny_deberta(
+    folder: str | Path, texts: Sequence[str], *, vocab_size: int = 120, seed: int = 0, num_layers: int = 2
+) -> Path:
+    """DeBERTa-v2 (hidden 32, ``num_layers`` layers) + a sentencepiece tokenizer trained on ``texts``."""
     import sentencepiece as spm
     from transformers import DebertaV2Config, DebertaV2Model, DebertaV2Tokenizer
 
@@ -45,7 +47,7 @@ def tiny_deberta(folder: str | Path, texts: Sequence[str], *, vocab_size: int = 
     config = DebertaV2Config(
         vocab_size=len(tokenizer),
         hidden_size=32,
-        num_hidden_layers=2,
+        num_hidden_layers=num_layers,
         num_attention_heads=2,
         intermediate_size=64,
         max_position_embeddings=512,

@@ -26,6 +26,9 @@ DATA_ORDER_KEYS = (
     "pad_to_max_length",
     "max_train_rows",
     "init_from",
+    "teacher",
+    "student_layers",
+    "student_depth",
 )
 
 
@@ -37,6 +40,18 @@ class TrainConfig:
     # A trained Labeler/Filter folder to fine-tune (its network, heads and tokenizer; the
     # architecture keys below are then its own): adapting a model instead of training a fresh one.
     init_from: str = ""
+    # Distillation (efficientrag distill, train/distill.py, docs/training.md): a trained folder of
+    # this kind to learn from. The student starts as the teacher with only some of its encoder
+    # layers: ``student_layers`` (teacher indices, e.g. [1, 3, 5]) or ``student_depth`` of them
+    # spread evenly (the last always kept). The loss is distill_hard_weight x the usual loss +
+    # distill_soft_weight x T^2 x KL to the teacher's token and tag distributions at
+    # T = distill_temperature.
+    teacher: str = ""
+    student_layers: list[int] = field(default_factory=list)
+    student_depth: int = 0
+    distill_temperature: float = 2.0
+    distill_hard_weight: float = 1.0
+    distill_soft_weight: float = 1.0
     # Tag-head pooling (Labeler): the paper averages all states; "first" is the official code's;
     # "pair" (ours) compares the query's and the chunk's mean states (docs/training.md).
     pooling: Literal["mean", "first", "pair"] = "mean"
@@ -99,6 +114,35 @@ class TrainConfig:
         if isinstance(self.class_weights, list) and len(self.class_weights) != 2:
             raise ValueError(f"class_weights needs 2 values [negative, positive], got {self.class_weights}")
         check_probabilities(self)
+        self._check_distillation()
+
+    def _check_distillation(self) -> None:
+        """A teacher needs exactly one way to choose the student's layers, and the student starts
+        from the teacher, never from ``init_from``; layer keys without a teacher mean nothing."""
+        student = bool(self.student_layers) or self.student_depth != 0
+        if not self.teacher:
+            if student:
+                raise ValueError("student_layers / student_depth need a teacher (a trained folder)")
+            return
+        if self.init_from:
+            raise ValueError("teacher and init_from exclude each other: the student starts from the teacher")
+        if bool(self.student_layers) == (self.student_depth != 0):
+            raise ValueError(
+                "with a teacher, set exactly one of student_layers (e.g. [1, 3, 5]) or student_depth (e.g. 3)"
+            )
+        if self.student_depth < 0:
+            raise ValueError(f"student_depth must be positive, got {self.student_depth}")
+        if self.distill_temperature <= 0:
+            raise ValueError(f"distill_temperature must be positive, got {self.distill_temperature}")
+        weights = (self.distill_hard_weight, self.distill_soft_weight)
+        if min(weights) < 0 or sum(weights) <= 0:
+            raise ValueError(
+                f"distill_hard_weight and distill_soft_weight must be >= 0, not both 0; got {weights}"
+            )
+
+    @property
+    def distilling(self) -> bool:
+        return bool(self.teacher)
 
     @property
     def per_device_eval_batch_size(self) -> int:

@@ -35,6 +35,7 @@ from efficientrag.models.inputs import KINDS
 from efficientrag.models.modeling import MODEL_INPUTS, compute_loss
 from efficientrag.training.checkpoint import TrainerState, last_checkpoint, save_last
 from efficientrag.training.config import DATA_ORDER_KEYS, TrainConfig
+from efficientrag.training.distill import distilled_loss, teacher_outputs
 from efficientrag.training.evaluate import evaluate
 from efficientrag.training.metrics import SELECTION_METRIC
 from efficientrag.training.setup import TrainingRun, setup_run
@@ -118,6 +119,10 @@ def _training_step(run: TrainingRun, batch: dict[str, torch.Tensor]) -> Any:
     with accelerator.accumulate(network):
         outputs = network(**{k: batch[k] for k in MODEL_INPUTS if k in batch})
         parts = compute_loss(outputs, batch, compat=run.cfg.compat, class_weights=run.class_weights)
+        if run.teacher is not None:  # distillation: the teacher's soft targets on the same batch
+            parts = distilled_loss(
+                parts, outputs, teacher_outputs(run.teacher, batch), batch, run.distill_weights
+            )
         accelerator.backward(parts.total)
         if accelerator.sync_gradients and run.cfg.max_grad_norm > 0:
             accelerator.clip_grad_norm_(network.parameters(), run.cfg.max_grad_norm)

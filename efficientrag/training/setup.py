@@ -26,6 +26,7 @@ from efficientrag.models.card import TrainingRecord
 from efficientrag.models.wrappers import WRAPPER_CLASSES, WordClassifier
 from efficientrag.training.checkpoint import TrainerState
 from efficientrag.training.config import TrainConfig
+from efficientrag.training.distill import DistillWeights
 from efficientrag.training.encoded import EncodedDataset, positive_class_weights, prepare_split
 from efficientrag.training.metrics import SELECTION_METRIC
 from efficientrag.training.sampler import LengthGroupedBatchSampler
@@ -65,6 +66,13 @@ class TrainingRun:
     num_epochs: int
     state: TrainerState
     main: bool  # the main process writes the files
+    # Distillation: the frozen teacher network (on the device, not prepared: it never trains).
+    teacher: torch.nn.Module | None = None
+
+    @property
+    def distill_weights(self) -> DistillWeights:
+        cfg = self.cfg
+        return DistillWeights(cfg.distill_temperature, cfg.distill_hard_weight, cfg.distill_soft_weight)
 
     @property
     def run_info(self) -> dict[str, int]:
@@ -108,7 +116,14 @@ def setup_run(cfg: TrainConfig, resume_from: Path | None) -> TrainingRun:
     set_seed(cfg.seed)
 
     wrapper = WRAPPER_CLASSES[cfg.model]
-    if cfg.init_from:  # fine-tune a trained model (its network, heads and tokenizer)
+    teacher = None
+    if cfg.teacher:  # distill: the student is the teacher with fewer layers (training/distill.py)
+        from efficientrag.training.distill import load_teacher_and_student
+
+        teacher, model = load_teacher_and_student(
+            cfg.model, cfg.teacher, cfg.student_layers, cfg.student_depth
+        )
+    elif cfg.init_from:  # fine-tune a trained model (its network, heads and tokenizer)
         model = wrapper.from_pretrained(cfg.init_from, device="cpu")
     else:
         model = wrapper.from_backbone(
@@ -168,6 +183,7 @@ def setup_run(cfg: TrainConfig, resume_from: Path | None) -> TrainingRun:
         num_epochs=num_epochs,
         state=state,
         main=main,
+        teacher=teacher.network.to(accelerator.device) if teacher is not None else None,
     )
 
 

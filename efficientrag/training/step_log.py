@@ -18,6 +18,7 @@ class StepLosses:
 
     def __init__(self) -> None:
         self.total = self.token = self.tag = 0.0
+        self.divergence: float | None = None  # distillation only
         self.batches = 0
         self.rows = 0
         self.crc = 0
@@ -26,20 +27,27 @@ class StepLosses:
         self.total += float(parts.total.detach())
         self.token += float(parts.token.detach())
         self.tag += float(parts.tag.detach()) if parts.tag is not None else 0.0
+        if getattr(parts, "divergence", None) is not None:
+            self.divergence = (self.divergence or 0.0) + float(parts.divergence.detach())
         self.batches += 1
         self.rows += int(index.numel())
         self.crc = zlib.crc32(index.cpu().numpy().astype("int64").tobytes(), self.crc)
 
     def record(self, state: TrainerState, lr: float, accelerator: Accelerator) -> dict[str, Any]:
         n = max(self.batches, 1)
-        values = torch.tensor([self.total / n, self.token / n, self.tag / n], device=accelerator.device)
-        loss, token, tag = accelerator.reduce(values, reduction="mean").tolist()
+        parts = [self.total / n, self.token / n, self.tag / n]
+        if self.divergence is not None:
+            parts.append(self.divergence / n)
+        values = accelerator.reduce(torch.tensor(parts, device=accelerator.device), reduction="mean").tolist()
+        loss, token, tag = values[:3]
+        soft = {"divergence_loss": values[3]} if self.divergence is not None else {}
         return {
             "step": state.global_step,
             "epoch": state.epoch,
             "loss": loss,
             "token_loss": token,
             "tag_loss": tag,
+            **soft,
             "lr": float(lr),
             "rows": self.rows,
             "batch_hash": f"{self.crc:08x}",

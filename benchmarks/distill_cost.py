@@ -1,0 +1,265 @@
+"""The cost of distilled Labelers beside their teachers, TreeHop and Direct-R, in one run (issue 42).
+
+Variants on the same dev questions, index, machine and threads: the teachers in float32 and bf16,
+the chosen student (``benchmarks/distill.py``) in float32 and bf16, and the student in bf16 with
+Labeler inputs cut to ``--len`` tokens; Direct-R at several k; TreeHop (when
+``benchmarks/retrieval_treehop.py`` trained one over the same retriever). Each is timed in two
+modes, as ``benchmarks/treehop_latency.py`` does (slices rotate over the variants, so a background
+load slows all alike):
+
+* ``batch``: ``--slice`` questions at once (how an evaluation runs them);
+* ``single``: one question at a time (the first ``--single`` of each dataset).
+
+Per question: wall seconds, split into query encoding, index search, Labeler, Filter and TreeHop's
+network; recall, all-gold and chunks beside each. Writes ``cost.md`` and the plot of recall against
+seconds per question (``recall_vs_seconds.png``) under ``--out``.
+
+    python benchmarks/distill_cost.py --retriever dense
+    python benchmarks/distill_cost.py --retriever bm25 --variants teacher teacher-bf16 student-bf16
+
+bf16 is fast only where the CPU has bfloat16 kernels (AVX512-BF16/AMX); the table says whether it has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from retrieval_efficientrag import DATASETS, DEFAULT_SHARED, DEV_FILES, REPO, open_pool  # noqa: E402
+from treehop_latency import TREEHOP, plot  # noqa: E402
+
+SPLIT = ("encode", "search", "labeler", "filter", "model")
+VARIANTS = ("teacher", "teacher-bf16", "student", "student-bf16", "student-bf16+len")
+DIRECT_KS = (2, 4, 7, 10)
+
+
+class Direct:
+    """Direct-R@k: one search, no model."""
+
+    def __init__(self, retriever: Any, k: int) -> None:
+        self.retriever, self.k = retriever, k
+
+    def run(self, questions: list[str]) -> tuple[list[list[str]], dict[str, float]]:
+        hits = self.retriever.search(questions, self.k)
+        t = getattr(self.retriever, "last_timings", {})
+        split = dict.fromkeys(SPLIT, 0.0) | {k: t.get(k, 0.0) for k in ("encode", "search")}
+        return [[h.id for h in hs] for hs in hits], split
+
+
+class Loop:
+    """EfficientRAG with its per-hop Labeler, Filter and search seconds."""
+
+    def __init__(self, rag: Any) -> None:
+        self.rag = rag
+
+    def run(self, questions: list[str]) -> tuple[list[list[str]], dict[str, float]]:
+        results = self.rag.retrieve_batch(questions)
+        split = dict.fromkeys(SPLIT, 0.0)
+        for res in results:
+            for hop in res.trace:
+                t = hop.timings_s
+                for key in ("encode", "labeler", "filter"):
+                    split[key] += t.get(key, 0.0)
+                # A backend that does not split its time reports it all as "retrieval".
+                split["search"] += t["search"] if "search" in t else t.get("retrieval", 0.0)
+        return [r.chunk_ids for r in results], split
+
+
+class Tree:
+    def __init__(self, search: Any) -> None:
+        self.search = search
+
+    def run(self, questions: list[str]) -> tuple[list[list[str]], dict[str, float]]:
+        results = self.search.retrieve_batch(questions)
+        split = dict.fromkeys(SPLIT, 0.0)
+        for res in results:
+            for key in ("encode", "search", "model"):
+                split[key] += res.counters[f"time_{key}_s"]
+        return [r.chunk_ids for r in results], split
+
+
+def variant_overrides(name: str, chosen: dict[str, Any], length: int) -> list[str]:
+    """EfficientRAG overrides of a variant: whose models, at whose chosen setting, which dtype."""
+    who, _, rest = name.partition("-")
+    if who not in ("teacher", "student") or rest not in ("", "bf16", "bf16+len"):
+        raise SystemExit(f"unknown variant {name!r}: one of {', '.join(VARIANTS)}")
+    label, overrides = chosen[f"{who}_setting"]
+    models = chosen["teacher"] if who == "teacher" else chosen["student"]
+    out = [*overrides, f"labeler={models['labeler']}", f"filter={models['filter']}", "device=cpu"]
+    if rest.startswith("bf16"):
+        out.append("quantize=bf16")
+    if rest.endswith("+len"):
+        out.append(f"labeler_max_length={length}")
+    return out
+
+
+def runs_for(pool: Any, args: argparse.Namespace, chosen: dict[str, Any]) -> dict[str, Any]:
+    from efficientrag.config import load_config
+    from efficientrag.pipeline.config import EfficientRAGConfig
+    from efficientrag.pipeline.efficientrag import EfficientRAG
+
+    runs: dict[str, Any] = {f"Direct-R@{k}": Direct(pool.retriever, k) for k in args.direct_ks}
+    for name in args.variants:
+        cfg = load_config(EfficientRAGConfig, None, variant_overrides(name, chosen, args.len))
+        runs[f"EfficientRAG {name}"] = Loop(EfficientRAG.from_config(pool.retriever, cfg))
+    treehop = treehop_model(args)
+    if treehop is not None:
+        from efficientrag.treehop.config import TreeHopRetrievalConfig
+        from efficientrag.treehop.retriever import TreeHopRetriever
+
+        for name, (k, hops) in TREEHOP.items():
+            runs[name] = Tree(
+                TreeHopRetriever(pool.retriever, treehop, TreeHopRetrievalConfig(top_k=k, hops=hops))
+            )
+    return runs
+
+
+def treehop_model(args: argparse.Namespace) -> Any:
+    """The TreeHop model the protocol trained over this retriever, or None (said on stderr)."""
+    trained_on = "+".join(d for d in args.train_on.split(",") if d)
+    found = sorted((Path(args.work_dir) / args.retriever / "treehop" / trained_on).glob("results-*.json"))
+    if not found or args.retriever == "bm25":
+        print(
+            "no TreeHop model for this retriever (run retrieval_treehop.py): TreeHop left out",
+            file=sys.stderr,
+        )
+        return None
+    from efficientrag.treehop.model import TreeHop
+
+    return TreeHop.from_pretrained(json.loads(found[0].read_text(encoding="utf-8"))["model"], device="cpu")
+
+
+def measure(runs: dict[str, Any], examples: list, size: int) -> dict[str, dict[str, Any]]:
+    """Every run on every slice of ``size`` questions, the order rotating from slice to slice."""
+    from efficientrag.eval.retrieval_metrics import score_retrieval
+
+    stats = {name: {"wall": 0.0, **dict.fromkeys(SPLIT, 0.0), "scores": []} for name in runs}
+    names = list(runs)
+    for n, start in enumerate(range(0, len(examples), size)):
+        part = examples[start : start + size]
+        for name in names[n % len(names) :] + names[: n % len(names)]:
+            t0 = time.perf_counter()
+            ids, split = runs[name].run([ex.question for ex in part])
+            stats[name]["wall"] += time.perf_counter() - t0
+            for key in SPLIT:
+                stats[name][key] += split[key]
+            for ex, got in zip(part, ids, strict=True):
+                stats[name]["scores"].append(score_retrieval(got, [], ex.gold_chunk_ids, ex.answers))
+    return stats
+
+
+def table(by_mode: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    from efficientrag.eval.retrieval_metrics import mean_scores
+
+    lines = [
+        "| method | mode | questions | s / question | encode | search | Labeler | Filter | TreeHop net "
+        "| x teacher | chunks | recall | all-gold |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for mode, stats in by_mode.items():
+        ref = stats.get("EfficientRAG teacher")
+        for name, s in stats.items():
+            n, m = len(s["scores"]), mean_scores(s["scores"])
+            times = " | ".join(f"{s[k] / n:.4f}" for k in SPLIT)
+            ratio = f"{s['wall'] / ref['wall']:.3f}" if ref else "-"
+            lines.append(
+                f"| {name} | {mode} | {n} | {s['wall'] / n:.4f} | {times} | {ratio} | {m['num_chunks']:.2f} "
+                f"| {m['recall']:.2f} | {m['all_gold']:.2f} |"
+            )
+    return lines
+
+
+def points(stats: dict[str, dict[str, Any]]) -> dict[str, tuple[float, float, float]]:
+    from efficientrag.eval.retrieval_metrics import mean_scores
+
+    return {
+        name: (
+            s["wall"] / len(s["scores"]),
+            mean_scores(s["scores"])["recall"],
+            mean_scores(s["scores"])["num_chunks"],
+        )
+        for name, s in stats.items()
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--shared-data", default=str(DEFAULT_SHARED))
+    parser.add_argument("--work-dir", default=str(REPO / "runs" / "bench_protocol"))
+    parser.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), default="dense")
+    parser.add_argument(
+        "--results", default="", help="benchmarks/distill.py results.json (default: its place)"
+    )
+    parser.add_argument("--train-on", default=",".join(DATASETS), help="the teachers' training files")
+    parser.add_argument("--datasets", default=",".join(DATASETS), help="dev sets to time")
+    parser.add_argument("--limit", type=int, default=0, help="first N dev questions per dataset (0: all)")
+    parser.add_argument("--slice", type=int, default=32)
+    parser.add_argument("--single", type=int, default=30)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS))
+    parser.add_argument("--len", type=int, default=128, help="Labeler tokens of the +len variant")
+    parser.add_argument("--direct-ks", type=int, nargs="+", default=list(DIRECT_KS))
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--out", default=str(REPO / "runs" / "distill_cost"))
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from efficientrag.models.export import cpu_has_bf16_kernels
+    from efficientrag.training.threads import available_cores
+
+    threads = args.threads or available_cores()
+    torch.set_num_threads(threads)
+    work = Path(args.work_dir) / args.retriever
+    trained_on = "+".join(d for d in args.train_on.split(",") if d)
+    path = Path(args.results) if args.results else work / "models" / trained_on / "distill" / "results.json"
+    if not path.is_file():
+        raise SystemExit(
+            f"{path}: no distillation results (run benchmarks/distill.py --retriever {args.retriever})"
+        )
+    chosen = json.loads(path.read_text(encoding="utf-8"))
+    chosen["teacher"] = {k: str(path.parents[1] / k / "best") for k in ("labeler", "filter")}
+    by_mode: dict[str, dict[str, dict[str, Any]]] = {"batch": {}, "single": {}}
+    for name in [d for d in args.datasets.split(",") if d]:
+        pool = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args)
+        examples = pool.examples[: args.limit or None]
+        runs = runs_for(pool, args, chosen)
+        for mode, exs, size in (("batch", examples, args.slice), ("single", examples[: args.single], 1)):
+            for method, s in measure(runs, exs, size).items():
+                merged = by_mode[mode].setdefault(method, s)
+                if merged is not s:
+                    for key in ("wall", *SPLIT):
+                        merged[key] += s[key]
+                    merged["scores"] += s["scores"]
+    out = Path(args.out)
+    png = plot(
+        points(by_mode["batch"]), out / "recall_vs_seconds.png", "recall vs seconds per question", threads
+    )
+    cmd = "python benchmarks/distill_cost.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    lines = [
+        f"Seconds per question on {args.datasets} dev questions, {args.retriever}, {threads} torch threads, "
+        f"bfloat16 kernels: {'yes' if cpu_has_bf16_kernels() else 'no'}; chosen student {chosen['chosen']}, "
+        f"setting {chosen['student_setting'][0]} (teachers {chosen['teacher_setting'][0]}).",
+        "",
+        *table(by_mode),
+        "",
+        f"Rerun: `{cmd.strip()}`",
+        "",
+        f"![recall vs seconds]({png})",
+    ]
+    (out / "cost.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
