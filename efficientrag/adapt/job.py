@@ -59,17 +59,7 @@ def run_adapt(cfg: AdaptConfig, *, extra_sets: Sequence[ScoringSet] = ()) -> dic
     work.mkdir(parents=True, exist_ok=True)
     save_config(cfg, work / "config.yaml")
     timings: dict[str, float] = {}
-    corpus = Corpus.load(cfg.corpus)
-    shipped = {"labeler": Path(cfg.labeler), "filter": Path(cfg.filter)}
-    _check_inputs(shipped, Path(cfg.train_data))
-    original = Path(cfg.train_data)
-    if cfg.validation:  # read now to fail early; build_judge reads it again
-        read_validation(cfg.validation, corpus, cfg.corpus)
-    questions, skipped = read_questions(cfg.questions) if cfg.questions else ([], [])
-    if skipped:
-        write_jsonl(work / "skipped_questions.jsonl", skipped)
-        log.warning("%d questions skipped (see %s)", len(skipped), work / "skipped_questions.jsonl")
-
+    corpus, shipped, original, questions = _read_inputs(cfg, work)
     inputs = {
         "corpus": corpus.fingerprint(),
         "models": {k: _model_digest(v) for k, v in shipped.items()},
@@ -126,6 +116,23 @@ def run_adapt(cfg: AdaptConfig, *, extra_sets: Sequence[ScoringSet] = ()) -> dic
     summary["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
     (work / "adapt.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return summary
+
+
+def _read_inputs(cfg: AdaptConfig, work: Path) -> tuple[Corpus, dict[str, Path], Path, list[Any]]:
+    """Every input file read or checked before any stage starts: the corpus, the given models,
+    their training set, the ``validation`` questions (read again by build_judge) and the
+    unlabeled questions (skipped ones listed in ``skipped_questions.jsonl``)."""
+    corpus = Corpus.load(cfg.corpus)
+    shipped = {"labeler": Path(cfg.labeler), "filter": Path(cfg.filter)}
+    original = Path(cfg.train_data)
+    _check_inputs(shipped, original)
+    if cfg.validation:
+        read_validation(cfg.validation, corpus, cfg.corpus)
+    questions, skipped = read_questions(cfg.questions) if cfg.questions else ([], [])
+    if skipped:
+        write_jsonl(work / "skipped_questions.jsonl", skipped)
+        log.warning("%d questions skipped (see %s)", len(skipped), work / "skipped_questions.jsonl")
+    return corpus, shipped, original, questions
 
 
 def _check_inputs(shipped: dict[str, Path], original: Path) -> None:

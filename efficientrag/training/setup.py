@@ -115,25 +115,7 @@ def setup_run(cfg: TrainConfig, resume_from: Path | None) -> TrainingRun:
         out.mkdir(parents=True, exist_ok=True)
     set_seed(cfg.seed)
 
-    wrapper = WRAPPER_CLASSES[cfg.model]
-    teacher = None
-    if cfg.teacher:  # distill: the student is the teacher with fewer layers (training/distill.py)
-        from efficientrag.training.distill import load_teacher_and_student
-
-        teacher, model = load_teacher_and_student(
-            cfg.model, cfg.teacher, cfg.student_layers, cfg.student_depth
-        )
-    elif cfg.init_from:  # fine-tune a trained model (its network, heads and tokenizer)
-        model = wrapper.from_pretrained(cfg.init_from, device="cpu")
-    else:
-        model = wrapper.from_backbone(
-            cfg.backbone,
-            pooling=cfg.pooling,
-            max_length=cfg.max_length,
-            word_aggregation=cfg.word_aggregation,
-            dropout=cfg.dropout,
-            device="cpu",
-        )
+    teacher, model = _load_models(cfg)
     with accelerator.main_process_first():  # one process tokenizes, the others read its cache
         train_ds, val_ds, data_info = _load_data(cfg, model, out, main)
     class_weights = _class_weights(cfg, train_ds)
@@ -185,6 +167,28 @@ def setup_run(cfg: TrainConfig, resume_from: Path | None) -> TrainingRun:
         main=main,
         teacher=teacher.network.to(accelerator.device) if teacher is not None else None,
     )
+
+
+def _load_models(cfg: TrainConfig) -> tuple[Any, WordClassifier]:
+    """The model to train, and the teacher it learns from when distilling (else None): a fresh
+    backbone with new heads, a trained model to fine-tune (``init_from``), or the teacher with
+    fewer layers (``teacher``, training/distill.py)."""
+    wrapper = WRAPPER_CLASSES[cfg.model]
+    if cfg.teacher:
+        from efficientrag.training.distill import load_teacher_and_student
+
+        return load_teacher_and_student(cfg.model, cfg.teacher, cfg.student_layers, cfg.student_depth)
+    if cfg.init_from:  # its network, heads and tokenizer
+        return None, wrapper.from_pretrained(cfg.init_from, device="cpu")
+    model = wrapper.from_backbone(
+        cfg.backbone,
+        pooling=cfg.pooling,
+        max_length=cfg.max_length,
+        word_aggregation=cfg.word_aggregation,
+        dropout=cfg.dropout,
+        device="cpu",
+    )
+    return None, model
 
 
 def _loaders(
