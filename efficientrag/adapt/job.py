@@ -36,6 +36,7 @@ from efficientrag.data.schema import Example
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.synth.split import TRAIN, VALIDATION
 from efficientrag.training.fingerprint import file_digest, fingerprint
+from efficientrag.training.run import brief_metrics
 
 log = logging.getLogger(__name__)
 
@@ -390,7 +391,11 @@ def finetune_stage(
         tcfg = replace(base, model=kind, init_from=str(start[kind]))
         metrics[kind] = train_model(tcfg, data / kind, out / kind)
     models = {kind: out / kind / "best" for kind in ("labeler", "filter")}
-    return models, {"folder": str(out), "mix": counts, "metrics": {k: _brief(m) for k, m in metrics.items()}}
+    return models, {
+        "folder": str(out),
+        "mix": counts,
+        "metrics": {k: brief_metrics(m) for k, m in metrics.items()},
+    }
 
 
 def _retriever(cfg: AdaptConfig, corpus: Corpus, work: Path) -> Any:
@@ -429,14 +434,3 @@ def _fp_dir(folder: Path) -> str:
 
 def _model_digest(folder: Path) -> str:
     return file_digest([folder / name for name in MODEL_FILES if (folder / name).is_file()])
-
-
-def _brief(metrics: dict[str, Any]) -> dict[str, Any]:
-    best = metrics.get("best") or {}
-    keep = ("token_f1", "tag_accuracy", "tag_f1", "score")
-    return {
-        "best_step": metrics.get("best_step"),
-        "train_rows": metrics.get("train_rows"),
-        "train_runtime_s": metrics.get("train_runtime_s"),
-        **{k: best[k] for k in keep if k in best},
-    }

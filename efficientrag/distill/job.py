@@ -33,6 +33,7 @@ from efficientrag.fingerprint import folder_digest
 from efficientrag.jsonl import write_jsonl
 from efficientrag.training.config import TrainConfig
 from efficientrag.training.fingerprint import file_digest, fingerprint
+from efficientrag.training.run import brief_metrics
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +161,12 @@ def train_student(
     data_digest = file_digest([data / n for n in SET_FILES])
     out = work / f"{kind}-{student_key(tcfg, inputs['teachers'][kind], data_digest)}"
     metrics = _train(tcfg, data / kind, out)
-    return out, {"folder": str(out), "layers": _kept_layers(out / "best"), **_brief(metrics)}
+    return out, {
+        "folder": str(out),
+        "layers": _kept_layers(out / "best"),
+        **brief_metrics(metrics),
+        "stage_seconds": metrics.get("stage_seconds"),
+    }
 
 
 def student_config(cfg: DistillConfig, kind: str, teacher: Path) -> TrainConfig:
@@ -186,7 +192,7 @@ def student_key(tcfg: TrainConfig, teacher_digest: str, data_digest: str) -> str
 
 def _train(tcfg: TrainConfig, data_dir: Path, out: Path) -> dict[str, Any]:
     """Train (or resume, or reuse) one student; its wall seconds over every run go to seconds.json."""
-    from efficientrag.quickstart import train_model
+    from efficientrag.training.run import train_model
 
     done = (out / "final_metrics.json").is_file()
     t0 = time.perf_counter()
@@ -208,15 +214,3 @@ def _teachers(cfg: DistillConfig) -> dict[str, Path]:
 def _kept_layers(folder: Path) -> int:
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     return int(config["encoder_config"]["num_hidden_layers"])
-
-
-def _brief(metrics: dict[str, Any]) -> dict[str, Any]:
-    best = metrics.get("best") or {}
-    keep = ("token_f1", "tag_accuracy", "tag_f1", "score")
-    return {
-        "best_step": metrics.get("best_step"),
-        "train_rows": metrics.get("train_rows"),
-        "train_runtime_s": metrics.get("train_runtime_s"),
-        "stage_seconds": metrics.get("stage_seconds"),
-        **{k: best[k] for k in keep if k in best},
-    }

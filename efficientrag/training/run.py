@@ -31,3 +31,24 @@ def train_model(base: TrainConfig, data_dir: str | Path, output_dir: str | Path)
     cfg = replace(base, data_dir=str(data_dir), output_dir=str(output_dir))
     resume = last_checkpoint(Path(output_dir) / "checkpoints") is not None
     return train(cfg, resume=resume)
+
+
+def brief_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
+    """What a job records of a training run it made (adapt.json, distill.json): the best step and
+    its scores, the rows and the time; the full metrics stay in the run folder.
+
+    Args:
+        metrics: a run's final metrics, as :func:`train_model` returns them.
+
+    Returns:
+        ``best_step``, ``train_rows``, ``train_runtime_s`` and the best evaluation's token F1, tag
+        accuracy, tag F1 and score (those it has).
+    """
+    best = metrics.get("best") or {}
+    keep = ("token_f1", "tag_accuracy", "tag_f1", "score")
+    return {
+        "best_step": metrics.get("best_step"),
+        "train_rows": metrics.get("train_rows"),
+        "train_runtime_s": metrics.get("train_runtime_s"),
+        **{k: best[k] for k in keep if k in best},
+    }
