@@ -130,57 +130,11 @@ def build_pseudo_sets(
             for _, alias in title_aliases(title):
                 same_entity |= by_title.get(alias.lower(), set())
         for k, hop in enumerate(q.hops):
-            hits = hits_all[at]
+            rows, filter_row = _hop_rows(q, qid, k, hop, hits_all[at], same_entity, texts, cfg, rejects)
             at += 1
-            meta = {"dataset": PSEUDO_DATASET, "type": "bridge", "idx": k + 1, "hop": k + 1, "rank": 0}
-            row_id = f"{qid}#{k + 1}"
-            queries_of_hop = [("pos", hop.query_words)]
-            if k and cfg.question_positives:
-                queries_of_hop.append(("qpos", q.question_words))
-            for suffix, words in queries_of_hop:
-                labeler[side].append(
-                    LabelerRow(
-                        f"{row_id}/{suffix}",
-                        qid,
-                        list(words),
-                        hop.chunk_words,
-                        hop.labels,
-                        TAG_CONTINUE,
-                        hop.chunk_id,
-                        meta,
-                    ).to_dict()
-                )
-            try:
-                negatives = choose_negatives(
-                    hits, same_entity, [q.answer, *q.mentions], n=cfg.negatives_per_query
-                )
-            except Reject as exc:
-                rejects.append({"id": row_id, "reason": exc.reason, "detail": exc.detail})
-                negatives = []
-            for j, neg in enumerate(negatives):
-                words = list(texts[neg.hit.id].words) if neg.hit.id in texts else None
-                if words is None:
-                    continue
-                labels = [0] * len(words)
-                suffix = "neg" if j == 0 else f"neg{j + 1}"
-                labeler[side].append(
-                    LabelerRow(
-                        f"{row_id}/{suffix}",
-                        qid,
-                        list(hop.query_words),
-                        words,
-                        labels,
-                        TAG_TERMINATE,
-                        neg.hit.id,
-                        {**meta, "rank": neg.rank},
-                    ).to_dict()
-                )
-            if hop.filter_words is not None and hop.filter_labels is not None:
-                filt[side].append(
-                    FilterRow(
-                        row_id, qid, hop.filter_words, hop.filter_labels, {**meta, "hop": k + 2}
-                    ).to_dict()
-                )
+            labeler[side].extend(rows)
+            if filter_row is not None:
+                filt[side].append(filter_row)
         if side == VALIDATION:
             validation.append(
                 Example(qid, q.question, [q.answer], q.gold, type="pseudo", dataset=PSEUDO_DATASET)
@@ -193,6 +147,69 @@ def build_pseudo_sets(
     stats["rejects"] = dict(Counter(r["reason"] for r in rejects))
     stats["config"] = asdict(cfg)
     return PseudoSets(labeler, filt, validation, rejects, stats)
+
+
+def _hop_rows(
+    q: Any,
+    qid: str,
+    k: int,
+    hop: Any,
+    hits: list[Any],
+    same_entity: set[str],
+    texts: dict[str, Any],
+    cfg: PseudoRowsConfig,
+    rejects: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """One hop of a pseudo question: its Labeler rows (the gold chunk under the hop's query, and
+    under the question from the second hop on; then hard negatives from ``hits``) and its Filter
+    row (None when the hop has no next query). A hop without usable negatives is recorded in
+    ``rejects`` and keeps its positives."""
+    meta = {"dataset": PSEUDO_DATASET, "type": "bridge", "idx": k + 1, "hop": k + 1, "rank": 0}
+    row_id = f"{qid}#{k + 1}"
+    queries_of_hop = [("pos", hop.query_words)]
+    if k and cfg.question_positives:
+        queries_of_hop.append(("qpos", q.question_words))
+    rows = [
+        LabelerRow(
+            f"{row_id}/{suffix}",
+            qid,
+            list(words),
+            hop.chunk_words,
+            hop.labels,
+            TAG_CONTINUE,
+            hop.chunk_id,
+            meta,
+        ).to_dict()
+        for suffix, words in queries_of_hop
+    ]
+    try:
+        negatives = choose_negatives(hits, same_entity, [q.answer, *q.mentions], n=cfg.negatives_per_query)
+    except Reject as exc:
+        rejects.append({"id": row_id, "reason": exc.reason, "detail": exc.detail})
+        negatives = []
+    for j, neg in enumerate(negatives):
+        if neg.hit.id not in texts:
+            continue
+        words = list(texts[neg.hit.id].words)
+        suffix = "neg" if j == 0 else f"neg{j + 1}"
+        rows.append(
+            LabelerRow(
+                f"{row_id}/{suffix}",
+                qid,
+                list(hop.query_words),
+                words,
+                [0] * len(words),
+                TAG_TERMINATE,
+                neg.hit.id,
+                {**meta, "rank": neg.rank},
+            ).to_dict()
+        )
+    filter_row = None
+    if hop.filter_words is not None and hop.filter_labels is not None:
+        filter_row = FilterRow(
+            row_id, qid, hop.filter_words, hop.filter_labels, {**meta, "hop": k + 2}
+        ).to_dict()
+    return rows, filter_row
 
 
 def write_pseudo_sets(sets: PseudoSets, out_dir: str | Path) -> dict[str, Any]:
