@@ -51,6 +51,25 @@ def minilm_path() -> str:
 
 
 @pytest.fixture(scope="session")
+def encoder(minilm_path):
+    """The offline MiniLM encoder, loaded once for every test that searches with it."""
+    from efficientrag.retrieval.encoder import Encoder
+
+    return Encoder(minilm_path, show_progress=False)
+
+
+@pytest.fixture(scope="session")
+def faiss(encoder):
+    """The package's own FAISS Flat index over the bridge corpus: what a framework's search over
+    the same chunks and encoder must return."""
+    from efficientrag.retrieval.config import RetrieverConfig
+    from efficientrag.retrieval.factory import build_retriever
+    from efficientrag.testing.scripted_models import bridge_corpus
+
+    return build_retriever(RetrieverConfig(), bridge_corpus(), encoder=encoder, show_progress=False)
+
+
+@pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
 

@@ -19,9 +19,7 @@ from dspy.utils import dummy_rm  # noqa: E402
 
 from efficientrag.pipeline.config import EfficientRAGConfig  # noqa: E402
 from efficientrag.pipeline.efficientrag import EfficientRAG  # noqa: E402
-from efficientrag.retrieval.config import RetrieverConfig  # noqa: E402
 from efficientrag.retrieval.dspy_search import DSPySearch  # noqa: E402
-from efficientrag.retrieval.factory import build_retriever  # noqa: E402
 from efficientrag.retrieval.framework import MissingChunkIdError  # noqa: E402
 from efficientrag.testing.scripted_models import (  # noqa: E402
     ALPHA_QUESTION,
@@ -34,18 +32,6 @@ from efficientrag.testing.scripted_models import (  # noqa: E402
 
 QUERIES = [ALPHA_QUESTION, "Bob Stone", "", "Carla Moss"]
 CORPUS_IDS = [c.id for c in bridge_corpus()]
-
-
-@pytest.fixture(scope="module")
-def encoder(minilm_path):
-    from efficientrag.retrieval.encoder import Encoder
-
-    return Encoder(minilm_path, show_progress=False)
-
-
-@pytest.fixture(scope="module")
-def faiss(encoder):
-    return build_retriever(RetrieverConfig(), bridge_corpus(), encoder=encoder, show_progress=False)
 
 
 def embeddings(encoder) -> dspy.retrievers.EmbeddingsWithScores:

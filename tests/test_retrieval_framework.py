@@ -12,8 +12,6 @@ import pytest
 pytest.importorskip("langchain_core", reason="needs the langchain extra")
 pytest.importorskip("llama_index.core", reason="needs the llamaindex extra")
 
-from efficientrag.retrieval.config import RetrieverConfig  # noqa: E402
-from efficientrag.retrieval.factory import build_retriever  # noqa: E402
 from efficientrag.retrieval.framework import LangChainSearch, LlamaIndexSearch, MissingChunkIdError  # noqa: E402
 from efficientrag.retrieval.framework_embeddings import langchain_embeddings, llamaindex_embedding  # noqa: E402
 from efficientrag.testing.scripted_models import (  # noqa: E402
@@ -26,18 +24,6 @@ from efficientrag.testing.scripted_models import (  # noqa: E402
 )
 
 QUERIES = [ALPHA_QUESTION, "Bob Stone", "", "Carla Moss"]
-
-
-@pytest.fixture(scope="module")
-def encoder(minilm_path):
-    from efficientrag.retrieval.encoder import Encoder
-
-    return Encoder(minilm_path, show_progress=False)
-
-
-@pytest.fixture(scope="module")
-def faiss(encoder):
-    return build_retriever(RetrieverConfig(), bridge_corpus(), encoder=encoder, show_progress=False)
 
 
 def lc_store(encoder, *, with_ids=True):

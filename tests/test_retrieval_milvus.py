@@ -32,13 +32,6 @@ pytestmark = pytest.mark.milvus
 QUERIES = [ALPHA_QUESTION, "Bob Stone", "Carla Moss Lyon", "", "the of was"]
 
 
-@pytest.fixture(scope="module")
-def encoder(minilm_path):
-    from efficientrag.retrieval.encoder import Encoder
-
-    return Encoder(minilm_path, show_progress=False)
-
-
 def milvus_cfg(uri, **kw) -> RetrieverConfig:
     bm25 = {k: kw.pop(k) for k in ("bm25_stemmer", "stopwords") if k in kw}
     return RetrieverConfig(kind="milvus", milvus=MilvusConfig(uri=str(uri), **kw), **bm25)
