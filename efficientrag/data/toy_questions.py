@@ -56,31 +56,34 @@ def _org_aliases(org: Org) -> list[str]:
     return [org.stem]
 
 
+def _chain(qtype: str, question: str, steps: list[Step], aliases: list[str] | None = None) -> QuestionSpec:
+    """A question answered by following ``steps`` in order, each step's answer the next step's
+    entity: the answer is the last step's, and every earlier answer is a bridge entity the question
+    must not name."""
+    hidden = [s.answer for s in steps[:-1]]
+    return QuestionSpec(qtype, question, steps[-1].answer, steps, aliases or [], hidden)
+
+
 def _bridge(world: World, rng: random.Random) -> QuestionSpec | None:
     work, fld, person, first = _work_and_creator(world, rng)
     t, role = work.name, fld.role
     kind = rng.randrange(7)
     if kind == 0:
-        q, a = f"Where was the {role} of {t} born?", person.birthplace
-        return QuestionSpec(
-            "bridge", q, a, [first, Step("Where was #1 born?", a, person.name)], hidden=[person.name]
-        )
+        q = f"Where was the {role} of {t} born?"
+        return _chain("bridge", q, [first, Step("Where was #1 born?", person.birthplace, person.name)])
     if kind == 1:
-        q, a = f"In what year was the {role} of {t} born?", str(person.born)
-        return QuestionSpec(
-            "bridge", q, a, [first, Step("When was #1 born?", a, person.name)], hidden=[person.name]
-        )
+        q = f"In what year was the {role} of {t} born?"
+        return _chain("bridge", q, [first, Step("When was #1 born?", str(person.born), person.name)])
     if kind == 2:
         if person.spouse is None:
             return None
-        q, a = f"Who is the spouse of the {role} of {t}?", person.spouse
-        steps = [first, Step("Who is #1 married to?", a, person.name)]
-        return QuestionSpec("bridge", q, a, steps, hidden=[person.name])
+        q = f"Who is the spouse of the {role} of {t}?"
+        return _chain("bridge", q, [first, Step("Who is #1 married to?", person.spouse, person.name)])
     if kind == 3:
         org = world.get(person.employer, Org)
         q = f"Which {fld.org_kind} has the {role} of {t} worked for?"
         steps = [first, Step(f"Which {fld.org_kind} has #1 worked for?", org.name, person.name)]
-        return QuestionSpec("bridge", q, org.name, steps, aliases=_org_aliases(org), hidden=[person.name])
+        return _chain("bridge", q, steps, _org_aliases(org))
     if kind == 4:
         org = world.get(work.org, Org)
         q = f"In which city is the {fld.org_kind} that {fld.made} {t} headquartered?"
@@ -88,7 +91,7 @@ def _bridge(world: World, rng: random.Random) -> QuestionSpec | None:
             Step(f"Which {fld.org_kind} {fld.made} {t}?", org.name, work.name),
             Step("Where is #1 headquartered?", org.city, org.name),
         ]
-        return QuestionSpec("bridge", q, org.city, steps, hidden=[org.name])
+        return _chain("bridge", q, steps)
     if kind == 5:
         city = world.get(person.birthplace, City)
         q = f"In which country was {person.name} born?"
@@ -96,8 +99,7 @@ def _bridge(world: World, rng: random.Random) -> QuestionSpec | None:
             Step(f"Where was {person.name} born?", city.name, person.name),
             Step("Which country is #1 in?", city.country, city.name),
         ]
-        official = world.get(city.country, Country).official
-        return QuestionSpec("bridge", q, city.country, steps, aliases=[official], hidden=[city.name])
+        return _chain("bridge", q, steps, [world.get(city.country, Country).official])
     org = rng.choice(world.orgs[rng.choice(list(FIELDS))])
     city = world.get(org.city, City)
     q = f"In what year was the city that is home to {org.name} founded?"
@@ -105,7 +107,7 @@ def _bridge(world: World, rng: random.Random) -> QuestionSpec | None:
         Step(f"Where is {org.name} headquartered?", city.name, org.name),
         Step("When was #1 founded?", str(city.founded), city.name),
     ]
-    return QuestionSpec("bridge", q, str(city.founded), steps, hidden=[city.name])
+    return _chain("bridge", q, steps)
 
 
 def _compositional(world: World, rng: random.Random) -> QuestionSpec | None:
@@ -121,19 +123,16 @@ def _compositional(world: World, rng: random.Random) -> QuestionSpec | None:
             Step("Where was #1 born?", city.name, person.name),
             Step("Which country is #2 in?", country.name, city.name),
         ]
-        return QuestionSpec(
-            "compositional", q, country.name, steps, [country.official], [person.name, city.name]
-        )
+        return _chain("compositional", q, steps, [country.official])
     if kind == 1:
         city = world.get(person.birthplace, City)
         q = f"When was the birthplace of the {role} of {t} founded?"
-        a = str(city.founded)
         steps = [
             first,
             Step("Where was #1 born?", city.name, person.name),
-            Step("When was #2 founded?", a, city.name),
+            Step("When was #2 founded?", str(city.founded), city.name),
         ]
-        return QuestionSpec("compositional", q, a, steps, hidden=[person.name, city.name])
+        return _chain("compositional", q, steps)
     if kind == 2:
         org = world.get(work.org, Org)
         city = world.get(org.city, City)
@@ -144,18 +143,15 @@ def _compositional(world: World, rng: random.Random) -> QuestionSpec | None:
             Step("Where is #1 headquartered?", city.name, org.name),
             Step("Which country is #2 in?", country.name, city.name),
         ]
-        return QuestionSpec(
-            "compositional", q, country.name, steps, [country.official], [org.name, city.name]
-        )
+        return _chain("compositional", q, steps, [country.official])
     org = world.get(person.employer, Org)
     q = f"In what year was the {fld.org_kind} that employs the {role} of {t} founded?"
-    a = str(org.founded)
     steps = [
         first,
         Step(f"Which {fld.org_kind} has #1 worked for?", org.name, person.name),
-        Step("When was #2 founded?", a, org.name),
+        Step("When was #2 founded?", str(org.founded), org.name),
     ]
-    return QuestionSpec("compositional", q, a, steps, hidden=[person.name, org.name])
+    return _chain("compositional", q, steps)
 
 
 def _comparison(world: World, rng: random.Random) -> QuestionSpec | None:
