@@ -29,16 +29,4 @@ class FLRAG(ActiveMethod):
     cfg: FLRAGConfig
 
     def program(self, s: Session) -> Program:
-        query = s.question
-        while self.remaining_for(s) > 0:
-            hits = yield self.retrieve(query)
-            docs = s.hold(hits[0])
-            g = yield self.generate(s, docs, min(self.cfg.window, self.remaining_for(s)))
-            pieces = self.usable(g)
-            finished = g.finish_reason == "stop"
-            n, answered = self.through_answer(pieces, finished)
-            window = s.accept(pieces[:n])
-            s.log(kind="window", query=query, doc_ids=[d.id for d in docs], text=window)
-            if answered or finished or n == 0:
-                return
-            query = self.trim_query(window.strip()) or s.question
+        return self.retrieve_every_step(s, "window", self.cfg.window, self.whole_step)

@@ -29,14 +29,4 @@ class FSRAG(ActiveMethod):
     cfg: FSRAGConfig
 
     def program(self, s: Session) -> Program:
-        query = s.question
-        while self.remaining_for(s) > 0:
-            hits = yield self.retrieve(query)
-            docs = s.hold(hits[0])
-            g = yield self.generate(s, docs, min(self.cfg.step_tokens, self.remaining_for(s)))
-            pieces, n, answered, finished = self.first_sentence(g)
-            sentence = s.accept(pieces[:n])
-            s.log(kind="sentence", query=query, doc_ids=[d.id for d in docs], text=sentence)
-            if answered or finished or n == 0:
-                return
-            query = self.trim_query(sentence.strip()) or s.question
+        return self.retrieve_every_step(s, "sentence", self.cfg.step_tokens, self.first_sentence)

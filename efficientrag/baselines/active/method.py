@@ -12,7 +12,7 @@ documents (it is DRAGIN's evaluation-time fix-up, applied the same way to all me
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,9 @@ from efficientrag.data.schema import Chunk, Example
 from efficientrag.llm.generator import Generation, GeneratorCapabilityError
 
 EXEMPLAR_CHOICES = ("auto", *EXEMPLAR_SETS)
+# A step's generated pieces, how many of them to keep, whether they complete the answer sentence,
+# and whether the model stopped (:meth:`ActiveMethod.first_sentence`, :meth:`ActiveMethod.whole_step`).
+Kept = tuple[list[str], int, bool, bool]
 
 
 @dataclass
@@ -163,11 +166,19 @@ class ActiveMethod(Method):
     def until_answer(self, g: Generation) -> list[str]:
         """``g``'s pieces through the end of the sentence that states the answer (all of them when
         none does)."""
-        pieces = self.usable(g)
-        n, _ = self.through_answer(pieces, g.finish_reason == "stop")
+        pieces, n, _, _ = self.whole_step(g)
         return pieces[:n]
 
-    def first_sentence(self, g: Generation) -> tuple[list[str], int, bool, bool]:
+    def whole_step(self, g: Generation) -> Kept:
+        """As :meth:`first_sentence`, for a step that keeps all it wrote: ``g``'s pieces, how many to
+        keep (all, or through the sentence that states the answer), whether that completes the
+        answer, and whether the model stopped."""
+        pieces = self.usable(g)
+        stopped = g.finish_reason == "stop"
+        n, answered = self.through_answer(pieces, stopped)
+        return pieces, n, answered, stopped
+
+    def first_sentence(self, g: Generation) -> Kept:
         """``g``'s pieces, how many of them to keep (through the first sentence, and at most through
         the sentence that states the answer), whether that completes the answer, and whether the
         model stopped right after the first sentence."""
@@ -177,6 +188,26 @@ class ActiveMethod(Method):
         stopped = g.finish_reason == "stop" and n == len(pieces)
         n, answered = self.through_answer(pieces[:n], stopped)
         return pieces, n, answered, stopped
+
+    def retrieve_every_step(
+        self, s: Session, kind: str, step_tokens: int, keep: Callable[[Generation], Kept]
+    ) -> Program:
+        """DRAGIN's fixed-interval retrieval (FL-RAG, FS-RAG): before every step, retrieve with the
+        text the previous step kept (the question for the first), replacing the documents; generate
+        at most ``step_tokens`` and keep what ``keep`` says (:meth:`whole_step` or
+        :meth:`first_sentence`). Each step is logged as ``kind``; the loop ends when the answer
+        sentence is complete, the model stops, nothing is kept, or the generation length is used up."""
+        query = s.question
+        while self.remaining_for(s) > 0:
+            hits = yield self.retrieve(query)
+            docs = s.hold(hits[0])
+            g = yield self.generate(s, docs, min(step_tokens, self.remaining_for(s)))
+            pieces, n, answered, stopped = keep(g)
+            text = s.accept(pieces[:n])
+            s.log(kind=kind, query=query, doc_ids=[d.id for d in docs], text=text)
+            if answered or stopped or n == 0:
+                return
+            query = self.trim_query(text.strip()) or s.question
 
     def complete_answer(self, s: Session) -> Program:
         """DRAGIN's answer rule (see the module docstring)."""
