@@ -21,6 +21,5 @@ class SRRAG(ActiveMethod):
     def program(self, s: Session) -> Program:
         hits = yield self.retrieve(s.question)
         docs = s.hold(hits[0])
-        g = yield self.generate(s, docs, self.remaining_for(s))
-        text = s.accept(self.until_answer(g))
-        s.log(kind="retrieve_generate", query=s.question, doc_ids=[d.id for d in docs], text=text)
+        doc_ids = [d.id for d in docs]
+        yield from self.answer_at_once(s, docs, kind="retrieve_generate", query=s.question, doc_ids=doc_ids)

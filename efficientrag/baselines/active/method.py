@@ -189,6 +189,13 @@ class ActiveMethod(Method):
         n, answered = self.through_answer(pieces[:n], stopped)
         return pieces, n, answered, stopped
 
+    def answer_at_once(self, s: Session, docs: Sequence[Chunk], **log: Any) -> Program:
+        """The whole answer in one generation with ``docs`` in the prompt (kept through the answer
+        sentence), logged with ``log`` and the text (wo-RAG, SR-RAG)."""
+        g = yield self.generate(s, docs, self.remaining_for(s))
+        text = s.accept(self.until_answer(g))
+        s.log(**log, text=text)
+
     def retrieve_every_step(
         self, s: Session, kind: str, step_tokens: int, keep: Callable[[Generation], Kept]
     ) -> Program:
