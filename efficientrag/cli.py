@@ -11,14 +11,16 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
 from efficientrag.retrieval.errors import BackendUnavailableError
 from efficientrag.run_lock import FolderLockedError
 
 log = logging.getLogger("efficientrag")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -229,9 +231,7 @@ def cmd_adapt(args: argparse.Namespace) -> int:
     from efficientrag.adapt.job import run_adapt
 
     flags = ("corpus", "labeler", "filter", "train_data", "questions", "validation", "work_dir")
-    overrides = [f"{f}={getattr(args, f)}" for f in flags if getattr(args, f, None) is not None]
-    summary = run_adapt(load_config(AdaptConfig, args.config, [*overrides, *args.overrides]))
-    print(json.dumps({k: summary[k] for k in ("labeler", "filter", "timings_s")}, indent=2))
+    summary = _run_job(run_adapt, _job_config(AdaptConfig, args, flags), ("labeler", "filter", "timings_s"))
     cmp = summary["comparison"]
     if cmp["kept"] == "given":
         loud = (
@@ -240,7 +240,7 @@ def cmd_adapt(args: argparse.Namespace) -> int:
             "keep using the given models"
         )
         print(loud, file=sys.stderr)
-        print(f"given models (better): --labeler {summary['labeler']} --filter {summary['filter']}")
+        print(_models_line("given models (better)", summary))
         return 0
     if not cmp["compared"]:
         print(
@@ -248,7 +248,7 @@ def cmd_adapt(args: argparse.Namespace) -> int:
             "question and no --validation questions)",
             file=sys.stderr,
         )
-    print(f"adapted models: --labeler {summary['labeler']} --filter {summary['filter']}")
+    print(_models_line("adapted models", summary))
     return 0
 
 
@@ -257,10 +257,8 @@ def cmd_distill(args: argparse.Namespace) -> int:
     from efficientrag.distill.job import run_distill
 
     flags = ("labeler", "filter", "train_data", "questions", "corpus", "work_dir", "depth")
-    overrides = [f"{f}={getattr(args, f)}" for f in flags if getattr(args, f, None) is not None]
-    summary = run_distill(load_config(DistillConfig, args.config, [*overrides, *args.overrides]))
-    print(json.dumps({k: summary[k] for k in ("labeler", "filter", "stages")}, indent=2))
-    print(f"distilled models: --labeler {summary['labeler']} --filter {summary['filter']}")
+    summary = _run_job(run_distill, _job_config(DistillConfig, args, flags), ("labeler", "filter", "stages"))
+    print(_models_line("distilled models", summary))
     return 0
 
 
@@ -292,6 +290,26 @@ def _experiment_config(args: argparse.Namespace):
     from efficientrag.experiment import ExperimentConfig
 
     return load_config(ExperimentConfig, args.config, _overrides(args, ExperimentConfig))
+
+
+def _job_config(cls: type[T], args: argparse.Namespace, flags: Sequence[str]) -> T:
+    """A job's settings (adapt, distill): the preset, then the ``flags`` given on the command line
+    (each named as the config key it sets), then the command's own ``key=value`` overrides, which
+    win."""
+    given = [f"{f}={getattr(args, f)}" for f in flags if getattr(args, f, None) is not None]
+    return load_config(cls, args.config, [*given, *args.overrides])
+
+
+def _run_job(run: Callable[[T], dict[str, Any]], cfg: T, keys: Sequence[str]) -> dict[str, Any]:
+    """Runs a job on ``cfg`` and prints the ``keys`` of its summary as JSON; returns the summary."""
+    summary = run(cfg)
+    print(json.dumps({k: summary[k] for k in keys}, indent=2))
+    return summary
+
+
+def _models_line(what: str, summary: dict[str, Any]) -> str:
+    """The flags that pick a job's resulting Labeler and Filter, to paste into the next command."""
+    return f"{what}: --labeler {summary['labeler']} --filter {summary['filter']}"
 
 
 def _overrides(args: argparse.Namespace, cls: type) -> list[str]:
