@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from efficientrag.data.schema import Chunk
 from efficientrag.pipeline.config import EfficientRAGConfig
@@ -109,6 +109,38 @@ def load_rag(
     """
     config = EfficientRAGConfig(labeler=str(labeler_dir), filter=str(filter_dir), **config_overrides)
     return EfficientRAG.from_config(retriever, config)
+
+
+A = TypeVar("A", bound="FromPretrained")
+
+
+class FromPretrained:
+    """``from_pretrained`` for an adapter class whose constructor takes the loop as ``rag=`` and its
+    own options (named in ``adapter_options``) as keywords: the LangChain, LlamaIndex and DSPy
+    retrievers build themselves from trained folders the same way."""
+
+    adapter_options: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def from_pretrained(
+        cls: type[A], retriever: Retriever, labeler_dir: str | Path, filter_dir: str | Path, **kwargs: Any
+    ) -> A:
+        """Build from the folders ``efficientrag train labeler|filter`` wrote (their ``best/``).
+
+        Args:
+            retriever: the search backend the loop steers.
+            labeler_dir: the trained Labeler folder.
+            filter_dir: the trained Filter folder.
+            kwargs: the adapter's own options (its ``adapter_options``: ``include_trace``, ``k``,
+                ...), as for its constructor; every other keyword is an ``EfficientRAGConfig`` field
+                (``top_k``, ``max_hops``, ``device``, ...), so callers do not have to assemble a
+                config to change one setting.
+
+        Returns:
+            The adapter over a new loop.
+        """
+        options = {name: kwargs.pop(name) for name in cls.adapter_options if name in kwargs}
+        return cls(rag=load_rag(retriever, labeler_dir, filter_dir, **kwargs), **options)
 
 
 def missing_extra(module: str, requirement: str, extra: str, exc: ImportError) -> ImportError:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 try:
@@ -25,10 +24,9 @@ except ImportError as exc:
 
     raise missing_extra("efficientrag.pipeline.dspy", "dspy>=3.2", "dspy", exc) from exc
 
-from efficientrag.pipeline.adapters import groups, kept_chunks, load_rag
+from efficientrag.pipeline.adapters import FromPretrained, groups, kept_chunks
 from efficientrag.pipeline.efficientrag import EfficientRAG, RetrievalResult
 from efficientrag.pipeline.trace import trace_to_dicts
-from efficientrag.retrieval.base import Retriever
 
 __all__ = ["EfficientRAGRetriever", "result_to_prediction"]
 
@@ -50,7 +48,7 @@ def result_to_prediction(result: RetrievalResult, k: int | None = None) -> dspy.
     )
 
 
-class EfficientRAGRetriever(dspy.Retrieve):
+class EfficientRAGRetriever(FromPretrained, dspy.Retrieve):
     """``dspy.Retrieve`` over an ``EfficientRAG`` loop (see the module docstring).
 
     Args:
@@ -60,32 +58,13 @@ class EfficientRAGRetriever(dspy.Retrieve):
         callbacks: DSPy callbacks, called as for any module.
     """
 
+    adapter_options = ("k",)
+
     def __init__(
         self, rag: EfficientRAG, *, k: int | None = None, callbacks: list[Any] | None = None
     ) -> None:
         super().__init__(k=k, callbacks=callbacks)
         self.rag = rag
-
-    @classmethod
-    def from_pretrained(
-        cls,
-        retriever: Retriever,
-        labeler_dir: str | Path,
-        filter_dir: str | Path,
-        *,
-        k: int | None = None,
-        **config_overrides: Any,
-    ) -> EfficientRAGRetriever:
-        """Build from the folders ``efficientrag train labeler|filter`` wrote (their ``best/``).
-
-        Args:
-            retriever: the search backend the loop steers.
-            labeler_dir: the trained Labeler folder.
-            filter_dir: the trained Filter folder.
-            k: as for the constructor.
-            config_overrides: ``EfficientRAGConfig`` fields (``top_k``, ``max_hops``, ``device``, ...).
-        """
-        return cls(load_rag(retriever, labeler_dir, filter_dir, **config_overrides), k=k)
 
     def forward(self, query: str, k: int | None = None) -> dspy.Prediction:
         """The kept chunks of one question (see ``result_to_prediction``).

@@ -9,8 +9,7 @@ in a thread pool and lose that.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 try:
     from langchain_core.callbacks import (
@@ -28,9 +27,8 @@ except ImportError as exc:
 
     raise missing_extra("efficientrag.pipeline.langchain", "langchain-core>=0.3", "langchain", exc) from exc
 
-from efficientrag.pipeline.adapters import TRACE_KEY, RetrievalLoop, groups, kept_chunks, load_rag
+from efficientrag.pipeline.adapters import TRACE_KEY, FromPretrained, RetrievalLoop, groups, kept_chunks
 from efficientrag.pipeline.efficientrag import RetrievalResult
-from efficientrag.retrieval.base import Retriever
 
 __all__ = ["TRACE_KEY", "EfficientRAGRetriever", "result_to_documents"]
 
@@ -44,7 +42,7 @@ def result_to_documents(result: RetrievalResult, *, include_trace: bool = False)
     ]
 
 
-class EfficientRAGRetriever(BaseRetriever):
+class EfficientRAGRetriever(FromPretrained, BaseRetriever):
     """``BaseRetriever`` over an ``EfficientRAG`` instance (or a ``RemoteEfficientRAG``); see the
     module docstring for why ``batch`` is overridden."""
 
@@ -55,24 +53,7 @@ class EfficientRAGRetriever(BaseRetriever):
     adapter holds no state of its own, so one loop can serve many."""
     include_trace: bool = False
     """Put the per-hop trace into every Document's metadata (under ``TRACE_KEY``)."""
-
-    @classmethod
-    def from_pretrained(
-        cls,
-        retriever: Retriever,
-        labeler_dir: str | Path,
-        filter_dir: str | Path,
-        *,
-        include_trace: bool = False,
-        **config_overrides: Any,
-    ) -> EfficientRAGRetriever:
-        """Build from the folders ``efficientrag train labeler|filter`` wrote (their ``best/``).
-
-        ``config_overrides`` are ``EfficientRAGConfig`` fields (``top_k``, ``max_hops``, ``device``,
-        ...), so callers do not have to assemble a config to change one setting.
-        """
-        rag = load_rag(retriever, labeler_dir, filter_dir, **config_overrides)
-        return cls(rag=rag, include_trace=include_trace)
+    adapter_options: ClassVar[tuple[str, ...]] = ("include_trace",)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun

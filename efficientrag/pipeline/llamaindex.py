@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 try:
     import llama_index.core.instrumentation as instrument
@@ -35,13 +33,12 @@ except ImportError as exc:
 from efficientrag.pipeline.adapters import (
     METADATA_KEYS,
     TRACE_KEY,
+    FromPretrained,
     RetrievalLoop,
     groups,
     kept_chunks,
-    load_rag,
 )
 from efficientrag.pipeline.efficientrag import RetrievalResult
-from efficientrag.retrieval.base import Retriever
 
 __all__ = ["TRACE_KEY", "EfficientRAGRetriever", "result_to_nodes"]
 
@@ -68,9 +65,11 @@ def result_to_nodes(result: RetrievalResult, *, include_trace: bool = False) -> 
     ]
 
 
-class EfficientRAGRetriever(BaseRetriever):
+class EfficientRAGRetriever(FromPretrained, BaseRetriever):
     """LlamaIndex ``BaseRetriever`` over an ``EfficientRAG`` instance (or a ``RemoteEfficientRAG``);
     see the module docstring for why ``retrieve_batch`` exists."""
+
+    adapter_options = ("include_trace", "callback_manager")
 
     def __init__(
         self,
@@ -90,28 +89,6 @@ class EfficientRAGRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self.rag = rag
         self.include_trace = include_trace
-
-    @classmethod
-    def from_pretrained(
-        cls,
-        retriever: Retriever,
-        labeler_dir: str | Path,
-        filter_dir: str | Path,
-        *,
-        include_trace: bool = False,
-        callback_manager: CallbackManager | None = None,
-        **config_overrides: Any,
-    ) -> EfficientRAGRetriever:
-        """Build from the folders ``efficientrag train labeler|filter`` wrote (their ``best/``).
-
-        ``config_overrides`` are ``EfficientRAGConfig`` fields (``top_k``, ``max_hops``, ``device``,
-        ...), so callers do not have to assemble a config to change one setting.
-        """
-        return cls(
-            load_rag(retriever, labeler_dir, filter_dir, **config_overrides),
-            include_trace=include_trace,
-            callback_manager=callback_manager,
-        )
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return result_to_nodes(self.rag.retrieve(query_bundle.query_str), include_trace=self.include_trace)
