@@ -9,26 +9,24 @@ The names a user of the retriever needs are importable from here (loaded on firs
 from __future__ import annotations
 
 from efficientrag import autoregister as _autoregister
-from efficientrag.lazy import lazy_exports
+from efficientrag.lazy import by_module, lazy_exports
 
 __version__ = "0.1.0"
 
-_EXPORTS = {
-    "Chunk": "efficientrag.data.schema",
-    "Example": "efficientrag.data.schema",
-    "Corpus": "efficientrag.data.corpus",
-    "RetrieverConfig": "efficientrag.retrieval.config",
-    "build_retriever": "efficientrag.retrieval.factory",
-    "load_retriever": "efficientrag.retrieval.factory",
-    "EfficientRAG": "efficientrag.pipeline.efficientrag",
-    "RetrievalResult": "efficientrag.pipeline.efficientrag",
-    "Hop": "efficientrag.pipeline.trace",
-    "HitRecord": "efficientrag.pipeline.trace",
-    "EfficientRAGConfig": "efficientrag.pipeline.config",
-    "Labeler": "efficientrag.models.wrappers",
-    "Filter": "efficientrag.models.wrappers",
-    "load_config": "efficientrag.config",
-}
+_EXPORTS = by_module(
+    __name__,
+    {
+        "data.schema": ("Chunk", "Example"),
+        "data.corpus": ("Corpus",),
+        "retrieval.config": ("RetrieverConfig",),
+        "retrieval.factory": ("build_retriever", "load_retriever"),
+        "pipeline.efficientrag": ("EfficientRAG", "RetrievalResult"),
+        "pipeline.trace": ("Hop", "HitRecord"),
+        "pipeline.config": ("EfficientRAGConfig",),
+        "models.wrappers": ("Labeler", "Filter"),
+        "config": ("load_config",),
+    },
+)
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
 

@@ -8,7 +8,7 @@ errors does not become an import cycle.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 
@@ -37,3 +37,17 @@ def lazy_exports(
         return sorted({*namespace, *namespace.get("__all__", ())})
 
     return __getattr__, __dir__
+
+
+def by_module(package: str, modules: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """The ``exports`` of :func:`lazy_exports` written as imports are: each submodule of
+    ``package`` (dotted, relative to it) once, with the names it gives.
+
+    Args:
+        package: the package's ``__name__``.
+        modules: submodule -> the names to export from it.
+
+    Returns:
+        name -> full module name.
+    """
+    return {name: f"{package}.{module}" for module, names in modules.items() for name in names}

@@ -6,15 +6,16 @@ first use, so importing a submodule (the metrics, the report) does not import th
 
 from __future__ import annotations
 
-from efficientrag.lazy import lazy_exports
+from efficientrag.lazy import by_module, lazy_exports
 
-_EXPORTS = {
-    "evaluate": "efficientrag.eval.evaluation",
-    "evaluate_method": "efficientrag.eval.evaluation",
-    "RunSummary": "efficientrag.eval.evaluation",
-    "run_method": "efficientrag.eval.runner",
-    "write_report": "efficientrag.eval.report",
-}
+_EXPORTS = by_module(
+    __name__,
+    {
+        "evaluation": ("evaluate", "evaluate_method", "RunSummary"),
+        "runner": ("run_method",),
+        "report": ("write_report",),
+    },
+)
 
 __all__ = sorted(_EXPORTS)
 

@@ -9,32 +9,31 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from efficientrag.lazy import lazy_exports
+from efficientrag.lazy import by_module, lazy_exports
 
-_EXPORTS = {
-    "AsyncLLMClient": "efficientrag.llm.client",
-    "LLMClient": "efficientrag.llm.client",
-    "parse_retry_after": "efficientrag.llm.retry",
-    "ResponseCache": "efficientrag.llm.cache",
-    "cache_key": "efficientrag.llm.cache",
-    "LLMConfig": "efficientrag.llm.config",
-    "ModelPrice": "efficientrag.llm.config",
-    "EndpointUnreachableError": "efficientrag.llm.errors",
-    "LLMAuthError": "efficientrag.llm.errors",
-    "LLMConfigError": "efficientrag.llm.errors",
-    "LLMError": "efficientrag.llm.errors",
-    "LLMOutputError": "efficientrag.llm.errors",
-    "LLMRequestError": "efficientrag.llm.errors",
-    "MalformedResponseError": "efficientrag.llm.errors",
-    "RetriesExhaustedError": "efficientrag.llm.errors",
-    "TruncatedOutputError": "efficientrag.llm.errors",
-    "parse_json_output": "efficientrag.llm.json_output",
-    "LLMResponse": "efficientrag.llm.response",
-    "TokenLogprob": "efficientrag.llm.response",
-    "TokenUsage": "efficientrag.llm.response",
-    "StageUsage": "efficientrag.llm.usage",
-    "UsageTracker": "efficientrag.llm.usage",
-}
+_EXPORTS = by_module(
+    __name__,
+    {
+        "client": ("AsyncLLMClient", "LLMClient"),
+        "retry": ("parse_retry_after",),
+        "cache": ("ResponseCache", "cache_key"),
+        "config": ("LLMConfig", "ModelPrice"),
+        "errors": (
+            "EndpointUnreachableError",
+            "LLMAuthError",
+            "LLMConfigError",
+            "LLMError",
+            "LLMOutputError",
+            "LLMRequestError",
+            "MalformedResponseError",
+            "RetriesExhaustedError",
+            "TruncatedOutputError",
+        ),
+        "json_output": ("parse_json_output",),
+        "response": ("LLMResponse", "TokenLogprob", "TokenUsage"),
+        "usage": ("StageUsage", "UsageTracker"),
+    },
+)
 
 __all__ = [
     "AsyncLLMClient",
@@ -80,6 +79,5 @@ if TYPE_CHECKING:
     from efficientrag.llm.response import LLMResponse, TokenLogprob, TokenUsage
     from efficientrag.llm.retry import parse_retry_after
     from efficientrag.llm.usage import StageUsage, UsageTracker
-
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -12,20 +12,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from efficientrag.lazy import lazy_exports
+from efficientrag.lazy import by_module, lazy_exports
 
-_EXPORTS = {
-    "KINDS": "efficientrag.models.inputs",
-    "Labeler": "efficientrag.models.wrappers",
-    "LabelerPrediction": "efficientrag.models.wrappers",
-    "Filter": "efficientrag.models.wrappers",
-    "FilterPrediction": "efficientrag.models.wrappers",
-    "LabelerConfig": "efficientrag.models.configuration",
-    "FilterConfig": "efficientrag.models.configuration",
-    "LabelerModel": "efficientrag.models.modeling",
-    "FilterModel": "efficientrag.models.modeling",
-    "TrainingRecord": "efficientrag.models.card",
-}
+_EXPORTS = by_module(
+    __name__,
+    {
+        "inputs": ("KINDS",),
+        "wrappers": ("Labeler", "LabelerPrediction", "Filter", "FilterPrediction"),
+        "configuration": ("LabelerConfig", "FilterConfig"),
+        "modeling": ("LabelerModel", "FilterModel"),
+        "card": ("TrainingRecord",),
+    },
+)
 # Names of the first save format, which left the package (issue 27).
 _REMOVED = {
     "ModelSpec": "a loaded model's settings are model.config (LabelerConfig / FilterConfig)",

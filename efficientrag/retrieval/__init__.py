@@ -8,27 +8,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from efficientrag.lazy import lazy_exports
+from efficientrag.lazy import by_module, lazy_exports
 from efficientrag.retrieval.base import Hit, Retriever
 
-_LAZY = {
-    "RetrieverConfig": "efficientrag.retrieval.config",
-    "Encoder": "efficientrag.retrieval.encoder",
-    "EmbeddingStore": "efficientrag.retrieval.embedding_store",
-    "DenseRetriever": "efficientrag.retrieval.dense",
-    "BM25Retriever": "efficientrag.retrieval.bm25",
-    "build_retriever": "efficientrag.retrieval.factory",
-    "load_retriever": "efficientrag.retrieval.factory",
-    "IndexMismatchError": "efficientrag.retrieval.errors",
-    "IndexNotFoundError": "efficientrag.retrieval.errors",
-    "BackendUnavailableError": "efficientrag.retrieval.errors",
-    "MilvusConfig": "efficientrag.retrieval.milvus.config",
-    "MilvusRetriever": "efficientrag.retrieval.milvus.retriever",
-    "LangChainSearch": "efficientrag.retrieval.framework",
-    "LlamaIndexSearch": "efficientrag.retrieval.framework",
-    "HaystackSearch": "efficientrag.retrieval.haystack_search",
-    "DSPySearch": "efficientrag.retrieval.dspy_search",
-}
+_LAZY = by_module(
+    __name__,
+    {
+        "config": ("RetrieverConfig",),
+        "encoder": ("Encoder",),
+        "embedding_store": ("EmbeddingStore",),
+        "dense": ("DenseRetriever",),
+        "bm25": ("BM25Retriever",),
+        "factory": ("build_retriever", "load_retriever"),
+        "errors": ("IndexMismatchError", "IndexNotFoundError", "BackendUnavailableError"),
+        "milvus.config": ("MilvusConfig",),
+        "milvus.retriever": ("MilvusRetriever",),
+        "framework": ("LangChainSearch", "LlamaIndexSearch"),
+        "haystack_search": ("HaystackSearch",),
+        "dspy_search": ("DSPySearch",),
+    },
+)
 
 __all__ = [
     "BM25Retriever",

@@ -9,19 +9,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from efficientrag.lazy import lazy_exports
+from efficientrag.lazy import by_module, lazy_exports
 
-_LAZY = {
-    "run_synthesis": "efficientrag.synth.pipeline",
-    "SynthConfig": "efficientrag.synth.config",
-    "AnnotationsConfig": "efficientrag.synth.config",
-    "LLMTeacherConfig": "efficientrag.synth.config",
-    "StageOptions": "efficientrag.synth.stage",
-    "run_stage": "efficientrag.synth.stage",
-    "run_stage_async": "efficientrag.synth.stage",
-    "Reject": "efficientrag.synth.records",
-    "align_words": "efficientrag.synth.align",
-}
+_LAZY = by_module(
+    __name__,
+    {
+        "pipeline": ("run_synthesis",),
+        "config": ("SynthConfig", "AnnotationsConfig", "LLMTeacherConfig"),
+        "stage": ("StageOptions", "run_stage", "run_stage_async"),
+        "records": ("Reject",),
+        "align": ("align_words",),
+    },
+)
 
 __all__ = [
     "AnnotationsConfig",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from efficientrag.lazy import lazy_exports
+from efficientrag.lazy import by_module, lazy_exports
 from efficientrag.training.config import TrainConfig, load_train_config
 
 if TYPE_CHECKING:
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TrainConfig", "load_train_config", "load_training_set", "train"]
 
-_LAZY = {"train": "efficientrag.training.loop", "load_training_set": "efficientrag.training.training_set"}
-
+_LAZY = by_module(__name__, {"loop": ("train",), "training_set": ("load_training_set",)})
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -7,19 +7,20 @@ Names load on first use, so ``import efficientrag.treehop`` does not import torc
 
 from __future__ import annotations
 
-from efficientrag.lazy import lazy_exports
+from efficientrag.lazy import by_module, lazy_exports
 
-_EXPORTS = {
-    "TreeHop": "efficientrag.treehop.model",
-    "TreeHopConfig": "efficientrag.treehop.configuration",
-    "TreeHopNetwork": "efficientrag.treehop.modeling",
-    "TreeHopRetriever": "efficientrag.treehop.retriever",
-    "TreeHopResult": "efficientrag.treehop.retriever",
-    "TreeHopRetrievalConfig": "efficientrag.treehop.config",
-    "TreeHopTrainConfig": "efficientrag.treehop.config",
-    "train_treehop": "efficientrag.treehop.training",
-    "derive_chains": "efficientrag.treehop.chains",
-}
+_EXPORTS = by_module(
+    __name__,
+    {
+        "model": ("TreeHop",),
+        "configuration": ("TreeHopConfig",),
+        "modeling": ("TreeHopNetwork",),
+        "retriever": ("TreeHopRetriever", "TreeHopResult"),
+        "config": ("TreeHopRetrievalConfig", "TreeHopTrainConfig"),
+        "training": ("train_treehop",),
+        "chains": ("derive_chains",),
+    },
+)
 
 __all__ = sorted(_EXPORTS)
 

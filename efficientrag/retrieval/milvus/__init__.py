@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from efficientrag.lazy import lazy_exports
+from efficientrag.lazy import by_module, lazy_exports
 
-_EXPORTS = {
-    "MilvusConfig": "efficientrag.retrieval.milvus.config",
-    "MilvusRetriever": "efficientrag.retrieval.milvus.retriever",
-    "staging_file": "efficientrag.retrieval.milvus.retriever",
-}
+_EXPORTS = by_module(
+    __name__,
+    {
+        "config": ("MilvusConfig",),
+        "retriever": ("MilvusRetriever", "staging_file"),
+    },
+)
 
 __all__ = ["MilvusConfig", "MilvusRetriever", "staging_file"]
 
