@@ -10,7 +10,7 @@ from efficientrag.adapt.self_training import SelfTrainConfig
 from efficientrag.config import ConfigError
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.config import RetrieverConfig
-from efficientrag.training.config import TrainConfig
+from efficientrag.training.config import TrainConfig, cpu_train_config
 
 # What both fine-tunes share. The from-scratch rate (lr 1e-4): on the toy world a gentler fine-tune
 # (5e-5, one pass) left the source models' habits in place and adapted nothing
@@ -20,13 +20,11 @@ _FINETUNE |= {"save_steps": 20, "logging_steps": 5}
 
 
 def _finetune_labeler() -> TrainConfig:
-    shape = {"batch_size": 16, "eval_batch_size": 32, "max_length": 256, "max_eval_rows": 300}
-    return TrainConfig(model="labeler", class_weights="auto", epochs=1, **shape, **_FINETUNE)
+    return cpu_train_config("labeler", epochs=1, max_eval_rows=300, **_FINETUNE)
 
 
 def _finetune_filter() -> TrainConfig:
-    shape = {"batch_size": 32, "eval_batch_size": 64, "max_length": 128, "max_eval_rows": 500}
-    return TrainConfig(model="filter", epochs=3, **shape, **_FINETUNE)
+    return cpu_train_config("filter", epochs=3, max_eval_rows=500, **_FINETUNE)
 
 
 @dataclass

@@ -9,7 +9,7 @@ from efficientrag.config import ConfigError
 from efficientrag.models.inputs import KINDS
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.config import RetrieverConfig
-from efficientrag.training.config import TrainConfig
+from efficientrag.training.config import TrainConfig, cpu_train_config
 
 # What both students share: the from-scratch rate (a student lost layers, so it has more to repair
 # than a fine-tune), checkpoints every 50 steps so a kill loses little.
@@ -18,13 +18,11 @@ _STUDENT |= {"save_steps": 50, "logging_steps": 10}
 
 
 def _student_labeler() -> TrainConfig:
-    shape = {"batch_size": 16, "eval_batch_size": 32, "max_length": 256}
-    return TrainConfig(model="labeler", class_weights="auto", epochs=2, **shape, **_STUDENT)
+    return cpu_train_config("labeler", epochs=2, **_STUDENT)
 
 
 def _student_filter() -> TrainConfig:
-    shape = {"batch_size": 32, "eval_batch_size": 64, "max_length": 128}
-    return TrainConfig(model="filter", epochs=3, **shape, **_STUDENT)
+    return cpu_train_config("filter", epochs=3, **_STUDENT)
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from efficientrag.config import ConfigError, check_probabilities, load_config, probability
 from efficientrag.models.inputs import KINDS
@@ -160,3 +160,25 @@ def load_train_config(
         raise ConfigError(f"{path}: this config trains a {cfg.model!r}, not a {kind!r}")
     cfg.model = kind  # type: ignore[assignment]
     return cfg
+
+
+# Each model's batch and length shape in the MiniLM CPU presets (configs/labeler/minilm-cpu.yaml,
+# configs/filter/minilm-cpu.yaml): the Labeler reads a chunk with its query, the Filter a query.
+CPU_SHAPE: dict[str, dict[str, Any]] = {
+    "labeler": {"class_weights": "auto", "batch_size": 16, "eval_batch_size": 32, "max_length": 256},
+    "filter": {"batch_size": 32, "eval_batch_size": 64, "max_length": 128},
+}
+
+
+def cpu_train_config(model: str, **settings: Any) -> TrainConfig:
+    """A run of ``model`` in the CPU presets' shape (:data:`CPU_SHAPE`): what the jobs that train
+    from trained models on a CPU (adapt's fine-tunes, distill's students) start from.
+
+    Args:
+        model: ``"labeler"`` or ``"filter"``.
+        settings: further ``TrainConfig`` fields; they win over the shape.
+
+    Returns:
+        The config.
+    """
+    return TrainConfig(model=model, **{**CPU_SHAPE[model], **settings})
