@@ -77,12 +77,16 @@ class WordClassifier(ABC, Generic[P]):
         network: TokenClassifierNetwork,
         tokenizer: PreTrainedTokenizerBase,
         device: str | torch.device | None = None,
+        *,
+        source: Path | None = None,
     ) -> None:
+        """``source``: the folder the network was loaded from (saving without a new training record
+        keeps that folder's card, config and metrics)."""
         if network.config.kind != self.kind:
             raise ValueError(f"{type(self).__name__} cannot hold a {network.config.kind!r} network")
         self.network = network
         self.tokenizer = tokenizer
-        self.source: Path | None = None  # the folder it was loaded from, if any
+        self.source = source  # the folder it was loaded from, if any
         # An ONNX Runtime session that predicts in place of ``network`` (quantize("onnx"...)).
         self.onnx: OnnxNetwork | None = None
         self.to(device)
@@ -155,9 +159,7 @@ class WordClassifier(ABC, Generic[P]):
         if dtype is not None:
             network.to(getattr(torch, dtype) if isinstance(dtype, str) else dtype)
         tokenizer = load_tokenizer(str(folder), local_files_only=True)
-        model = cls(network, tokenizer, device)
-        model.source = folder
-        return model
+        return cls(network, tokenizer, device, source=folder)
 
     def save_pretrained(
         self,

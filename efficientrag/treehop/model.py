@@ -29,9 +29,13 @@ RUN_FILES = ("train_config.yaml", "metrics.json")
 class TreeHop:
     """Next-query vectors from (query vector, chunk vector) pairs, batched, without gradients."""
 
-    def __init__(self, network: TreeHopNetwork, device: str | torch.device | None = None) -> None:
+    def __init__(
+        self, network: TreeHopNetwork, device: str | torch.device | None = None, *, source: Path | None = None
+    ) -> None:
+        """``source``: the folder the network was loaded from (saving without run files keeps that
+        folder's)."""
         self.network = network.eval()
-        self.source: Path | None = None
+        self.source = source
         self.to(device)
 
     @classmethod
@@ -90,9 +94,7 @@ class TreeHop:
                 f"{folder / WEIGHTS_FILE} does not match the network described by {config_path}: "
                 f"{wrong or info['error_msgs']}"
             )
-        model = cls(network, device)
-        model.source = folder
-        return model
+        return cls(network, device, source=folder)
 
     def save_pretrained(
         self,
