@@ -172,6 +172,20 @@ def to_dict(cfg: Any) -> dict[str, Any]:
     return cfg
 
 
+def same_named(source: Any, names: Sequence[str]) -> dict[str, Any]:
+    """``{name: source.<name>}`` for each of ``names``: settings handed on under the names they
+    already have (a config's fields to the class it configures, parsed flags to a server's config).
+
+    Args:
+        source: the object holding the settings (a config dataclass, an ``argparse.Namespace``).
+        names: the attributes to hand on.
+
+    Returns:
+        Keyword arguments for the receiver.
+    """
+    return {name: getattr(source, name) for name in names}
+
+
 def save_config(cfg: Any, path: str | Path) -> None:
     write_text_atomic(path, yaml.safe_dump(to_dict(cfg), sort_keys=False))
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from efficientrag.config import same_named
 from efficientrag.hub import smollm2_gguf_path
 
 DEFAULT_ALIAS = "smollm2-135m-instruct"
@@ -204,15 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_model:
         print(smollm2_gguf_path())
         return 0
-    cfg = LlamaServerConfig(
-        model=args.model,
-        alias=args.alias,
-        host=args.host,
-        port=args.port,
-        n_ctx=args.n_ctx,
-        n_threads=args.n_threads,
-        log_path=None,
-    )
+    cfg = LlamaServerConfig(**same_named(args, ("model", "alias", "host", "port", "n_ctx", "n_threads")))
     with LlamaCppServer(cfg) as server:
         print(f"serving {server.model_path} as {server.model_name!r} at {server.base_url}", flush=True)
         try:

@@ -26,6 +26,7 @@ except ImportError as exc:
     raise missing_extra("efficientrag.pipeline.haystack", "haystack-ai>=3.1", "haystack", exc) from exc
 
 from efficientrag.config import from_dict as config_from_dict
+from efficientrag.config import same_named
 from efficientrag.pipeline.adapters import groups, kept_chunks, load_rag
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG, RetrievalResult
@@ -33,6 +34,9 @@ from efficientrag.pipeline.trace import trace_to_dicts
 from efficientrag.retrieval.config import RetrieverConfig
 
 __all__ = ["EfficientRAGRetriever", "result_to_documents"]
+
+# The constructor arguments a saved pipeline keeps (paths and settings, never weights).
+SAVED = ("labeler", "filter", "index_dir", "corpus", "retriever", "settings")
 
 
 def result_to_documents(result: RetrievalResult) -> list[Document]:
@@ -151,15 +155,7 @@ class EfficientRAGRetriever:
                 "EfficientRAGRetriever built with rag= cannot be serialized; build it from "
                 "labeler=, filter=, index_dir= (and corpus=) to save the pipeline"
             )
-        return default_to_dict(
-            self,
-            labeler=self.labeler,
-            filter=self.filter,
-            index_dir=self.index_dir,
-            corpus=self.corpus,
-            retriever=self.retriever,
-            settings=self.settings,
-        )
+        return default_to_dict(self, **same_named(self, SAVED))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EfficientRAGRetriever:

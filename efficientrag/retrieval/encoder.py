@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from efficientrag.config import same_named
 from efficientrag.data.corpus import Corpus
 from efficientrag.hub import MINILM_ALIASES, OFFLINE_DEFAULT_ENCODER, minilm_path, resolve_model_path
 from efficientrag.retrieval.config import RetrieverConfig
@@ -34,6 +35,18 @@ COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
 OVER_LIMIT_BATCH = 4096
 # Chunk ids named in the over-limit warning (the count covers the rest).
 OVER_LIMIT_SHOWN = 5
+# RetrieverConfig fields that are Encoder arguments of the same name (from_config).
+ENCODER_SETTINGS = (
+    "normalize",
+    "query_prefix",
+    "passage_prefix",
+    "max_length",
+    "batch_size",
+    "device",
+    "backend",
+    "compute_dtype",
+    "num_threads",
+)
 
 
 def canonical_encoder_name(name: str) -> str:
@@ -120,19 +133,7 @@ class Encoder:
 
     @classmethod
     def from_config(cls, cfg: RetrieverConfig, *, show_progress: bool = True) -> Encoder:
-        return cls(
-            cfg.encoder,
-            normalize=cfg.normalize,
-            query_prefix=cfg.query_prefix,
-            passage_prefix=cfg.passage_prefix,
-            max_length=cfg.max_length,
-            batch_size=cfg.batch_size,
-            device=cfg.device,
-            backend=cfg.backend,
-            compute_dtype=cfg.compute_dtype,
-            num_threads=cfg.num_threads,
-            show_progress=show_progress,
-        )
+        return cls(cfg.encoder, show_progress=show_progress, **same_named(cfg, ENCODER_SETTINGS))
 
     # ------------------------------------------------------------------------------------------
 
