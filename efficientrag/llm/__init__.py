@@ -11,6 +11,26 @@ from typing import TYPE_CHECKING
 
 from efficientrag.lazy import by_module, lazy_exports
 
+if TYPE_CHECKING:
+    from efficientrag.llm.cache import ResponseCache, cache_key
+    from efficientrag.llm.client import AsyncLLMClient, LLMClient
+    from efficientrag.llm.config import LLMConfig, ModelPrice
+    from efficientrag.llm.errors import (
+        EndpointUnreachableError,
+        LLMAuthError,
+        LLMConfigError,
+        LLMError,
+        LLMOutputError,
+        LLMRequestError,
+        MalformedResponseError,
+        RetriesExhaustedError,
+        TruncatedOutputError,
+    )
+    from efficientrag.llm.json_output import parse_json_output
+    from efficientrag.llm.response import LLMResponse, TokenLogprob, TokenUsage
+    from efficientrag.llm.retry import parse_retry_after
+    from efficientrag.llm.usage import StageUsage, UsageTracker
+
 _EXPORTS = by_module(
     __name__,
     {
@@ -59,25 +79,5 @@ __all__ = [
     "parse_json_output",
     "parse_retry_after",
 ]
-
-if TYPE_CHECKING:
-    from efficientrag.llm.cache import ResponseCache, cache_key
-    from efficientrag.llm.client import AsyncLLMClient, LLMClient
-    from efficientrag.llm.config import LLMConfig, ModelPrice
-    from efficientrag.llm.errors import (
-        EndpointUnreachableError,
-        LLMAuthError,
-        LLMConfigError,
-        LLMError,
-        LLMOutputError,
-        LLMRequestError,
-        MalformedResponseError,
-        RetriesExhaustedError,
-        TruncatedOutputError,
-    )
-    from efficientrag.llm.json_output import parse_json_output
-    from efficientrag.llm.response import LLMResponse, TokenLogprob, TokenUsage
-    from efficientrag.llm.retry import parse_retry_after
-    from efficientrag.llm.usage import StageUsage, UsageTracker
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

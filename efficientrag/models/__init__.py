@@ -14,6 +14,13 @@ from typing import TYPE_CHECKING
 
 from efficientrag.lazy import by_module, lazy_exports
 
+if TYPE_CHECKING:
+    from efficientrag.models.card import TrainingRecord
+    from efficientrag.models.configuration import FilterConfig, LabelerConfig
+    from efficientrag.models.inputs import KINDS
+    from efficientrag.models.modeling import FilterModel, LabelerModel
+    from efficientrag.models.wrappers import Filter, FilterPrediction, Labeler, LabelerPrediction
+
 _EXPORTS = by_module(
     __name__,
     {
@@ -30,12 +37,6 @@ _REMOVED = {
     "convert_folder": "convert a first-format folder with `python train/convert_first_format.py OLD [NEW]`",
 }
 
-if TYPE_CHECKING:
-    from efficientrag.models.card import TrainingRecord
-    from efficientrag.models.configuration import FilterConfig, LabelerConfig
-    from efficientrag.models.inputs import KINDS
-    from efficientrag.models.modeling import FilterModel, LabelerModel
-    from efficientrag.models.wrappers import Filter, FilterPrediction, Labeler, LabelerPrediction
 
 __all__ = [
     "KINDS",

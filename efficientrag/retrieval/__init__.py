@@ -11,6 +11,20 @@ from typing import TYPE_CHECKING
 from efficientrag.lazy import by_module, lazy_exports
 from efficientrag.retrieval.base import Hit, Retriever
 
+if TYPE_CHECKING:
+    from efficientrag.retrieval.bm25 import BM25Retriever
+    from efficientrag.retrieval.config import RetrieverConfig
+    from efficientrag.retrieval.dense import DenseRetriever
+    from efficientrag.retrieval.dspy_search import DSPySearch
+    from efficientrag.retrieval.embedding_store import EmbeddingStore
+    from efficientrag.retrieval.encoder import Encoder
+    from efficientrag.retrieval.errors import BackendUnavailableError, IndexMismatchError, IndexNotFoundError
+    from efficientrag.retrieval.factory import build_retriever, load_retriever
+    from efficientrag.retrieval.framework import LangChainSearch, LlamaIndexSearch
+    from efficientrag.retrieval.haystack_search import HaystackSearch
+    from efficientrag.retrieval.milvus.config import MilvusConfig
+    from efficientrag.retrieval.milvus.retriever import MilvusRetriever
+
 _LAZY = by_module(
     __name__,
     {
@@ -49,19 +63,5 @@ __all__ = [
     "build_retriever",
     "load_retriever",
 ]
-
-if TYPE_CHECKING:
-    from efficientrag.retrieval.bm25 import BM25Retriever
-    from efficientrag.retrieval.config import RetrieverConfig
-    from efficientrag.retrieval.dense import DenseRetriever
-    from efficientrag.retrieval.dspy_search import DSPySearch
-    from efficientrag.retrieval.embedding_store import EmbeddingStore
-    from efficientrag.retrieval.encoder import Encoder
-    from efficientrag.retrieval.errors import BackendUnavailableError, IndexMismatchError, IndexNotFoundError
-    from efficientrag.retrieval.factory import build_retriever, load_retriever
-    from efficientrag.retrieval.framework import LangChainSearch, LlamaIndexSearch
-    from efficientrag.retrieval.haystack_search import HaystackSearch
-    from efficientrag.retrieval.milvus.config import MilvusConfig
-    from efficientrag.retrieval.milvus.retriever import MilvusRetriever
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

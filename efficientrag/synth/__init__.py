@@ -11,6 +11,13 @@ from typing import TYPE_CHECKING
 
 from efficientrag.lazy import by_module, lazy_exports
 
+if TYPE_CHECKING:
+    from efficientrag.synth.align import align_words
+    from efficientrag.synth.config import AnnotationsConfig, LLMTeacherConfig, SynthConfig
+    from efficientrag.synth.pipeline import run_synthesis
+    from efficientrag.synth.records import Reject
+    from efficientrag.synth.stage import StageOptions, run_stage, run_stage_async
+
 _LAZY = by_module(
     __name__,
     {
@@ -33,12 +40,5 @@ __all__ = [
     "run_stage_async",
     "run_synthesis",
 ]
-
-if TYPE_CHECKING:
-    from efficientrag.synth.align import align_words
-    from efficientrag.synth.config import AnnotationsConfig, LLMTeacherConfig, SynthConfig
-    from efficientrag.synth.pipeline import run_synthesis
-    from efficientrag.synth.records import Reject
-    from efficientrag.synth.stage import StageOptions, run_stage, run_stage_async
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

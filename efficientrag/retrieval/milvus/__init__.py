@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING
 
 from efficientrag.lazy import by_module, lazy_exports
 
+if TYPE_CHECKING:
+    from efficientrag.retrieval.milvus.config import MilvusConfig
+    from efficientrag.retrieval.milvus.retriever import MilvusRetriever, staging_file
+
 _EXPORTS = by_module(
     __name__,
     {
@@ -24,9 +28,5 @@ _EXPORTS = by_module(
 )
 
 __all__ = ["MilvusConfig", "MilvusRetriever", "staging_file"]
-
-if TYPE_CHECKING:
-    from efficientrag.retrieval.milvus.config import MilvusConfig
-    from efficientrag.retrieval.milvus.retriever import MilvusRetriever, staging_file
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
