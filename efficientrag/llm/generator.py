@@ -216,6 +216,80 @@ class Generator(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One :meth:`Generator.generate` call with its arguments checked, as a backend derived from
+    :class:`GeneratorBase` receives it."""
+
+    prompts: list[Prompt]
+    max_new_tokens: int
+    stops: list[str]
+    temperature: float
+    want_token_probs: bool
+    want_entropies: bool
+    want_attention: bool
+    per_head_attention: bool
+    # The backend's own form of ``logit_bias`` (see its ``_check_logit_bias``); None for no bias.
+    logit_bias: Any
+
+
+class GeneratorBase:
+    """What the backends share: :meth:`generate`, the :class:`Generator` call, checks its arguments
+    once for all of them and hands a :class:`GenerationRequest` to the backend's :meth:`_generate`.
+
+    A backend sets ``name``, ``supports`` and ``counters`` and implements :meth:`_generate` and
+    :meth:`_check_logit_bias`."""
+
+    name: str
+    supports: GeneratorSupport
+    counters: GeneratorCounters
+
+    def generate(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        max_new_tokens: int,
+        stop: Sequence[str] | None = None,
+        temperature: float = 0.0,
+        want_token_probs: bool = False,
+        want_entropies: bool = False,
+        want_attention: bool = False,
+        per_head_attention: bool = False,
+        logit_bias: Mapping[int, float] | None = None,
+    ) -> list[Generation]:
+        """Continue every prompt (see :meth:`Generator.generate`).
+
+        ``per_head_attention`` additionally keeps each head's weights on the attention view.
+        ``logit_bias`` maps token ids to values added to their logits at every step (FLARE-instruct
+        pushes or bans "["): it steers which tokens are chosen; which ids and values a backend
+        accepts is its own (:meth:`_check_logit_bias`).
+        """
+        stops = check_generation_args(max_new_tokens, stop, temperature)
+        checked = check_prompts(prompts)
+        bias = self._check_logit_bias(logit_bias)
+        request = GenerationRequest(
+            checked,
+            max_new_tokens,
+            stops,
+            temperature,
+            want_token_probs,
+            want_entropies,
+            want_attention,
+            per_head_attention,
+            bias,
+        )
+        return self._generate(request)
+
+    def _check_logit_bias(self, logit_bias: Mapping[int, float] | None) -> Any:
+        """``logit_bias`` in the form the backend sends on (None when empty); raises ValueError for
+        an id or value it cannot take."""
+        raise NotImplementedError
+
+    def _generate(self, request: GenerationRequest) -> list[Generation]:
+        """One :class:`Generation` per prompt of ``request``, in order."""
+        raise NotImplementedError
+
+
 # -- shared argument checks and text helpers --------------------------------------------------------
 
 

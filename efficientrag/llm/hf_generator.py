@@ -41,10 +41,11 @@ from efficientrag.hub import check_gguf, resolve_model_path
 from efficientrag.llm.generator import (
     AttentionView,
     Generation,
+    GenerationRequest,
+    GeneratorBase,
     GeneratorCounters,
     GeneratorSupport,
     Prompt,
-    check_generation_args,
     check_prompts,
     clip_pieces,
     first_stop,
@@ -79,7 +80,7 @@ class EncodedPrompt:
     offsets: list[tuple[int, int]]
 
 
-class HFGenerator:
+class HFGenerator(GeneratorBase):
     """Batched generation with a local causal LM. Build with :meth:`from_config` or pass a loaded
     ``model`` and ``tokenizer`` (tests, notebooks); the model's ``generation_config`` is replaced by
     a neutral one (see the module docstring). Calls are serialized by a lock.
@@ -195,33 +196,14 @@ class HFGenerator:
 
     # -- generation ---------------------------------------------------------------------------------
 
-    def generate(
-        self,
-        prompts: Sequence[Prompt],
-        *,
-        max_new_tokens: int,
-        stop: Sequence[str] | None = None,
-        temperature: float = 0.0,
-        want_token_probs: bool = False,
-        want_entropies: bool = False,
-        want_attention: bool = False,
-        per_head_attention: bool = False,
-        logit_bias: Mapping[int, float] | None = None,
-    ) -> list[Generation]:
-        """Continue every prompt (see :class:`~efficientrag.llm.generator.Generator`).
-
-        ``per_head_attention`` additionally keeps each head's weights on the attention view.
-        ``logit_bias`` maps token ids to values added to their logits at every step (FLARE-instruct
-        pushes or bans "["); it steers which tokens are chosen, while ``token_probs`` and
-        ``entropies`` stay those of the unbiased model."""
-        stops = check_generation_args(max_new_tokens, stop, temperature)
-        prompts = check_prompts(prompts)
-        bias = self._check_logit_bias(logit_bias)
-        encoded = [self.encode(p) for p in prompts]
+    def _generate(self, req: GenerationRequest) -> list[Generation]:
+        """``logit_bias`` steers which tokens are chosen, while ``token_probs`` and ``entropies``
+        stay those of the unbiased model."""
+        encoded = [self.encode(p) for p in req.prompts]
         for i, enc in enumerate(encoded):
-            if self.max_positions and len(enc.ids) + max_new_tokens > self.max_positions:
+            if self.max_positions and len(enc.ids) + req.max_new_tokens > self.max_positions:
                 raise ValueError(
-                    f"prompts[{i}] has {len(enc.ids)} tokens; with max_new_tokens={max_new_tokens} that exceeds "
+                    f"prompts[{i}] has {len(enc.ids)} tokens; with max_new_tokens={req.max_new_tokens} that exceeds "
                     f"the model's {self.max_positions} positions. Shorten the prompt (fewer documents or "
                     "exemplars) or lower max_new_tokens."
                 )
@@ -233,22 +215,22 @@ class HFGenerator:
                 batch = order[start : start + self.cfg.batch_size]
                 outs = self._generate_batch(
                     [encoded[i] for i in batch],
-                    max_new_tokens=max_new_tokens,
-                    stops=stops,
-                    temperature=temperature,
-                    want_logits=want_token_probs or want_entropies,
-                    bias=bias,
+                    max_new_tokens=req.max_new_tokens,
+                    stops=req.stops,
+                    temperature=req.temperature,
+                    want_logits=req.want_token_probs or req.want_entropies,
+                    bias=req.logit_bias,
                 )
                 for i, (pieces, ids, probs, ents, n_completion, finish) in zip(batch, outs, strict=True):
                     text = "".join(pieces)
                     attention = None
-                    if want_attention:
+                    if req.want_attention:
                         attention = self._attention_view(
                             encoded[i].ids + ids,
                             encoded[i].text,
                             encoded[i].offsets,
                             pieces,
-                            per_head_attention,
+                            req.per_head_attention,
                         )
                     results[i] = Generation(
                         text=text,
@@ -257,8 +239,8 @@ class HFGenerator:
                         completion_tokens=n_completion,
                         tokens=pieces,
                         token_ids=ids,
-                        token_probs=probs if want_token_probs else None,
-                        entropies=ents if want_entropies else None,
+                        token_probs=probs if req.want_token_probs else None,
+                        entropies=ents if req.want_entropies else None,
                         attention=attention,
                     )
             self.counters.add(calls=1, prompts=len(encoded))

@@ -19,17 +19,16 @@ available from an API.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from efficientrag.llm.client import LLMClient
 from efficientrag.llm.generator import (
     Generation,
+    GenerationRequest,
+    GeneratorBase,
     GeneratorCapabilityError,
     GeneratorCounters,
     GeneratorSupport,
-    Prompt,
-    check_generation_args,
-    check_prompts,
     clip_pieces,
     entropy_from_logprobs,
     is_chat_prompt,
@@ -38,7 +37,7 @@ from efficientrag.llm.generator_config import OpenAIGeneratorConfig
 from efficientrag.llm.response import LLMResponse
 
 
-class OpenAIGenerator:
+class OpenAIGenerator(GeneratorBase):
     def __init__(self, cfg: OpenAIGeneratorConfig, *, client: LLMClient | None = None) -> None:
         self.cfg = cfg
         self._owns_client = client is None
@@ -53,47 +52,34 @@ class OpenAIGenerator:
             raw_completion=cfg.completions_for_text,
         )
 
-    def generate(
-        self,
-        prompts: Sequence[Prompt],
-        *,
-        max_new_tokens: int,
-        stop: Sequence[str] | None = None,
-        temperature: float = 0.0,
-        want_token_probs: bool = False,
-        want_entropies: bool = False,
-        want_attention: bool = False,
-        logit_bias: Mapping[int, float] | None = None,
-    ) -> list[Generation]:
+    def _generate(self, req: GenerationRequest) -> list[Generation]:
         """``logit_bias`` maps token ids *of the server's tokenizer* to values in [-100, 100] added to
         their logits (OpenAI's ``logit_bias``; vLLM supports it on both endpoints)."""
-        stops = check_generation_args(max_new_tokens, stop, temperature)
-        prompts = check_prompts(prompts)
-        bias = _check_logit_bias(logit_bias)
-        if want_attention:
+        prompts = req.prompts
+        if req.want_attention:
             raise GeneratorCapabilityError(
                 f"attention weights were requested from {self.name}, but an OpenAI-compatible API does not "
                 "expose them; DRAGIN (RIND and QFS) needs them: use a local Hugging Face model "
                 "(generator.backend=hf, generator.hf.model=<path or hub name>)"
             )
-        if want_entropies and not self.supports.entropies:
+        if req.want_entropies and not self.supports.entropies:
             raise GeneratorCapabilityError(
                 f"per-token entropies were requested from {self.name}, but an API returns only the top "
                 "logprobs, not the full distribution; DRAGIN's RIND needs them: use a local Hugging Face "
                 "model, or set generator.openai.approximate_entropies=true to estimate them from the "
                 f"top {self.cfg.top_logprobs} logprobs (a lower bound)"
             )
-        want_logprobs = want_token_probs or want_entropies
-        top_k = self.cfg.top_logprobs if want_entropies else None
+        want_logprobs = req.want_token_probs or req.want_entropies
+        top_k = self.cfg.top_logprobs if req.want_entropies else None
         common = {
             "stage": self.cfg.stage,
-            "max_tokens": max_new_tokens,
-            "temperature": float(temperature),
-            "stop": stops or None,
+            "max_tokens": req.max_new_tokens,
+            "temperature": float(req.temperature),
+            "stop": req.stops or None,
             "allow_truncated": True,
         }
-        if bias:
-            common["logit_bias"] = bias
+        if req.logit_bias:
+            common["logit_bias"] = req.logit_bias
 
         chat_idx = [
             i for i, p in enumerate(prompts) if is_chat_prompt(p) or not self.cfg.completions_for_text
@@ -120,7 +106,8 @@ class OpenAIGenerator:
                 responses[i] = resp  # type: ignore[assignment]
 
         results = [
-            self._generation(responses[i], i, want_token_probs, want_entropies) for i in range(len(prompts))
+            self._generation(responses[i], i, req.want_token_probs, req.want_entropies)
+            for i in range(len(prompts))
         ]
         self.counters.add(
             calls=1,
@@ -166,6 +153,20 @@ class OpenAIGenerator:
             ]
         return gen
 
+    @staticmethod
+    def _check_logit_bias(logit_bias: Mapping[int, float] | None) -> dict[str, float] | None:
+        """The API's form: token ids as strings, values within [-100, 100]."""
+        if not logit_bias:
+            return None
+        out = {}
+        for tok, value in logit_bias.items():
+            if isinstance(tok, bool) or not isinstance(tok, int) or tok < 0:
+                raise ValueError(f"logit_bias key {tok!r} is not a token id")
+            if not -100.0 <= float(value) <= 100.0:
+                raise ValueError(f"logit_bias value {value} for token {tok} is outside [-100, 100]")
+            out[str(tok)] = float(value)
+        return out
+
     def close(self) -> None:
         if self._owns_client:
             self.client.close()
@@ -175,17 +176,3 @@ class OpenAIGenerator:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _check_logit_bias(logit_bias: Mapping[int, float] | None) -> dict[str, float] | None:
-    """The API's form: token ids as strings, values within [-100, 100]."""
-    if not logit_bias:
-        return None
-    out = {}
-    for tok, value in logit_bias.items():
-        if isinstance(tok, bool) or not isinstance(tok, int) or tok < 0:
-            raise ValueError(f"logit_bias key {tok!r} is not a token id")
-        if not -100.0 <= float(value) <= 100.0:
-            raise ValueError(f"logit_bias value {value} for token {tok} is outside [-100, 100]")
-        out[str(tok)] = float(value)
-    return out
