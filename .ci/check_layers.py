@@ -26,6 +26,7 @@ PACKAGE = "efficientrag"
 LAYERS: dict[str, int] = {
     # 1: utilities that know nothing of the domain, and the model classes built only on them.
     "atomic": 1,  # atomic file writes
+    "closing": 1,  # `with` support for objects released by close()
     "autoregister": 1,  # transformers Auto-class registration (names models/ by string)
     "config": 1,  # the YAML/dataclass config loader every entry point shares
     "cpu": 1,  # CPU thread settings

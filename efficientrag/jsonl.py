@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.atomic import atomic_open
+from efficientrag.closing import Closing
 from efficientrag.errors import DataFormatError
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ def repair_torn_tail(path: Path) -> int:
         return size
 
 
-class JsonlAppender:
+class JsonlAppender(Closing):
     """Append records one per line, flushed per record (fsync every ``sync_every`` records, or,
     with ``sync_seconds``, at most once per that many seconds; always on close).
 
@@ -137,12 +138,6 @@ class JsonlAppender:
             self._fh.flush()
             os.fsync(self._fh.fileno())
             self._fh.close()
-
-    def __enter__(self) -> JsonlAppender:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:

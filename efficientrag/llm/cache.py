@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from efficientrag.closing import Closing
+
 log = logging.getLogger(__name__)
 
 CACHE_FILE_NAME = "llm_cache.sqlite"
@@ -50,7 +52,7 @@ def cache_key(kind: str, request: dict[str, Any], extra_body: dict[str, Any] | N
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 
-class ResponseCache:
+class ResponseCache(Closing):
     """A key -> response-dict store shared by threads (one connection behind a lock) and processes."""
 
     def __init__(self, cache_dir: str | Path, *, busy_timeout_s: float = 60.0) -> None:
@@ -108,9 +110,3 @@ class ResponseCache:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
-
-    def __enter__(self) -> ResponseCache:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

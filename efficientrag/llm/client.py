@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import openai
 
+from efficientrag.closing import Closing
 from efficientrag.llm.cache import ResponseCache, cache_key
 from efficientrag.llm.config import LLMConfig
 from efficientrag.llm.errors import (
@@ -394,7 +395,7 @@ def _truncated_message(response: LLMResponse) -> str:
 # -- blocking facade ------------------------------------------------------------------------------
 
 
-class LLMClient:
+class LLMClient(Closing):
     """Blocking wrapper for scripts and notebooks: runs an :class:`AsyncLLMClient` on a private
     event loop in a daemon thread, so it works from any thread, even one with its own loop."""
 
@@ -465,9 +466,3 @@ class LLMClient:
         self._thread.join(timeout=10)
         if not self._thread.is_alive():
             self._loop.close()
-
-    def __enter__(self) -> LLMClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from efficientrag.closing import Closing
 from efficientrag.llm.client import LLMClient
 from efficientrag.llm.generator import (
     Generation,
@@ -37,7 +38,7 @@ from efficientrag.llm.generator_config import OpenAIGeneratorConfig
 from efficientrag.llm.response import LLMResponse
 
 
-class OpenAIGenerator(GeneratorBase):
+class OpenAIGenerator(Closing, GeneratorBase):
     def __init__(self, cfg: OpenAIGeneratorConfig, *, client: LLMClient | None = None) -> None:
         self.cfg = cfg
         self._owns_client = client is None
@@ -170,9 +171,3 @@ class OpenAIGenerator(GeneratorBase):
     def close(self) -> None:
         if self._owns_client:
             self.client.close()
-
-    def __enter__(self) -> OpenAIGenerator:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

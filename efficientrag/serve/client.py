@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from efficientrag.closing import Closing
 from efficientrag.pipeline.efficientrag import RetrievalResult, check_questions
 from efficientrag.serve.wire import result_from_json
 
@@ -43,7 +44,7 @@ class RemoteServerError(RuntimeError):
         self.field = field
 
 
-class RemoteEfficientRAG:
+class RemoteEfficientRAG(Closing):
     """A served EfficientRAG loop, with the library's signatures.
 
     Args:
@@ -102,12 +103,6 @@ class RemoteEfficientRAG:
         if self._client is not None:
             self._client.close()
             self._client = None
-
-    def __enter__(self) -> RemoteEfficientRAG:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         if self._client is None:
