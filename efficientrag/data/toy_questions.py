@@ -49,7 +49,7 @@ def _work_and_creator(world: World, rng: random.Random) -> tuple[Work, Field, Pe
     """A random work, its field, its creator and the question's first hop ("Who directed T?")."""
     work, fld = _any_work(world, rng)
     person = world.get(work.creator, Person)
-    return work, fld, person, Step(fld.who_made.format(t=work.name), person.name, work.name)
+    return work, fld, person, _creator(fld, work)
 
 
 def _org_aliases(org: Org) -> list[str]:
@@ -64,50 +64,72 @@ def _chain(qtype: str, question: str, steps: list[Step], aliases: list[str] | No
     return QuestionSpec(qtype, question, steps[-1].answer, steps, aliases or [], hidden)
 
 
+# One hop of a chain, each worded once. ``ref`` is how the step's question names its entity: by
+# name, or "#k" for the answer of step k.
+
+
+def _creator(fld: Field, work: Work) -> Step:
+    return Step(fld.who_made.format(t=work.name), work.creator, work.name)
+
+
+def _birthplace(ref: str, person: Person) -> Step:
+    return Step(f"Where was {ref} born?", person.birthplace, person.name)
+
+
+def _birth_year(ref: str, person: Person) -> Step:
+    return Step(f"When was {ref} born?", str(person.born), person.name)
+
+
+def _employer(ref: str, fld: Field, person: Person) -> Step:
+    return Step(f"Which {fld.org_kind} has {ref} worked for?", person.employer, person.name)
+
+
+def _maker(fld: Field, work: Work) -> Step:
+    return Step(f"Which {fld.org_kind} {fld.made} {work.name}?", work.org, work.name)
+
+
+def _headquarters(ref: str, org: Org) -> Step:
+    return Step(f"Where is {ref} headquartered?", org.city, org.name)
+
+
+def _country(ref: str, city: City) -> Step:
+    return Step(f"Which country is {ref} in?", city.country, city.name)
+
+
+def _founded(ref: str, entity: City | Org) -> Step:
+    return Step(f"When was {ref} founded?", str(entity.founded), entity.name)
+
+
 def _bridge(world: World, rng: random.Random) -> QuestionSpec | None:
     work, fld, person, first = _work_and_creator(world, rng)
     t, role = work.name, fld.role
     kind = rng.randrange(7)
     if kind == 0:
         q = f"Where was the {role} of {t} born?"
-        return _chain("bridge", q, [first, Step("Where was #1 born?", person.birthplace, person.name)])
+        return _chain("bridge", q, [first, _birthplace("#1", person)])
     if kind == 1:
         q = f"In what year was the {role} of {t} born?"
-        return _chain("bridge", q, [first, Step("When was #1 born?", str(person.born), person.name)])
+        return _chain("bridge", q, [first, _birth_year("#1", person)])
     if kind == 2:
         if person.spouse is None:
             return None
         q = f"Who is the spouse of the {role} of {t}?"
         return _chain("bridge", q, [first, Step("Who is #1 married to?", person.spouse, person.name)])
     if kind == 3:
-        org = world.get(person.employer, Org)
         q = f"Which {fld.org_kind} has the {role} of {t} worked for?"
-        steps = [first, Step(f"Which {fld.org_kind} has #1 worked for?", org.name, person.name)]
-        return _chain("bridge", q, steps, _org_aliases(org))
+        org = world.get(person.employer, Org)
+        return _chain("bridge", q, [first, _employer("#1", fld, person)], _org_aliases(org))
     if kind == 4:
-        org = world.get(work.org, Org)
         q = f"In which city is the {fld.org_kind} that {fld.made} {t} headquartered?"
-        steps = [
-            Step(f"Which {fld.org_kind} {fld.made} {t}?", org.name, work.name),
-            Step("Where is #1 headquartered?", org.city, org.name),
-        ]
-        return _chain("bridge", q, steps)
+        return _chain("bridge", q, [_maker(fld, work), _headquarters("#1", world.get(work.org, Org))])
     if kind == 5:
         city = world.get(person.birthplace, City)
         q = f"In which country was {person.name} born?"
-        steps = [
-            Step(f"Where was {person.name} born?", city.name, person.name),
-            Step("Which country is #1 in?", city.country, city.name),
-        ]
-        return _chain("bridge", q, steps, [world.get(city.country, Country).official])
+        official = world.get(city.country, Country).official
+        return _chain("bridge", q, [_birthplace(person.name, person), _country("#1", city)], [official])
     org = rng.choice(world.orgs[rng.choice(list(FIELDS))])
-    city = world.get(org.city, City)
     q = f"In what year was the city that is home to {org.name} founded?"
-    steps = [
-        Step(f"Where is {org.name} headquartered?", city.name, org.name),
-        Step("When was #1 founded?", str(city.founded), city.name),
-    ]
-    return _chain("bridge", q, steps)
+    return _chain("bridge", q, [_headquarters(org.name, org), _founded("#1", world.get(org.city, City))])
 
 
 def _compositional(world: World, rng: random.Random) -> QuestionSpec | None:
@@ -118,40 +140,22 @@ def _compositional(world: World, rng: random.Random) -> QuestionSpec | None:
         city = world.get(person.birthplace, City)
         country = world.get(city.country, Country)
         q = f"In which country was the {role} of {t} born?"
-        steps = [
-            first,
-            Step("Where was #1 born?", city.name, person.name),
-            Step("Which country is #2 in?", country.name, city.name),
-        ]
+        steps = [first, _birthplace("#1", person), _country("#2", city)]
         return _chain("compositional", q, steps, [country.official])
     if kind == 1:
         city = world.get(person.birthplace, City)
         q = f"When was the birthplace of the {role} of {t} founded?"
-        steps = [
-            first,
-            Step("Where was #1 born?", city.name, person.name),
-            Step("When was #2 founded?", str(city.founded), city.name),
-        ]
-        return _chain("compositional", q, steps)
+        return _chain("compositional", q, [first, _birthplace("#1", person), _founded("#2", city)])
     if kind == 2:
         org = world.get(work.org, Org)
         city = world.get(org.city, City)
         country = world.get(city.country, Country)
         q = f"In which country is the {fld.org_kind} that {fld.made} {t} headquartered?"
-        steps = [
-            Step(f"Which {fld.org_kind} {fld.made} {t}?", org.name, work.name),
-            Step("Where is #1 headquartered?", city.name, org.name),
-            Step("Which country is #2 in?", country.name, city.name),
-        ]
+        steps = [_maker(fld, work), _headquarters("#1", org), _country("#2", city)]
         return _chain("compositional", q, steps, [country.official])
     org = world.get(person.employer, Org)
     q = f"In what year was the {fld.org_kind} that employs the {role} of {t} founded?"
-    steps = [
-        first,
-        Step(f"Which {fld.org_kind} has #1 worked for?", org.name, person.name),
-        Step("When was #2 founded?", str(org.founded), org.name),
-    ]
-    return _chain("compositional", q, steps)
+    return _chain("compositional", q, [first, _employer("#1", fld, person), _founded("#2", org)])
 
 
 def _comparison(world: World, rng: random.Random) -> QuestionSpec | None:
@@ -203,8 +207,8 @@ def _bridge_comparison(world: World, rng: random.Random) -> QuestionSpec | None:
         creator = world.get(work.creator, Person)
         k = len(steps) + 1
         steps += [
-            Step(fld.who_made.format(t=work.name), creator.name, work.name),
-            Step(f"When was #{k} born?", str(creator.born), creator.name),
+            _creator(fld, work),
+            _birth_year(f"#{k}", creator),
         ]
     return QuestionSpec("bridge_comparison", q, winner.name, steps, hidden=[pa.name, pb.name])
 
