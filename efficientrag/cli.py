@@ -52,6 +52,16 @@ _DELEGATED = ("synth", "train")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``efficientrag`` console script: run one command and turn expected failures into a
+    one-line message and an exit status instead of a traceback.
+
+    Args:
+        argv: The arguments after the program name (None: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0 on success, 2 for bad input or config, 75 when another process holds
+        the folder, 130 when interrupted, or the command's own status.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     delegated = _delegate(argv)
     if delegated is not None:
@@ -95,6 +105,15 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:
+    """``efficientrag corpus``: read the dataset and write the pooled, de-duplicated corpus (and
+    examples) to the experiment's data folder, so every later command reads one corpus.
+
+    Args:
+        args: the parsed command line (``--config``, the data flags, ``--rebuild``, overrides).
+
+    Returns:
+        0; bad input raises, which :func:`main` reports as one line and exit status 2.
+    """
     from efficientrag.experiment import prepare_data
 
     cfg = _experiment_config(args)
@@ -105,6 +124,15 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    """``efficientrag index``: build the retrieval index over the prepared corpus, or verify that
+    the saved one matches the config (a mismatch fails rather than overwrite hours of encoding).
+
+    Args:
+        args: the parsed command line (``--config``, the data flags, ``--rebuild``, overrides).
+
+    Returns:
+        0; a mismatching index or bad input raises (exit status 2 through :func:`main`).
+    """
     from efficientrag.experiment import prepare_data
     from efficientrag.retrieval.factory import build_retriever
 
@@ -159,6 +187,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_retrieve(args: argparse.Namespace) -> int:
+    """``efficientrag retrieve``: run the EfficientRAG loop on one question and print its hops (or,
+    with ``--json``, the chunks and trace), to see what the trained models do.
+
+    Args:
+        args: the parsed command line (``--config``, the data and model flags, ``--question``,
+            ``--json``, overrides).
+
+    Returns:
+        0; an empty question, missing model folders or bad input raise (exit status 2).
+    """
     from efficientrag.experiment import check_model_folders, prepare_data, search_backend
     from efficientrag.pipeline.efficientrag import EfficientRAG, check_questions
     from efficientrag.pipeline.trace import trace_to_dicts
@@ -189,6 +227,15 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """``efficientrag serve``: open the loop once and answer over HTTP until SIGTERM/SIGINT.
+
+    Args:
+        args: the parsed command line (``--config``, the data and model flags, ``--host``,
+            ``--port``, overrides; ``--host``/``--port`` win over both).
+
+    Returns:
+        The server's exit status (0 after a drained stop).
+    """
     from efficientrag.serve.config import ServeExperimentConfig
     from efficientrag.serve.startup import serve
 
@@ -200,6 +247,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """``efficientrag report``: one Markdown report (tables, the papers' numbers, plots) over
+    several evaluation run folders, printed and written to ``--out``.
+
+    Args:
+        args: the parsed command line (run folders, ``--out``, ``--title``, ``--qa-note``).
+
+    Returns:
+        0.
+    """
     from efficientrag.eval.report import write_report
 
     path = write_report(args.runs, args.out, title=args.title, qa_source_note=args.qa_note)
@@ -209,6 +265,19 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_quickstart(args: argparse.Namespace) -> int:
+    """``efficientrag quickstart``: synthesis, Labeler and Filter training and the EfficientRAG vs
+    Direct-R comparison on the toy world (or ``--dataset``/``--data``), resumable, in one command.
+
+    Args:
+        args: the parsed command line (``--config``, the data flags, overrides).
+
+    Returns:
+        0.
+
+    Raises:
+        ValueError: ``--dataset`` other than ``toy`` without ``--data`` (exit status 2 through
+            :func:`main`).
+    """
     from efficientrag.quickstart import QuickstartConfig, run_quickstart
 
     if args.dataset and args.dataset != "toy" and not args.data:
@@ -227,6 +296,16 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
 
 
 def cmd_adapt(args: argparse.Namespace) -> int:
+    """``efficientrag adapt``: fine-tune trained models for a new corpus without gold labels, then
+    print which models to use (a warning when the given ones scored better, or were not compared).
+
+    Args:
+        args: the parsed command line (``--config``, ``--corpus``, ``--labeler``, ``--filter``,
+            ``--train-data``, ``--questions``, ``--validation``, ``--work-dir``, overrides).
+
+    Returns:
+        0, whichever models were kept.
+    """
     from efficientrag.adapt.config import AdaptConfig
     from efficientrag.adapt.job import run_adapt
 
@@ -253,6 +332,16 @@ def cmd_adapt(args: argparse.Namespace) -> int:
 
 
 def cmd_distill(args: argparse.Namespace) -> int:
+    """``efficientrag distill``: train shallower Labeler/Filter students from trained ones, then
+    print the students' folders.
+
+    Args:
+        args: the parsed command line (``--config``, ``--labeler``, ``--filter``, ``--train-data``,
+            ``--questions``, ``--corpus``, ``--depth``, ``--work-dir``, overrides).
+
+    Returns:
+        0.
+    """
     from efficientrag.distill.config import DistillConfig
     from efficientrag.distill.job import run_distill
 

@@ -71,6 +71,20 @@ def load_config(
 
     Later sources win: YAML < ``data`` < ``overrides``. A YAML file may name other files under
     ``_base_`` (a path or list of paths, relative to the file) that it extends.
+
+    Args:
+        cls: The config dataclass to build (nested dataclass fields are built from sub-mappings).
+        path: A YAML preset (None: start from the defaults).
+        overrides: ``"dotted.key=value"`` strings, values parsed as YAML (``top_k=5``,
+            ``retriever.kind=bm25``).
+        data: A mapping merged over the YAML (deeply), before the overrides.
+
+    Returns:
+        The config, every value converted to its field's type.
+
+    Raises:
+        ConfigError: An unknown key (with the closest known one), a value of the wrong type or out
+            of range, or a missing or malformed YAML file; the message names the key and where it came from.
     """
     merged: dict[str, Any] = {}
     origin = "<defaults>"

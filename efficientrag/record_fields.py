@@ -27,10 +27,27 @@ class JsonRecord:
     optional_fields: ClassVar[tuple[str, ...]] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as one JSONL line.
+
+        Returns:
+            Its fields in declaration order, nested records as dicts.
+        """
         return dataclasses.asdict(self)  # type: ignore[call-overload]
 
     @classmethod
     def from_dict(cls: type[J], d: Mapping[str, Any]) -> J:
+        """Read a record back from its line, converting each value to its field's type.
+
+        Args:
+            d: The parsed JSONL line; fields with a default or listed in ``optional_fields`` may be
+                missing or null.
+
+        Returns:
+            The record.
+
+        Raises:
+            KeyError: A required field is missing (named by the error).
+        """
         return record_from_dict(cls, d, optional=cls.optional_fields)
 
 

@@ -18,7 +18,14 @@ EMPTY_LINES_SHOWN = 5
 
 
 class Corpus:
-    """Ordered chunks; the order is the row order of every index built over it."""
+    """Ordered chunks; the order is the row order of every index built over it.
+
+    Args:
+        chunks: The chunks, in the order indexes will number them.
+
+    Raises:
+        ValueError: Two chunks share an id.
+    """
 
     def __init__(self, chunks: Iterable[Chunk]) -> None:
         self.chunks: list[Chunk] = list(chunks)
@@ -42,20 +49,47 @@ class Corpus:
         return chunk_id in self._index
 
     def get(self, chunk_id: str) -> Chunk:
+        """Look a chunk up by id (hits and gold labels name chunks by id, indexes by row).
+
+        Args:
+            chunk_id: The chunk's id.
+
+        Returns:
+            The chunk.
+
+        Raises:
+            KeyError: No chunk has that id.
+        """
         try:
             return self.chunks[self._index[chunk_id]]
         except KeyError:
             raise KeyError(f"chunk id {chunk_id!r} is not in the corpus") from None
 
     def position(self, chunk_id: str) -> int:
+        """The row of a chunk in every index built over this corpus.
+
+        Args:
+            chunk_id: The chunk's id.
+
+        Returns:
+            Its 0-based position in :attr:`chunks`.
+
+        Raises:
+            KeyError: No chunk has that id.
+        """
         return self._index[chunk_id]
 
     @property
     def ids(self) -> list[str]:
+        """Every chunk id, in corpus order."""
         return [c.id for c in self.chunks]
 
     def fingerprint(self) -> str:
-        """sha256 over ids and contents in order: an index built on another corpus will not match."""
+        """sha256 over ids and contents in order: an index built on another corpus will not match.
+
+        Returns:
+            The hex digest (computed once, then cached).
+        """
         if self._fingerprint is None:
             h = hashlib.sha256()
             for c in self.chunks:
@@ -67,6 +101,11 @@ class Corpus:
         return self._fingerprint
 
     def save(self, path: str | Path) -> None:
+        """Write the corpus as JSONL, one ``{"id", "title", "text"}`` line per chunk, in order.
+
+        Args:
+            path: The file to write (replaced atomically).
+        """
         write_jsonl(path, (c.to_dict() for c in self.chunks))
 
     @classmethod
@@ -74,7 +113,18 @@ class Corpus:
         """Read ``{"id","title","text"}`` lines (or FlashRAG's ``{"id","contents"}``).
 
         A file with no chunk, or a chunk id on two lines, fails naming the file (and both lines):
-        an empty corpus would only fail later, at indexing, without saying which file it was."""
+        an empty corpus would only fail later, at indexing, without saying which file it was.
+        Chunks with empty text are kept (indexed by their title) and counted in a warning.
+
+        Args:
+            path: The corpus JSONL file.
+
+        Returns:
+            The corpus, in file order.
+
+        Raises:
+            DataFormatError: A line has no id or no text, an id repeats, or the file has no chunk.
+        """
         chunks = []
         empty_lines: list[int] = []
         first_line: dict[str, int] = {}

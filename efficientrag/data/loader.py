@@ -39,6 +39,18 @@ _EXAMPLE_FILES = {
 
 
 def load_data(cfg: DataConfig) -> PooledDataset:
+    """Read every source the config names and pool them into one corpus.
+
+    Args:
+        cfg: The ``data:`` settings.
+
+    Returns:
+        The pooled dataset.
+
+    Raises:
+        ConfigError: A source is misconfigured (unknown dataset, missing path or corpus).
+        DataFormatError: A file cannot be read or (``strict``) has bad records.
+    """
     results: list[ReadResult] = []
     for i, src in enumerate(cfg.sources()):
         results.extend(
@@ -50,7 +62,21 @@ def load_data(cfg: DataConfig) -> PooledDataset:
 def read_source(
     src: SourceConfig, *, strict: bool = True, toy: ToyWorldConfig | None = None, key: str = ""
 ) -> list[ReadResult]:
-    """The read results of one source: its questions, plus its extra corpus file if it names one."""
+    """The read results of one source: its questions, plus its extra corpus file if it names one.
+
+    Args:
+        src: The source.
+        strict: Fail on a bad record (True) or skip it.
+        toy: The toy world's settings, for ``dataset: toy`` (None: the defaults).
+        key: Prefix of the config keys named in errors (``"extra[0]."`` for an extra source).
+
+    Returns:
+        One or two read results (the questions, then the extra corpus).
+
+    Raises:
+        ConfigError: The source is misconfigured.
+        DataFormatError: A file cannot be read or (``strict``) has bad records.
+    """
     try:
         name = canonical_dataset_name(src.dataset)
     except ValueError as exc:
@@ -94,6 +120,15 @@ def read_source(
 
 
 def save_prepared(pooled: PooledDataset, out_dir: str | Path) -> Path:
+    """Write a pooled dataset as the prepared folder every later stage reads.
+
+    Args:
+        pooled: The dataset.
+        out_dir: The folder (created if needed); each file is written atomically.
+
+    Returns:
+        The folder.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     pooled.corpus.save(out / "corpus.jsonl")
@@ -105,6 +140,17 @@ def save_prepared(pooled: PooledDataset, out_dir: str | Path) -> Path:
 
 
 def load_prepared(out_dir: str | Path) -> PooledDataset:
+    """Read back a folder written by :func:`save_prepared`, checking it still holds together.
+
+    Args:
+        out_dir: The prepared folder.
+
+    Returns:
+        The pooled dataset.
+
+    Raises:
+        DataFormatError: A file is missing or malformed, or a gold id is not in the corpus.
+    """
     out = Path(out_dir)
     missing = [name for name in PREPARED_FILES if not (out / name).is_file()]
     if missing:

@@ -24,6 +24,16 @@ from efficientrag.text.normalize import dedup_key
 
 @dataclass
 class PooledDataset:
+    """One or more read files pooled into one de-duplicated corpus: what every later stage reads.
+
+    Attributes:
+        corpus: The de-duplicated chunks (first seen keeps its id).
+        examples: Every question, its gold and context ids pointing into ``corpus``.
+        id_map: Each original chunk id -> the id it became in ``corpus``.
+        skipped: The records lenient reads left out.
+        stats: Sizes before and after de-duplication (see :func:`pool_stats`).
+    """
+
     corpus: Corpus
     examples: list[Example]
     id_map: dict[str, str] = field(default_factory=dict)
@@ -32,6 +42,19 @@ class PooledDataset:
 
 
 def pool(results: Sequence[ReadResult]) -> PooledDataset:
+    """Merge the chunks of read files into one corpus, so a paragraph shared by questions (or by
+    datasets) is one chunk, and point every example's ids at it.
+
+    Args:
+        results: Read files, in order; a chunk seen first keeps its id.
+
+    Returns:
+        The pooled dataset.
+
+    Raises:
+        DataFormatError: One chunk id names two different texts, an example id appears twice, or
+            an example names a chunk not read with it.
+    """
     chunks: list[Chunk] = []
     id_map: dict[str, str] = {}
     key_of_id: dict[str, str] = {}  # original id -> its text key, to catch one id used for two texts

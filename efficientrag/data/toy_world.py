@@ -116,7 +116,26 @@ def generate_toy_world(
     paragraphs_per_question: int = 10,
     type_mix: dict[str, float] | None = None,
 ) -> list[dict[str, Any]]:
-    """MuSiQue-format records (plus ``type``) for a freshly generated fictional world."""
+    """MuSiQue-format records (plus ``type``) for a freshly generated fictional world.
+
+    Fictional people, places and works make multi-hop questions no pretrained model can answer
+    from memory, and need no download; the same arguments always give the same records.
+
+    Args:
+        seed: Seed of the world and the questions.
+        num_questions: How many questions to draw (the world grows with it: one scale step per 50).
+        paragraphs_per_question: Paragraphs given with each question, gold and distractors (>= 4).
+        type_mix: Relative weights of the question types ``bridge``, ``compositional``,
+            ``comparison`` and ``bridge_comparison`` (None: ``DEFAULT_TYPE_MIX``); counts are split
+            exactly by largest remainder.
+
+    Returns:
+        One MuSiQue-style record per question (``id``, ``question``, ``answer``, ``paragraphs``,
+        ``question_decomposition``, ``type``, ...).
+
+    Raises:
+        ValueError: ``num_questions`` < 1, ``paragraphs_per_question`` < 4, or a bad ``type_mix``.
+    """
     if num_questions < 1:
         raise ValueError(f"num_questions must be >= 1, got {num_questions}")
     if paragraphs_per_question < 4:
@@ -146,5 +165,13 @@ def generate_toy_world(
 
 
 def write_toy_world(path: str | Path, **kwargs: Any) -> int:
-    """Write :func:`generate_toy_world` records as JSONL; returns the number of questions."""
+    """Write :func:`generate_toy_world` records as JSONL; returns the number of questions.
+
+    Args:
+        path: The JSONL file to write (replaced atomically).
+        **kwargs: :func:`generate_toy_world`'s arguments.
+
+    Returns:
+        The number of questions written.
+    """
     return write_jsonl(path, generate_toy_world(**kwargs))

@@ -67,10 +67,12 @@ class RunSummary(Mapping[str, Any]):
 
     @property
     def errors_file(self) -> Path | None:
+        """The file listing this run's failed questions and why (None when none failed)."""
         return Path(self.metrics["errors_file"]) if self.metrics.get("errors_file") else None
 
     @property
     def predictions_file(self) -> Path:
+        """The run's ``predictions.jsonl`` (one record per question, with its trace)."""
         return self.run_dir / PREDICTIONS_FILE
 
     @property

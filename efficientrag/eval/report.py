@@ -120,7 +120,22 @@ def write_report(
     title: str,
     qa_source_note: str | None = None,
 ) -> Path:
-    """Write ``report.md`` (+ ``report.json`` and plots) to ``out_dir``; returns the Markdown path."""
+    """Write ``report.md`` (+ ``report.json`` and plots) to ``out_dir``; returns the Markdown path.
+
+    Args:
+        run_dirs: Evaluation run folders (each with its ``summary.json``), in report order.
+        out_dir: Where the report goes (created if needed).
+        title: The report's heading.
+        qa_source_note: Says the answers did not come from a real model (a scripted test
+            server): a warning above the tables, and every run's QA numbers are marked (a run can
+            also carry ``qa_source`` in its summary meta).
+
+    Returns:
+        The path of ``report.md``.
+
+    Raises:
+        ValueError: No run folder was given.
+    """
     if not run_dirs:
         raise ValueError("write_report needs at least one run folder")
     out = Path(out_dir)

@@ -104,6 +104,9 @@ def run_method(
             :class:`~efficientrag.run_lock.FolderLockedError`.
         config: a config to save as the folder's ``config.yaml`` once the folder is bound (a
             refused folder keeps its own).
+
+    Returns:
+        The summary, as written to ``summary.json``.
     """
     out = Path(out_dir)
     fingerprint = (

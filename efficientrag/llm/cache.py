@@ -47,13 +47,31 @@ def canonical_json(obj: Any) -> str:
 
 
 def cache_key(kind: str, request: dict[str, Any], extra_body: dict[str, Any] | None = None) -> str:
-    """sha256 over (format, endpoint kind, request fields, extra body fields)."""
+    """sha256 over (format, endpoint kind, request fields, extra body fields).
+
+    Args:
+        kind: The endpoint: ``"chat"`` or ``"completions"``.
+        request: Everything sent that changes the output: model, messages or prompt, sampling
+            parameters (never credentials or headers).
+        extra_body: Extra request-body fields (vendor parameters).
+
+    Returns:
+        The key, 64 hex digits.
+    """
     payload = {"format": CACHE_FORMAT, "kind": kind, "request": request, "extra_body": extra_body or {}}
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 
 class ResponseCache(Closing):
-    """A key -> response-dict store shared by threads (one connection behind a lock) and processes."""
+    """A key -> response-dict store shared by threads (one connection behind a lock) and processes.
+
+    Args:
+        cache_dir: The folder of the sqlite file (created if needed).
+        busy_timeout_s: Seconds to wait for another process's write lock before failing.
+
+    Raises:
+        sqlite3.DatabaseError: The file exists but is not a usable database.
+    """
 
     def __init__(self, cache_dir: str | Path, *, busy_timeout_s: float = 60.0) -> None:
         self.dir = Path(cache_dir).expanduser()
@@ -77,6 +95,14 @@ class ResponseCache(Closing):
             ) from exc
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The stored response for a key (an unreadable entry counts as a miss).
+
+        Args:
+            key: A :func:`cache_key`.
+
+        Returns:
+            The response dict, or None on a miss.
+        """
         with self._lock:
             row = self._conn.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
         if row is None:
@@ -91,6 +117,15 @@ class ResponseCache(Closing):
     def put(
         self, key: str, *, kind: str, model: str, request: dict[str, Any], response: dict[str, Any]
     ) -> None:
+        """Store a response, replacing any under the same key, in its own committed transaction.
+
+        Args:
+            key: A :func:`cache_key`.
+            kind: The endpoint kind (stored for inspection).
+            model: The model name (stored for inspection).
+            request: The request the key was made from (stored for inspection).
+            response: The response dict to return on later hits.
+        """
         row = (key, kind, model, canonical_json(request), canonical_json(response), time.time())
         with self._lock:
             self._conn.execute(
@@ -108,5 +143,6 @@ class ResponseCache(Closing):
             return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
+        """Close the database connection; the cache cannot be used afterwards."""
         with self._lock:
             self._conn.close()

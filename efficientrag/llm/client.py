@@ -54,6 +54,20 @@ _FLOAT_PARAMS = ("temperature", "top_p", "frequency_penalty", "presence_penalty"
 
 
 class AsyncLLMClient:
+    """Calls one OpenAI-compatible endpoint with retries, bounded concurrency, an optional on-disk
+    cache and usage accounting (see the module docstring). One client per event loop.
+
+    Args:
+        cfg: Endpoint, model, key variable, retry, sampling and cache settings.
+        sleep: The coroutine that waits between retries (tests pass a fake one).
+        usage: The tracker to count calls, tokens and cost in (None: a new one, with ``cfg.prices``).
+        cache: A response cache to share (None: one under ``cfg.cache_dir`` if set, owned and
+            closed by this client).
+
+    Raises:
+        LLMConfigError: ``cfg.model`` is empty.
+    """
+
     def __init__(
         self,
         cfg: LLMConfig,
@@ -100,7 +114,31 @@ class AsyncLLMClient:
         **params: Any,
     ) -> LLMResponse:
         """One chat completion. ``params`` are further OpenAI chat parameters (``top_p``,
-        ``presence_penalty``, ``response_format`` ...); server-specific fields go in ``extra_body``."""
+        ``presence_penalty``, ``response_format`` ...); server-specific fields go in ``extra_body``.
+
+        Args:
+            messages: ``{"role", "content"}`` dicts.
+            stage: The usage-accounting label the call is counted under (e.g. ``"decompose"``).
+            logprobs: Ask for per-token log-probabilities of the reply.
+            top_logprobs: Alternatives per token to return with them (implies ``logprobs``).
+            stop: Stop sequence(s).
+            max_tokens: Tokens to generate at most (None: ``cfg.max_tokens``).
+            temperature: Sampling temperature (None: ``cfg.temperature``).
+            allow_truncated: Return a reply cut at ``max_tokens`` instead of raising.
+            extra_body: Server-specific body fields, merged over ``cfg.extra_body``.
+            **params: Further OpenAI parameters (``top_p``, ``response_format`` ...).
+
+        Returns:
+            The reply with its usage (from the cache when the same request was made before).
+
+        Raises:
+            LLMConfigError: A bad argument (unknown parameter, ``n != 1``, malformed messages).
+            TruncatedOutputError: The reply hit ``max_tokens`` and ``allow_truncated`` is False.
+            LLMAuthError: The key was rejected (401).
+            LLMRequestError: Another non-retryable HTTP error (4xx).
+            RetriesExhaustedError: Every retry of a transient failure failed.
+            EndpointUnreachableError: The endpoint cannot be reached at all.
+        """
         request: dict[str, Any] = {"model": self.cfg.model, "messages": _check_messages(messages)}
         if logprobs or top_logprobs is not None:
             request["logprobs"] = True
@@ -123,7 +161,30 @@ class AsyncLLMClient:
         **params: Any,
     ) -> LLMResponse:
         """One text completion (``/completions``). ``logprobs=k`` asks for per-token log-probabilities
-        with the top ``k`` alternatives (0: only the chosen tokens)."""
+        with the top ``k`` alternatives (0: only the chosen tokens).
+
+        Args:
+            prompt: The prompt text.
+            stage: The usage-accounting label the call is counted under (e.g. ``"decompose"``).
+            logprobs: Alternatives per token to return with the log-probabilities (None: none).
+            stop: Stop sequence(s).
+            max_tokens: Tokens to generate at most (None: ``cfg.max_tokens``).
+            temperature: Sampling temperature (None: ``cfg.temperature``).
+            allow_truncated: Return a reply cut at ``max_tokens`` instead of raising.
+            extra_body: Server-specific body fields, merged over ``cfg.extra_body``.
+            **params: Further OpenAI parameters (``top_p``, ``response_format`` ...).
+
+        Returns:
+            The reply with its usage (from the cache when the same request was made before).
+
+        Raises:
+            LLMConfigError: A bad argument (unknown parameter, ``n != 1``, malformed messages).
+            TruncatedOutputError: The reply hit ``max_tokens`` and ``allow_truncated`` is False.
+            LLMAuthError: The key was rejected (401).
+            LLMRequestError: Another non-retryable HTTP error (4xx).
+            RetriesExhaustedError: Every retry of a transient failure failed.
+            EndpointUnreachableError: The endpoint cannot be reached at all.
+        """
         if not isinstance(prompt, str):
             raise LLMConfigError(f"prompt must be a string, got {type(prompt).__name__}")
         request: dict[str, Any] = {"model": self.cfg.model, "prompt": prompt}
@@ -135,6 +196,7 @@ class AsyncLLMClient:
         )
 
     async def aclose(self) -> None:
+        """Close the HTTP client, and the cache if this client opened it."""
         await self._openai.close()
         if self.cache is not None and self._owns_cache:
             self.cache.close()
@@ -397,7 +459,16 @@ def _truncated_message(response: LLMResponse) -> str:
 
 class LLMClient(Closing):
     """Blocking wrapper for scripts and notebooks: runs an :class:`AsyncLLMClient` on a private
-    event loop in a daemon thread, so it works from any thread, even one with its own loop."""
+    event loop in a daemon thread, so it works from any thread, even one with its own loop.
+
+    Args:
+        cfg: As for :class:`AsyncLLMClient`.
+        usage: As for :class:`AsyncLLMClient`.
+        cache: As for :class:`AsyncLLMClient`.
+
+    Raises:
+        LLMConfigError: ``cfg.model`` is empty.
+    """
 
     def __init__(
         self, cfg: LLMConfig, *, usage: UsageTracker | None = None, cache: ResponseCache | None = None
@@ -421,26 +492,66 @@ class LLMClient(Closing):
 
     @property
     def usage(self) -> UsageTracker:
+        """The tracker counting this client's calls, tokens and cost."""
         return self.aclient.usage
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def chat(self, messages: Messages, **kwargs: Any) -> LLMResponse:
+        """One chat completion, blocking (see :meth:`AsyncLLMClient.chat`).
+
+        Args:
+            messages: ``{"role", "content"}`` dicts.
+            **kwargs: :meth:`AsyncLLMClient.chat`'s keyword arguments.
+
+        Returns:
+            The reply.
+        """
         return self._run(self.aclient.chat(messages, **kwargs))
 
     def complete(self, prompt: str, **kwargs: Any) -> LLMResponse:
+        """One text completion, blocking (see :meth:`AsyncLLMClient.complete`).
+
+        Args:
+            prompt: The prompt text.
+            **kwargs: :meth:`AsyncLLMClient.complete`'s keyword arguments.
+
+        Returns:
+            The reply.
+        """
         return self._run(self.aclient.complete(prompt, **kwargs))
 
     def chat_many(
         self, batch: Sequence[Messages], *, return_exceptions: bool = False, **kwargs: Any
     ) -> list[LLMResponse | BaseException]:
-        """Many chats at once (bounded by ``concurrency``), results in input order."""
+        """Many chats at once (bounded by ``concurrency``), results in input order.
+
+        Args:
+            batch: One message list per chat.
+            return_exceptions: Put a failed call's exception in its place instead of raising the
+                first one.
+            **kwargs: :meth:`AsyncLLMClient.chat`'s keyword arguments, for every chat.
+
+        Returns:
+            One reply (or exception) per chat.
+        """
         return self._gather((self.aclient.chat(m, **kwargs) for m in batch), return_exceptions)
 
     def complete_many(
         self, prompts: Sequence[str], *, return_exceptions: bool = False, **kwargs: Any
     ) -> list[LLMResponse | BaseException]:
+        """Many text completions at once (bounded by ``concurrency``), results in input order.
+
+        Args:
+            prompts: The prompts.
+            return_exceptions: Put a failed call's exception in its place instead of raising the
+                first one.
+            **kwargs: :meth:`AsyncLLMClient.complete`'s keyword arguments, for every prompt.
+
+        Returns:
+            One reply (or exception) per prompt.
+        """
         return self._gather((self.aclient.complete(p, **kwargs) for p in prompts), return_exceptions)
 
     def _gather(self, calls: Iterator[Awaitable[Any]], return_exceptions: bool) -> list[Any]:
@@ -453,6 +564,7 @@ class LLMClient(Closing):
         return self._run(run_all())
 
     def close(self) -> None:
+        """Close the client and stop its loop thread (a second call does nothing)."""
         if self._closed:
             return
         self._closed = True

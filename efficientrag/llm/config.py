@@ -22,17 +22,54 @@ SECRET_FIELDS = ("api_key",)
 
 @dataclass
 class ModelPrice:
-    """USD per one million tokens."""
+    """USD per one million tokens.
+
+    Attributes:
+        prompt: USD per million prompt (input) tokens.
+        completion: USD per million completion (output) tokens.
+    """
 
     prompt: float = 0.0
     completion: float = 0.0
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """What a call with these token counts cost.
+
+        Args:
+            prompt_tokens: Prompt tokens.
+            completion_tokens: Completion tokens.
+
+        Returns:
+            USD.
+        """
         return (prompt_tokens * self.prompt + completion_tokens * self.completion) / 1_000_000
 
 
 @dataclass
 class LLMConfig:
+    """How to reach one OpenAI-compatible endpoint, and how patiently (the ``llm:`` section).
+
+    Attributes:
+        base_url: The endpoint (None: env ``OPENAI_BASE_URL``, else OpenAI's).
+        model: The model name as the server knows it (required to build a client).
+        api_key_env: The environment variable the key is read from.
+        api_key: A key given directly (overrides the variable); never shown or saved.
+        concurrency: Requests in flight at once, per client.
+        max_retries: Retries after the first attempt for 429, 5xx, timeouts, dropped connections
+            and unparseable bodies.
+        unreachable_retries: Short retries (0.5 s apart) when the endpoint cannot be reached at all.
+        backoff_base: Seconds; retry i waits about ``backoff_base * 2**i`` (with jitter).
+        backoff_max: Seconds; the cap on that wait.
+        max_retry_after: Seconds; a server's ``Retry-After`` is honoured up to this.
+        timeout: Seconds per HTTP request (connect, read and write each).
+        temperature: The default sampling temperature.
+        max_tokens: The default reply length limit (None: the server's default).
+        seed: Sent as the sampling seed (None: none sent).
+        cache_dir: Folder of the persistent response cache (None: no caching).
+        prices: Model name -> price, for cost accounting (models without one cost 0 and are flagged).
+        extra_body: Extra JSON fields sent with every request (e.g. vLLM's ``top_k``).
+    """
+
     # None: env OPENAI_BASE_URL, else OpenAI's own endpoint.
     base_url: str | None = None
     # Model name as the server knows it; required (empty fails when a client is built).
@@ -81,11 +118,23 @@ class LLMConfig:
             raise ValueError(f"max_tokens must be >= 1 or null, got {self.max_tokens}")
 
     def resolved_base_url(self) -> str:
+        """The endpoint to call: ``base_url``, else env ``OPENAI_BASE_URL``, else OpenAI's.
+
+        Returns:
+            The URL without a trailing slash.
+        """
         url = self.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
         return url.rstrip("/")
 
     def resolved_api_key(self) -> str:
-        """The key to send: config, then env var, then a dummy for servers that are not OpenAI's."""
+        """The key to send: config, then env var, then a dummy for servers that are not OpenAI's.
+
+        Returns:
+            The API key.
+
+        Raises:
+            LLMConfigError: No key is set and the endpoint is OpenAI's.
+        """
         if self.api_key:
             return self.api_key
         from_env = os.environ.get(self.api_key_env) if self.api_key_env else None
@@ -100,7 +149,11 @@ class LLMConfig:
         return LOCAL_DUMMY_KEY
 
     def to_public_dict(self) -> dict[str, Any]:
-        """Everything except secrets: safe to log, save next to outputs, or hash."""
+        """Everything except secrets: safe to log, save next to outputs, or hash.
+
+        Returns:
+            The settings as plain data, without ``api_key``.
+        """
         from efficientrag.config import to_dict
 
         out = to_dict(self)

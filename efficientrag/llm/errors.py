@@ -32,6 +32,11 @@ class LLMRequestError(LLMError):
     """The server rejected the request with a status that retrying will not change (a 4xx).
 
     ``kind`` is one of ``bad_request``, ``auth``, ``permission``, ``not_found``, ``client_error``.
+
+    Args:
+        message: What failed, naming the endpoint and model.
+        kind: The failure's kind (above).
+        status: The HTTP status, when there was one.
     """
 
     def __init__(self, message: str, *, kind: str, status: int | None = None) -> None:
@@ -41,11 +46,22 @@ class LLMRequestError(LLMError):
 
 
 class LLMAuthError(LLMRequestError):
-    """HTTP 401: the key is missing or wrong. The message names the env var, never the key."""
+    """HTTP 401: the key is missing or wrong. The message names the env var, never the key.
+
+    Args:
+        message: What to do, naming the key's environment variable.
+        kind: ``"auth"``.
+        status: The HTTP status (401).
+    """
 
 
 class EndpointUnreachableError(LLMError):
-    """No connection could be opened to ``base_url``; the message names it and the reason."""
+    """No connection could be opened to ``base_url``; the message names it and the reason.
+
+    Args:
+        message: What failed and why.
+        base_url: The endpoint that could not be reached.
+    """
 
     def __init__(self, message: str, *, base_url: str) -> None:
         super().__init__(message)
@@ -53,7 +69,13 @@ class EndpointUnreachableError(LLMError):
 
 
 class RetriesExhaustedError(LLMError):
-    """Every attempt failed with a transient error; ``kind`` is the last failure's kind."""
+    """Every attempt failed with a transient error; ``kind`` is the last failure's kind.
+
+    Args:
+        message: What failed, with the last error.
+        kind: The last failure's kind (``rate_limit``, ``server_error``, ``timeout`` ...).
+        attempts: How many attempts were made.
+    """
 
     def __init__(self, message: str, *, kind: str, attempts: int) -> None:
         super().__init__(message)
@@ -70,6 +92,10 @@ class TruncatedOutputError(LLMError):
 
     Pass ``allow_truncated=True`` where a cut reply is wanted (FLARE's look-ahead). ``response``
     holds the partial reply, so a caller can still log or inspect it.
+
+    Args:
+        message: What happened and how to allow it.
+        response: The partial reply.
     """
 
     def __init__(self, message: str, *, response: LLMResponse) -> None:
@@ -82,6 +108,10 @@ class LLMOutputError(LLMError, ValueError):
 
     ``reason`` is a short description meant for machines and rejects files ("no JSON object found",
     "missing key 'answer'"); ``text`` is the raw reply it was raised for.
+
+    Args:
+        reason: The short description (also the message).
+        text: The raw reply.
     """
 
     def __init__(self, reason: str, *, text: str | None = None) -> None:

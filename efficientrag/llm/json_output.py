@@ -29,6 +29,19 @@ def parse_json_output(
     """The first JSON object (``expect=dict``) or array (``expect=list``) in ``text``.
 
     ``required_keys`` are checked on an object; a missing one raises with reason "missing key 'k'".
+
+    Args:
+        text: The model's reply (code fences and chatter around the JSON are fine).
+        required_keys: Keys the object must have.
+        expect: ``dict`` for an object, ``list`` for an array.
+
+    Returns:
+        The parsed object or array.
+
+    Raises:
+        LLMOutputError: No such JSON value in the text, or a required key is missing; its
+            ``reason`` is short and stable (for rejects files).
+        TypeError: ``expect`` is neither ``dict`` nor ``list``.
     """
     if expect not in (dict, list):
         raise TypeError(f"expect must be dict or list, got {expect!r}")

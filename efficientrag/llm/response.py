@@ -15,17 +15,31 @@ from efficientrag.llm.errors import MalformedResponseError
 
 @dataclass(frozen=True)
 class TokenUsage:
+    """Tokens one call used, as the server reported them.
+
+    Attributes:
+        prompt_tokens: Tokens of the prompt (input).
+        completion_tokens: Tokens of the reply (output).
+    """
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
+        """Prompt and completion tokens together."""
         return self.prompt_tokens + self.completion_tokens
 
 
 @dataclass(frozen=True)
 class TokenLogprob:
-    """One generated token, its log-probability and the server's top alternatives (token -> logprob)."""
+    """One generated token, its log-probability and the server's top alternatives (token -> logprob).
+
+    Attributes:
+        token: The token's text.
+        logprob: Its natural-log probability.
+        top: The top alternatives at its position, token -> log-probability.
+    """
 
     token: str
     logprob: float
@@ -34,6 +48,17 @@ class TokenLogprob:
 
 @dataclass(frozen=True)
 class LLMResponse:
+    """What one chat or completion call returned, the same for both endpoints and the cache.
+
+    Attributes:
+        text: The reply text.
+        finish_reason: Why generation stopped (``"stop"``, ``"length"`` ...), as the server says.
+        usage: The tokens used.
+        cached: Whether it came from the response cache (no call was made).
+        logprobs: Per-token log-probabilities, when asked for.
+        model: The model name the server reported.
+    """
+
     text: str
     finish_reason: str | None
     usage: TokenUsage
@@ -43,10 +68,16 @@ class LLMResponse:
 
     @property
     def truncated(self) -> bool:
+        """Whether the reply stopped at the token limit."""
         return self.finish_reason == "length"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form for the cache (without ``cached``, which describes one retrieval)."""
+        """JSON-ready form for the cache (without ``cached``, which describes one retrieval).
+
+        Returns:
+            ``text``, ``finish_reason``, ``usage``, ``logprobs`` (``[token, logprob, top]`` rows)
+            and ``model``.
+        """
         return {
             "text": self.text,
             "finish_reason": self.finish_reason,
@@ -62,6 +93,18 @@ class LLMResponse:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, cached: bool = False) -> LLMResponse:
+        """Read back what :meth:`to_dict` wrote.
+
+        Args:
+            data: The dict.
+            cached: The ``cached`` flag to set (True for a cache hit).
+
+        Returns:
+            The response.
+
+        Raises:
+            KeyError: ``text`` is missing.
+        """
         usage = data.get("usage") or {}
         raw_lps = data.get("logprobs")
         logprobs = None

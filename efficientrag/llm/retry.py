@@ -37,7 +37,14 @@ def unreachable_reason(exc: BaseException) -> str | None:
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), else None."""
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), else None.
+
+    Args:
+        headers: The response headers (lower-case names, as httpx gives them).
+
+    Returns:
+        The delay the server asked for in seconds, or None when it asked for none readable.
+    """
     if not headers:
         return None
     value = headers.get("retry-after-ms")

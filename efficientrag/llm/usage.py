@@ -29,6 +29,22 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class StageUsage:
+    """Calls, tokens and cost of one pipeline stage (or of several, added up).
+
+    Attributes:
+        calls: Calls that returned a response, cached ones included.
+        cached: Of those, served from the cache with no HTTP request.
+        failed: Calls that ended in an exception (after retries, if any).
+        retries: Extra attempts made after a transient failure.
+        errors: Failed attempts by kind (``rate_limit``, ``server_error``, ``timeout``, ...).
+        prompt_tokens: Billed prompt tokens.
+        completion_tokens: Billed completion tokens.
+        cached_prompt_tokens: Prompt tokens of cache hits (free).
+        cached_completion_tokens: Completion tokens of cache hits (free).
+        cost_usd: Cost of the billed tokens, in USD.
+        unpriced_models: Models with billed tokens but no price (counted as costing 0).
+    """
+
     # Calls that returned a response, cached ones included.
     calls: int = 0
     # Of those, served from the cache with no HTTP request.
@@ -48,6 +64,11 @@ class StageUsage:
     unpriced_models: set[str] = field(default_factory=set)
 
     def add(self, other: StageUsage) -> None:
+        """Add another stage's counters into this one (in place).
+
+        Args:
+            other: The counters to add.
+        """
         self.calls += other.calls
         self.cached += other.cached
         self.failed += other.failed
@@ -62,6 +83,14 @@ class StageUsage:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StageUsage:
+        """Read back what :meth:`as_dict` wrote (missing counters are 0).
+
+        Args:
+            data: The counters as plain data.
+
+        Returns:
+            The counters.
+        """
         return cls(
             calls=int(data.get("calls", 0)),
             cached=int(data.get("cached", 0)),
@@ -77,6 +106,11 @@ class StageUsage:
         )
 
     def as_dict(self) -> dict[str, Any]:
+        """The counters as plain data, for reports and usage files.
+
+        Returns:
+            Every field; ``errors`` as a sorted dict, ``unpriced_models`` as a sorted list.
+        """
         return {
             "calls": self.calls,
             "cached": self.cached,
@@ -93,6 +127,12 @@ class StageUsage:
 
 
 class UsageTracker:
+    """Counts calls, tokens and cost per stage, safely shared by async tasks and threads.
+
+    Args:
+        prices: Model name -> price, for the cost (None: nothing priced).
+    """
+
     def __init__(self, prices: Mapping[str, ModelPrice] | None = None) -> None:
         self.prices = dict(prices or {})
         self._stages: dict[str, StageUsage] = {}
@@ -105,7 +145,14 @@ class UsageTracker:
         return st
 
     def record_response(self, stage: str, model: str, usage: TokenUsage, *, cached: bool) -> None:
-        """A call that returned a response (billed over HTTP, or free from the cache)."""
+        """A call that returned a response (billed over HTTP, or free from the cache).
+
+        Args:
+            stage: The stage to count it under.
+            model: The model, for its price.
+            usage: The tokens it used.
+            cached: Whether it came from the cache (its tokens then cost nothing).
+        """
         with self._lock:
             st = self._stage(stage)
             st.calls += 1
@@ -117,7 +164,14 @@ class UsageTracker:
                 self._bill(st, model, usage)
 
     def record_billed_failure(self, stage: str, model: str, usage: TokenUsage, kind: str) -> None:
-        """A reply that was paid for but rejected (a truncated one): tokens count, the call failed."""
+        """A reply that was paid for but rejected (a truncated one): tokens count, the call failed.
+
+        Args:
+            stage: The stage to count it under.
+            model: The model, for its price.
+            usage: The tokens it used.
+            kind: Why it was rejected (``"truncated"``).
+        """
         with self._lock:
             st = self._stage(stage)
             self._bill(st, model, usage)
@@ -125,16 +179,30 @@ class UsageTracker:
             st.failed += 1
 
     def record_error(self, stage: str, kind: str) -> None:
-        """One failed attempt (it may still be retried)."""
+        """One failed attempt (it may still be retried).
+
+        Args:
+            stage: The stage to count it under.
+            kind: The failure's kind (``rate_limit``, ``timeout`` ...).
+        """
         with self._lock:
             self._stage(stage).errors[kind] += 1
 
     def record_retry(self, stage: str) -> None:
+        """One extra attempt after a transient failure.
+
+        Args:
+            stage: The stage to count it under.
+        """
         with self._lock:
             self._stage(stage).retries += 1
 
     def record_failure(self, stage: str) -> None:
-        """A call that raised to its caller."""
+        """A call that raised to its caller.
+
+        Args:
+            stage: The stage to count it under.
+        """
         with self._lock:
             self._stage(stage).failed += 1
 
@@ -149,7 +217,14 @@ class UsageTracker:
             st.cost_usd += price.cost(usage.prompt_tokens, usage.completion_tokens)
 
     def stage(self, stage: str) -> StageUsage:
-        """A copy of one stage's counters (zeros for a stage never seen)."""
+        """A copy of one stage's counters (zeros for a stage never seen).
+
+        Args:
+            stage: The stage's name.
+
+        Returns:
+            The counters, detached from the tracker.
+        """
         with self._lock:
             out = StageUsage()
             if stage in self._stages:
@@ -157,6 +232,11 @@ class UsageTracker:
             return out
 
     def total(self) -> StageUsage:
+        """Every stage's counters added up.
+
+        Returns:
+            The sums, detached from the tracker.
+        """
         with self._lock:
             out = StageUsage()
             for st in self._stages.values():
@@ -164,7 +244,14 @@ class UsageTracker:
             return out
 
     def snapshot(self, stage: str | None = None) -> dict[str, Any]:
-        """Compact counters for a tqdm postfix (one stage, or all together)."""
+        """Compact counters for a tqdm postfix (one stage, or all together).
+
+        Args:
+            stage: The stage (None: all stages together).
+
+        Returns:
+            ``calls``, ``cached``, ``retries``, ``failed``, ``tok`` (billed tokens) and ``usd``.
+        """
         st = self.total() if stage is None else self.stage(stage)
         return {
             "calls": st.calls,
@@ -176,7 +263,11 @@ class UsageTracker:
         }
 
     def summary(self) -> dict[str, Any]:
-        """Per-stage and total counters as plain data, for reports and JSON files."""
+        """Per-stage and total counters as plain data, for reports and JSON files.
+
+        Returns:
+            ``{"stages": {name: counters}, "total": counters}``.
+        """
         with self._lock:
             stages = {name: st.as_dict() for name, st in sorted(self._stages.items())}
         return {"stages": stages, "total": self.total().as_dict()}

@@ -50,7 +50,17 @@ SHOWN_SETTINGS = (
 
 @dataclass
 class TrainingRecord:
-    """What the training loop knows when it saves a model."""
+    """What the training loop knows when it saves a model.
+
+    Attributes:
+        train_config: The run's full resolved training config (as plain data).
+        metrics: Evaluation of the saved weights on the validation split.
+        step: The optimizer step the weights are from.
+        total_steps: The run's planned number of steps (None: unknown).
+        data: Rows read: ``train_rows``, ``validation_rows``, ``skipped_rows``.
+        selection_metric: The metric the best checkpoint was chosen by ("": not said).
+        completed: Whether the run had finished when the folder was saved.
+    """
 
     train_config: dict[str, Any]
     metrics: dict[str, Any]  # evaluation of the saved weights (validation split)

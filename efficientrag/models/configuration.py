@@ -40,7 +40,22 @@ OWN_FIELDS = (
 
 
 class WordClassifierConfig(PreTrainedConfig):
-    """Shared fields; use :class:`LabelerConfig` or :class:`FilterConfig`."""
+    """Shared fields; use :class:`LabelerConfig` or :class:`FilterConfig`.
+
+    Attributes:
+        encoder_config: The backbone's full config (nested, so loading never downloads it).
+        encoder_name: The name or path the backbone was loaded from (shown in the model card).
+        pooling: What the Labeler's tag head reads: ``"mean"`` of the token states (the paper),
+            the ``"first"`` token (the official code) or ``"pair"`` (query and chunk means apart).
+        max_length: Input length in tokens the model was trained with (inference default; >= 8).
+        word_aggregation: How sub-word probabilities become one per word: ``"first"``, ``"mean"``
+            or ``"max"``.
+        dropout: Dropout before the heads, in [0, 1).
+        token_labels: The token head's two class names (None: the kind's, useless/useful or drop/keep).
+        tag_labels: The tag head's two class names (None: continue/terminate for the Labeler, none
+            for the Filter).
+        format_version: The save format the folder was written in.
+    """
 
     kind: ClassVar[str] = ""
     # ``backbone_name`` was the field's name in efficientrag_model.json; keep it readable.
@@ -98,11 +113,16 @@ class WordClassifierConfig(PreTrainedConfig):
 
     @property
     def has_tag_head(self) -> bool:
+        """Whether this kind has the Continue/Terminate head (the Labeler does)."""
         return self.kind == "labeler"
 
     def to_diff_dict(self) -> dict[str, Any]:
         """``save_pretrained`` writes only values that differ from the defaults; ours and the encoder's
-        are written in full (see ``OWN_FIELDS``)."""
+        are written in full (see ``OWN_FIELDS``).
+
+        Returns:
+            The values ``config.json`` holds.
+        """
         out = super().to_diff_dict()
         full = self.to_dict()
         for name in (*OWN_FIELDS, "encoder_config"):
@@ -111,11 +131,15 @@ class WordClassifierConfig(PreTrainedConfig):
 
 
 class LabelerConfig(WordClassifierConfig):
+    """The saved config of a Labeler/Tagger (``model_type`` ``efficientrag_labeler``)."""
+
     model_type = LABELER_MODEL_TYPE
     kind: ClassVar[str] = "labeler"
 
 
 class FilterConfig(WordClassifierConfig):
+    """The saved config of a Filter (``model_type`` ``efficientrag_filter``)."""
+
     model_type = FILTER_MODEL_TYPE
     kind: ClassVar[str] = "filter"
 

@@ -55,6 +55,16 @@ class TokenClassifierNetwork(PreTrainedModel):
     _supports_flex_attn = True
 
     def __init__(self, config: WordClassifierConfig, backbone: PreTrainedModel | None = None) -> None:
+        """Build the heads on an encoder, so a saved folder rebuilds without downloading anything.
+
+        Args:
+            config: The model's config; its kind decides whether there is a tag head.
+            backbone: A (pre-trained) encoder to use; None builds a fresh one from
+                ``config.encoder_config`` (weights then come from ``from_pretrained``).
+
+        Raises:
+            ValueError: No backbone and no ``encoder_config`` to build one from.
+        """
         super().__init__(config)
         if backbone is None:
             if config.encoder_config is None:
@@ -95,6 +105,13 @@ class TokenClassifierNetwork(PreTrainedModel):
         Loaded tensors can start at any byte offset, and CPU matmul kernels are chosen by alignment,
         so an unaligned copy of a model predicts in the last bits differently from the model that was
         saved; aligned, a saved and reloaded model predicts identically.
+
+        Args:
+            *args: ``PreTrainedModel.from_pretrained``'s positional arguments (the folder or Hub name).
+            **kwargs: Its keyword arguments.
+
+        Returns:
+            The loaded network, or ``(network, loading info)`` with ``output_loading_info=True``.
         """
         loaded = super().from_pretrained(*args, **kwargs)
         # ``output_loading_info=True`` returns ``(model, info)``.
@@ -111,6 +128,22 @@ class TokenClassifierNetwork(PreTrainedModel):
         token_type_ids: torch.Tensor | None = None,
         segment_ids: torch.Tensor | None = None,
     ) -> WordClassifierOutput:
+        """Logits for one padded batch (the loss is :func:`compute_loss`, outside the module).
+
+        Args:
+            input_ids: Token ids, (batch, tokens).
+            attention_mask: 1 for real tokens, 0 for padding, (batch, tokens).
+            token_type_ids: Segment ids for encoders that take them (ignored by those that do not).
+            segment_ids: Which tokens are query and which target, (batch, tokens); needed by
+                ``pair`` pooling only.
+
+        Returns:
+            ``token_logits`` (batch, tokens, 2) and, Labeler only, ``tag_logits`` (batch, 2) with
+            Continue as class 0.
+
+        Raises:
+            ValueError: ``pair`` pooling without ``segment_ids``.
+        """
         kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None and self._takes_token_types:
             kwargs["token_type_ids"] = token_type_ids

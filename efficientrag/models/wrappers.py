@@ -49,7 +49,14 @@ P = TypeVar("P")  # what the model predicts for one input
 
 @dataclass
 class LabelerPrediction:
-    """``word_probs`` has one entry per chunk word; words cut by truncation get 0.0."""
+    """``word_probs`` has one entry per chunk word; words cut by truncation get 0.0.
+
+    Attributes:
+        continue_prob: Probability that the chunk answers the query's hop (tag Continue).
+        word_probs: Per chunk word, the probability that it is useful (goes on to the Filter).
+        truncated_words: Chunk words cut to fit the input length.
+        query_truncated_words: Query words cut to fit the input length.
+    """
 
     continue_prob: float
     word_probs: list[float]
@@ -59,7 +66,12 @@ class LabelerPrediction:
 
 @dataclass
 class FilterPrediction:
-    """``word_probs`` has one entry per input word; words cut by truncation get 0.0."""
+    """``word_probs`` has one entry per input word; words cut by truncation get 0.0.
+
+    Attributes:
+        word_probs: Per input word, the probability that it is kept in the next-hop query.
+        truncated_words: Input words cut to fit the input length.
+    """
 
     word_probs: list[float]
     truncated_words: int = 0
@@ -80,8 +92,19 @@ class WordClassifier(ABC, Generic[P]):
         *,
         source: Path | None = None,
     ) -> None:
-        """``source``: the folder the network was loaded from (saving without a new training record
-        keeps that folder's card, config and metrics)."""
+        """Wrap a network and its tokenizer (most code builds one with :meth:`from_pretrained` or
+        :meth:`from_backbone` instead).
+
+        Args:
+            network: The ``transformers`` network of this kind (``LabelerModel``/``FilterModel``).
+            tokenizer: The backbone's tokenizer.
+            device: Where to run (None: CUDA when available, else CPU).
+            source: The folder the network was loaded from (saving without a new training record
+                keeps that folder's card, config and metrics).
+
+        Raises:
+            ValueError: The network is of the other kind.
+        """
         if network.config.kind != self.kind:
             raise ValueError(f"{type(self).__name__} cannot hold a {network.config.kind!r} network")
         self.network = network
@@ -93,6 +116,7 @@ class WordClassifier(ABC, Generic[P]):
 
     @property
     def config(self) -> WordClassifierConfig:
+        """The network's config (``LabelerConfig`` / ``FilterConfig``): everything that rebuilds it."""
         return self.network.config
 
     @property
@@ -118,7 +142,25 @@ class WordClassifier(ABC, Generic[P]):
         dropout: float = 0.1,
         device: str | torch.device | None = None,
     ) -> M:
-        """A fresh model on a pre-trained encoder (heads randomly initialized), ready to train."""
+        """A fresh model on a pre-trained encoder (heads randomly initialized), ready to train.
+
+        Args:
+            name_or_path: The encoder: a local folder, a Hub name, or the MiniLM alias of the
+                packaged offline weights.
+            pooling: How the Labeler's tag head pools the sequence: ``"mean"``, ``"first"`` or ``"pair"``.
+            max_length: Input length in tokens (None: the kind's default, 384 Labeler / 256 Filter).
+            word_aggregation: How sub-word probabilities become one per word: ``"first"``,
+                ``"mean"`` or ``"max"``.
+            dropout: Dropout before the heads.
+            device: Where to run (None: CUDA when available, else CPU).
+
+        Returns:
+            The untrained model.
+
+        Raises:
+            ValueError: ``max_length`` exceeds an absolute-position encoder's position table, or a
+                setting is not one of its choices.
+        """
         path = resolve_model_path(name_or_path)
         local = hub_offline()
         backbone = AutoModel.from_pretrained(
@@ -153,6 +195,18 @@ class WordClassifier(ABC, Generic[P]):
         """Load a saved folder, or a Hub repository (``user/repo``) where the Hub is reachable or cached.
 
         Never runs remote code; weights are read from safetensors only.
+
+        Args:
+            name_or_path: A folder written by :meth:`save_pretrained` (or training), or a Hub repository.
+            device: Where to run (None: CUDA when available, else CPU).
+            dtype: Cast the weights to this dtype (a ``torch.dtype`` or its name, e.g. ``"bfloat16"``).
+            revision: The Hub revision (branch, tag or commit) to fetch.
+
+        Returns:
+            The loaded model; ``source`` is the folder it came from.
+
+        Raises:
+            FileNotFoundError: No such folder, and the name is not a Hub repository.
         """
         folder = locate_model_folder(name_or_path, revision=revision)
         network = load_network(folder, cls.kind)
@@ -175,6 +229,17 @@ class WordClassifier(ABC, Generic[P]):
         a model loaded from a trained folder keeps that folder's card, config and metrics.
         A model running through ONNX Runtime saves its float torch weights, which the
         conversion left untouched.
+
+        Args:
+            folder: The folder to write.
+            state_dict: Weights to save in place of the network's own.
+            training: The training run's record, for the model card.
+
+        Returns:
+            The written folder.
+
+        Raises:
+            ValueError: The model was quantized to int8 or cast to bf16 (save the float model).
         """
         if is_quantized(self.network) or is_bf16(self.network):
             raise ValueError(
@@ -198,7 +263,15 @@ class WordClassifier(ABC, Generic[P]):
 
         ``self.network.push_to_hub`` (inherited from ``transformers``) would upload config and
         weights only; a shared Labeler/Filter also needs its word-level tokenizer and card.
-        Returns the commit URL.
+
+        Args:
+            repo_id: The Hub repository (``user/name``); created when missing.
+            private: Create the repository private (None: the Hub's default).
+            token: A Hub token (None: the logged-in one).
+            revision: The branch to upload to (None: the default branch).
+
+        Returns:
+            The commit URL.
         """
         from huggingface_hub import HfApi
 
@@ -222,9 +295,21 @@ class WordClassifier(ABC, Generic[P]):
 
     @property
     def device(self) -> torch.device:
+        """The device the network's weights are on."""
         return next(self.network.parameters()).device
 
     def to(self: M, device: str | torch.device | None) -> M:
+        """Move the model to a device (in place).
+
+        Args:
+            device: The device (None: CUDA when available, else CPU).
+
+        Returns:
+            The model itself, for chaining.
+
+        Raises:
+            ValueError: An int8 or ONNX Runtime model asked to leave the CPU.
+        """
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         if (is_quantized(self.network) or self.onnx is not None) and torch.device(device).type != "cpu":
@@ -241,6 +326,16 @@ class WordClassifier(ABC, Generic[P]):
         ``"onnx"`` / ``"onnx-int8"`` predict through ONNX Runtime (fp32 / int8 weights), exported
         once into a cache and leaving the torch network float. ``"auto"`` is ``"bf16"`` where
         bfloat16 is fast on this model's device and ``"none"`` elsewhere (``resolve_quantize``).
+
+        Args:
+            mode: ``"none"``, ``"int8"``, ``"bf16"``, ``"onnx"``, ``"onnx-int8"`` or ``"auto"``.
+
+        Returns:
+            The model itself, for chaining.
+
+        Raises:
+            ValueError: The mode needs the CPU and the model is elsewhere, or the model already
+                runs on a path the mode cannot be applied over (load it again).
         """
         mode = resolve_quantize(mode, self.device)
         if mode == "none":
@@ -286,6 +381,20 @@ class WordClassifier(ABC, Generic[P]):
     # -- inference ---------------------------------------------------------------------------
 
     def collator(self, *, pad_to: int | None = None, compat_labels: bool = False) -> Collator:
+        """The function that pads this model's encoded inputs into batches (training and inference).
+
+        Args:
+            pad_to: Pad every batch to this length (the official fixed length); None pads to the
+                longest input of the batch.
+            compat_labels: Label non-target positions 0 instead of ignoring them, as the official
+                code did.
+
+        Returns:
+            The collator.
+
+        Raises:
+            ValueError: The tokenizer has no pad token.
+        """
         pad = self.tokenizer.pad_token_id
         if pad is None:
             raise ValueError(f"tokenizer of {self.config.encoder_name!r} has no pad token")
@@ -300,7 +409,22 @@ class WordClassifier(ABC, Generic[P]):
         word_aggregation: str | None = None,
         show_progress: bool = False,
     ) -> list[P]:
-        """One prediction per input, in input order (``batch_size`` defaults to the model's own)."""
+        """One prediction per input, in input order (``batch_size`` defaults to the model's own).
+
+        Inputs are batched longest first, so each batch carries little padding.
+
+        Args:
+            inputs: Labeler: ``(query words, chunk words)`` pairs; Filter: word lists
+                (``Query: … Info: …``, see :func:`~efficientrag.models.inputs.filter_words`).
+            batch_size: Inputs per forward pass (None: 32 Labeler / 64 Filter).
+            max_length: Input length in tokens (None: the length the model was trained with);
+                longer inputs are cut at word boundaries.
+            word_aggregation: Override the config's sub-word -> word aggregation.
+            show_progress: Show a progress bar.
+
+        Returns:
+            :class:`LabelerPrediction` or :class:`FilterPrediction` per input.
+        """
         encoded = self.encode(inputs, max_length=max_length)
         runs = self._run(
             encoded,
@@ -312,7 +436,15 @@ class WordClassifier(ABC, Generic[P]):
 
     @abstractmethod
     def encode(self, inputs: Sequence[Any], *, max_length: int | None = None) -> list[EncodedInput]:
-        """The model's inputs as tokenized inputs, truncated to ``max_length`` at word boundaries."""
+        """The model's inputs as tokenized inputs, truncated to ``max_length`` at word boundaries.
+
+        Args:
+            inputs: As for :meth:`predict`.
+            max_length: Input length in tokens (None: the trained length).
+
+        Returns:
+            One encoded input per input.
+        """
 
     @abstractmethod
     def _prediction(self, encoded: EncodedInput, word_probs: list[float], continue_prob: float | None) -> P:
@@ -378,6 +510,15 @@ def _check_max_length(config: Any, max_length: int) -> None:
 
 
 class Labeler(WordClassifier[LabelerPrediction]):
+    """The Labeler/Tagger: given a query and a retrieved chunk, says whether the chunk answers the
+    query's hop (the tag: Continue / Terminate) and which of its words are useful for the next hop.
+
+    Args:
+        network: A ``LabelerModel``.
+        tokenizer: The backbone's tokenizer.
+        device: Where to run (None: CUDA when available, else CPU).
+    """
+
     kind = "labeler"
     default_max_length = 384
     default_batch_size = 32
@@ -385,12 +526,29 @@ class Labeler(WordClassifier[LabelerPrediction]):
     def encode(
         self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]], *, max_length: int | None = None
     ) -> list[EncodedInput]:
+        """Tokenize ``(query words, chunk words)`` pairs; the chunk's words are the ones scored.
+
+        Args:
+            pairs: ``(query words, chunk words)`` per input.
+            max_length: Input length in tokens (None: the trained length).
+
+        Returns:
+            One encoded input per pair.
+        """
         queries = [list(q) for q, _ in pairs]
         chunks = [list(c) for _, c in pairs]
         return encode_words(self.tokenizer, chunks, self._max_length(max_length), queries=queries)
 
     def encode_rows(self, rows: Sequence[LabelerRow], *, max_length: int | None = None) -> list[EncodedInput]:
-        """Training inputs: encoded pairs carrying word labels and the tag class."""
+        """Training inputs: encoded pairs carrying word labels and the tag class.
+
+        Args:
+            rows: Labeler training rows.
+            max_length: Input length in tokens (None: the trained length).
+
+        Returns:
+            One encoded input per row, with ``word_labels`` and ``tag`` set.
+        """
         encoded = self.encode([(r.query_words, r.chunk_words) for r in rows], max_length=max_length)
         for row, enc in zip(rows, encoded, strict=True):
             enc.word_labels = np.asarray(row.labels, dtype=np.int64)
@@ -410,6 +568,15 @@ class Labeler(WordClassifier[LabelerPrediction]):
 
 
 class Filter(WordClassifier[FilterPrediction]):
+    """The Filter: from the query plus the words the Labeler kept, keeps the words that form the
+    next-hop query.
+
+    Args:
+        network: A ``FilterModel``.
+        tokenizer: The backbone's tokenizer.
+        device: Where to run (None: CUDA when available, else CPU).
+    """
+
     kind = "filter"
     default_max_length = 256
     default_batch_size = 64
@@ -417,9 +584,27 @@ class Filter(WordClassifier[FilterPrediction]):
     def encode(
         self, word_lists: Sequence[Sequence[str]], *, max_length: int | None = None
     ) -> list[EncodedInput]:
+        """Tokenize word lists; every word is scored.
+
+        Args:
+            word_lists: The Filter's input words per input.
+            max_length: Input length in tokens (None: the trained length).
+
+        Returns:
+            One encoded input per word list.
+        """
         return encode_words(self.tokenizer, [list(w) for w in word_lists], self._max_length(max_length))
 
     def encode_rows(self, rows: Sequence[FilterRow], *, max_length: int | None = None) -> list[EncodedInput]:
+        """Training inputs: encoded word lists carrying their word labels.
+
+        Args:
+            rows: Filter training rows.
+            max_length: Input length in tokens (None: the trained length).
+
+        Returns:
+            One encoded input per row, with ``word_labels`` set.
+        """
         encoded = self.encode([r.words for r in rows], max_length=max_length)
         for row, enc in zip(rows, encoded, strict=True):
             enc.word_labels = np.asarray(row.labels, dtype=np.int64)

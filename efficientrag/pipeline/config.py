@@ -17,7 +17,34 @@ class EfficientRAGConfig:
     """Defaults follow the official inference script where it has one (top-k 10, 4 hops). Input
     lengths default to the length each model was trained with (recorded in its saved folder): the
     official script infers the Filter at 128 tokens after training it at 256, a mismatch we do not
-    copy."""
+    copy.
+
+    Attributes:
+        labeler: Folder of the trained Labeler (``EfficientRAG.from_config`` loads it).
+        filter: Folder of the trained Filter.
+        top_k: Hits retrieved per query and hop.
+        max_hops: Hops at most per question.
+        query_mode: ``"merged"``: one next query per question and hop from all its Continue chunks
+            (the official code); ``"branch"``: one per Continue chunk (the paper's Figure 3).
+        max_branches: In ``"branch"`` mode, next queries per question and hop at most (the most
+            probable Continue chunks first).
+        tag_threshold: Continue probability at or above which a chunk is tagged Continue (kept).
+        token_threshold: Probability at or above which the Labeler marks a chunk word useful.
+        filter_threshold: Probability at or above which the Filter keeps a word in the next query.
+        chunk_budget: Chunks per question at most (None: no budget).
+        budget_policy: ``"first"``: stop adding once the budget is full; ``"best"``: run the loop
+            and keep the floor chunks, then the most probable Continue chunks.
+        floor_k: The first hop's top ``floor_k`` hits are kept whatever their tag (0: off).
+        fill_budget: Fill a question's unspent ``chunk_budget`` with its next-ranked first-hop hits.
+        answer_top_k: Kept chunks the one answer call reads (None: all of them).
+        answer_max_new_tokens: Tokens the answer call writes at most.
+        batch_size: Labeler/Filter inference batch size.
+        labeler_max_length: The Labeler's input length in tokens (None: the length it was trained with).
+        filter_max_length: The same for the Filter.
+        device: Where the models run (``"cpu"``, ``"cuda"``, ...; None: a GPU when there is one).
+        quantize: Labeler/Filter inference mode: ``"none"``, ``"int8"``, ``"bf16"``, ``"onnx"``,
+            ``"onnx-int8"`` or ``"auto"`` (see the comment on the field).
+    """
 
     labeler: str | None = None
     filter: str | None = None

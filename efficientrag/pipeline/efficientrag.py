@@ -103,6 +103,21 @@ def _loaded(name: str, model: Any, config: EfficientRAGConfig) -> Any:
 
 @dataclass
 class RetrievalResult:
+    """What the loop found for one question, and how (the trace), so callers can both use the
+    chunks and see why each was kept.
+
+    Attributes:
+        question: The question as asked.
+        chunks: The kept chunks in the order the loop kept them (hop by hop, rank order within a
+            hop; under ``budget_policy="best"`` floor chunks, then by Continue probability), then
+            any ``fill_budget`` chunks.
+        scores: Each kept chunk's Continue probability (its highest over the queries that kept it).
+        trace: One :class:`Hop` per hop the question ran.
+        counters: Per-question counts: ``hops``, ``retrieval_calls``, ``labeler_pairs``,
+            ``filter_calls``, ``llm_calls`` (always 0), and where they happened ``filled`` and
+            ``query_words_truncated``.
+    """
+
     question: str
     chunks: list[Chunk]
     scores: list[float]
@@ -111,6 +126,7 @@ class RetrievalResult:
 
     @property
     def chunk_ids(self) -> list[str]:
+        """The ids of ``chunks``, in the same order."""
         return [c.id for c in self.chunks]
 
 
@@ -191,7 +207,20 @@ class _HopWork:
 
 
 class EfficientRAG:
-    """Iterative retriever. ``retrieve_batch`` is the batched entry point; ``retrieve`` wraps it."""
+    """Iterative retriever. ``retrieve_batch`` is the batched entry point; ``retrieve`` wraps it.
+
+    Args:
+        retriever: The search backend (anything with ``search(queries, k)``).
+        labeler: A loaded model (``Labeler.from_pretrained(folder)``) or its folder, loaded here
+            on ``config.device`` with ``config.quantize``.
+        filter: The same for the Filter.
+        config: The loop's settings (defaults: ``EfficientRAGConfig()``).
+        observer: Sees every model decision (self-training records them).
+
+    Raises:
+        TypeError: ``retriever`` has no ``search``, or a model is neither loaded nor a folder; so
+            a wrong argument fails here, naming it, not at the first ``retrieve``.
+    """
 
     def __init__(
         self,
@@ -201,15 +230,6 @@ class EfficientRAG:
         config: EfficientRAGConfig | None = None,
         observer: DecisionObserver | None = None,
     ) -> None:
-        """Args:
-        retriever: the search backend (anything with ``search(queries, k)``).
-        labeler: a loaded model (``Labeler.from_pretrained(folder)``) or its folder, loaded here
-            on ``config.device`` with ``config.quantize``.
-        filter: the same for the Filter.
-        config: the loop's settings (defaults: ``EfficientRAGConfig()``).
-        observer: sees every model decision (self-training records them).
-
-        Anything else fails here, naming the argument, not at the first ``retrieve``."""
         self.config = config or EfficientRAGConfig()
         if not callable(getattr(retriever, "search", None)):
             raise TypeError(
@@ -225,7 +245,18 @@ class EfficientRAG:
 
     @classmethod
     def from_config(cls, retriever: Retriever, config: EfficientRAGConfig) -> EfficientRAG:
-        """Load the Labeler and Filter named in the config (folders written by training)."""
+        """Load the Labeler and Filter named in the config (folders written by training).
+
+        Args:
+            retriever: The search backend.
+            config: The loop's settings; ``labeler`` and ``filter`` name the model folders.
+
+        Returns:
+            The retriever, its models loaded on ``config.device`` with ``config.quantize``.
+
+        Raises:
+            ValueError: The config does not name both models.
+        """
         if not config.labeler or not config.filter:
             raise ValueError(
                 "EfficientRAG needs trained models: set efficientrag.labeler and efficientrag.filter to the "
@@ -234,9 +265,33 @@ class EfficientRAG:
         return cls(retriever, config.labeler, config.filter, config)
 
     def retrieve(self, question: str) -> RetrievalResult:
+        """Run the loop for one question (a batch of one; use :meth:`retrieve_batch` for many).
+
+        Args:
+            question: The question.
+
+        Returns:
+            The kept chunks with their trace.
+
+        Raises:
+            ValueError: The question is empty or not a string.
+        """
         return self.retrieve_batch([question])[0]
 
     def retrieve_batch(self, questions: Sequence[str]) -> list[RetrievalResult]:
+        """Run the loop for many questions at once: each hop's search, Labeler and Filter calls are
+        batched over every open branch of every question, which is where the speed comes from.
+
+        Args:
+            questions: The questions (a list, not one string).
+
+        Returns:
+            One result per question, in order.
+
+        Raises:
+            TypeError: ``questions`` is a single string.
+            ValueError: A question is empty or not a string (every empty one is named).
+        """
         check_questions(questions)
         cfg = self.config
         states = [_State(q, [_Branch(q, split_words(q))], i) for i, q in enumerate(questions)]

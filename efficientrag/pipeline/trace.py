@@ -22,6 +22,15 @@ class HitRecord:
     ``seen``: the chunk was not judged again (already in the pool, or already judged for this query),
     so it has no tag. ``floor``: it is one of the question's own top ``floor_k`` hits, kept whatever
     its tag. ``labeled_words``: the chunk words the Labeler marked useful (the Filter's input).
+
+    Attributes:
+        id: The chunk's id.
+        score: The retriever's score for the chunk and this query.
+        seen: The chunk was not judged again, so it has no tag.
+        floor: It is one of the question's own top ``floor_k`` first-hop hits.
+        tag: ``"continue"`` or ``"terminate"`` (None when ``seen``).
+        continue_prob: The Labeler's Continue probability (None when ``seen``).
+        labeled_words: The chunk words the Labeler marked useful (None when ``seen``).
     """
 
     id: str
@@ -34,14 +43,27 @@ class HitRecord:
 
     @property
     def continued(self) -> bool:
+        """Whether the Labeler tagged the chunk Continue for this query."""
         return self.tag == TAG_CONTINUE
 
     def judge(self, continue_prob: float, keep: bool, labeled_words: list[str]) -> None:
+        """Record the Labeler's decision on this hit (the loop calls it once per judged pair).
+
+        Args:
+            continue_prob: The Continue probability.
+            keep: Whether it reached the tag threshold (tag Continue, else Terminate).
+            labeled_words: The chunk words over the token threshold.
+        """
         self.tag = TAG_CONTINUE if keep else TAG_TERMINATE
         self.continue_prob = continue_prob
         self.labeled_words = labeled_words
 
     def to_dict(self) -> dict[str, Any]:
+        """The hit as trace JSON (unset optional fields left out, as files have always held them).
+
+        Returns:
+            ``{"id", "score", "seen"}``, plus ``floor`` when set and the tag fields once judged.
+        """
         out: dict[str, Any] = {"id": self.id, "score": self.score, "seen": self.seen}
         if self.floor:
             out["floor"] = True
@@ -52,7 +74,18 @@ class HitRecord:
     @classmethod
     def from_dict(cls, row: Mapping[str, Any], *, where: str = "hit") -> HitRecord:
         """A hit row read back from JSON; a row without its id, score or seen flag is an error that
-        names ``where`` it was read from."""
+        names ``where`` it was read from.
+
+        Args:
+            row: The hit's JSON object.
+            where: Where the row came from, for the error message.
+
+        Returns:
+            The hit.
+
+        Raises:
+            ValueError: ``id``, ``score`` or ``seen`` is missing.
+        """
         missing = [k for k in ("id", "score", "seen") if k not in row]
         if missing:
             raise ValueError(f"{where}: field {missing[0]!r} missing; not an EfficientRAG trace hit")
@@ -75,6 +108,14 @@ class Hop:
     ``timings_s`` holds ``retrieval``, ``labeler`` and ``filter`` (plus ``encode`` and ``search`` when
     the retriever reports them). ``truncated_query_words`` maps a query's index in ``queries`` to the
     number of its words the Labeler did not see (its input limit).
+
+    Attributes:
+        hop: The hop's 0-based number.
+        queries: The queries searched (one per open branch).
+        hits: Each query's hits, in rank order.
+        next_queries: The next-hop queries the Filter wrote (new, non-empty ones only).
+        timings_s: This question's share of each stage's seconds.
+        truncated_query_words: Query index -> words the Labeler did not see.
     """
 
     hop: int
@@ -85,6 +126,12 @@ class Hop:
     truncated_query_words: dict[int, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The hop as the trace JSON of predictions.jsonl and ``efficientrag retrieve --json``.
+
+        Returns:
+            The fields as a dict, hits as :meth:`HitRecord.to_dict`; ``truncated_query_words`` only
+            when a query was cut.
+        """
         out: dict[str, Any] = {
             "hop": self.hop,
             "queries": self.queries,

@@ -11,11 +11,20 @@ from efficientrag.data.schema import Chunk
 
 @dataclass(frozen=True)
 class Hit:
+    """One search result: the chunk itself (so callers need no corpus) and its score.
+
+    Attributes:
+        chunk: The retrieved chunk.
+        score: The backend's score (inner product, BM25, fused RRF ...); higher is better, and
+            scores are comparable only within one backend.
+    """
+
     chunk: Chunk
     score: float
 
     @property
     def id(self) -> str:
+        """The chunk's id."""
         return self.chunk.id
 
 
@@ -30,4 +39,18 @@ class Retriever(Protocol):
     latency breakdowns can tell the two apart; callers read it with ``getattr(..., None)``.
     """
 
-    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]: ...
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        """Top-k hits for every query, in one batched call.
+
+        Args:
+            queries: The queries.
+            k: Hits per query at most.
+
+        Returns:
+            One list of hits per query, in query order, each sorted by descending score.
+
+        Raises:
+            TypeError: ``queries`` is one string, or holds a non-string (the local backends).
+            ValueError: ``k`` is negative or not an integer.
+        """
+        ...

@@ -48,7 +48,16 @@ def resolve_stemmer(name: str) -> tuple[str | None, Any]:
 
 
 class BM25Retriever:
-    """Batched BM25 top-k search over ``corpus`` (see the module docstring)."""
+    """Batched BM25 top-k search over ``corpus`` (see the module docstring).
+
+    Most code gets one from :meth:`build` or :meth:`load` (or ``build_retriever``).
+
+    Args:
+        corpus: The chunks, in index row order.
+        model: The fitted bm25s index.
+        settings: The settings it was built with (:meth:`settings_from`).
+        meta: The index's description, as saved in ``meta.json``.
+    """
 
     kind = "bm25"
 
@@ -64,7 +73,17 @@ class BM25Retriever:
 
     @staticmethod
     def settings_from(cfg: RetrieverConfig) -> dict[str, Any]:
-        """The settings an index depends on, with the stemmer resolved to what is installed."""
+        """The settings an index depends on, with the stemmer resolved to what is installed.
+
+        Args:
+            cfg: The retriever config.
+
+        Returns:
+            ``k1``, ``b``, ``method``, ``stopwords``, ``stemmer`` (a language or None), ``lowercase``.
+
+        Raises:
+            RuntimeError: A stemmer language was named and PyStemmer is not installed.
+        """
         language, _ = resolve_stemmer(cfg.bm25_stemmer)
         return {
             "k1": float(cfg.bm25_k1),
@@ -84,6 +103,20 @@ class BM25Retriever:
         *,
         show_progress: bool = True,
     ) -> BM25Retriever:
+        """Tokenize and index ``corpus`` (lower-cased, stopwords removed, stemmed as configured).
+
+        Args:
+            corpus: The chunks to index.
+            cfg: The BM25 settings (None: the defaults).
+            index_dir: Where to save the index (None: in memory only).
+            show_progress: Show progress bars.
+
+        Returns:
+            The retriever, saved to ``index_dir`` when given.
+
+        Raises:
+            ValueError: The corpus is empty.
+        """
         cfg = cfg or RetrieverConfig(kind="bm25")
         if len(corpus) == 0:
             raise ValueError("cannot index an empty corpus")
@@ -109,7 +142,20 @@ class BM25Retriever:
 
     @classmethod
     def load(cls, index_dir: str | Path, corpus: Corpus, cfg: RetrieverConfig | None = None) -> BM25Retriever:
-        """Open a saved index; a different corpus or BM25 setting raises IndexMismatchError."""
+        """Open a saved index; a different corpus or BM25 setting raises IndexMismatchError.
+
+        Args:
+            index_dir: The index folder.
+            corpus: The corpus it was built from.
+            cfg: The settings it is expected to have (None: the defaults).
+
+        Returns:
+            The retriever.
+
+        Raises:
+            IndexMismatchError: The corpus or a setting differs.
+            IndexNotFoundError: There is no complete index.
+        """
         cfg = cfg or RetrieverConfig(kind="bm25")
         index_dir = Path(index_dir)
         meta = load_meta(index_dir, cls.kind)
@@ -125,7 +171,11 @@ class BM25Retriever:
         return cls(corpus, model, settings, meta)
 
     def save(self, index_dir: str | Path) -> None:
-        """Write ``bm25/``, ``ids.json`` and, last, ``meta.json``."""
+        """Write ``bm25/``, ``ids.json`` and, last, ``meta.json``.
+
+        Args:
+            index_dir: The folder (created if needed; its ``bm25/`` is replaced).
+        """
         index_dir = Path(index_dir)
         index_dir.mkdir(parents=True, exist_ok=True)
         (index_dir / META_FILE).unlink(missing_ok=True)
@@ -137,6 +187,16 @@ class BM25Retriever:
     # ------------------------------------------------------------------------------------------
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        """Top-``k`` chunks per query by BM25 score; only chunks sharing a term with the query.
+
+        Args:
+            queries: The queries.
+            k: Hits per query at most.
+
+        Returns:
+            One list of hits per query, best first (ties in corpus order); ``[]`` for a query
+            with no indexed term.
+        """
         queries, k = check_search_args(queries, k)
         results: list[list[Hit]] = [[] for _ in queries]
         if k == 0 or not queries:

@@ -32,6 +32,40 @@ class RetrieverConfig:
     inner product is the cosine) over an exact inner-product FAISS index. The paper's retriever is
     ``encoder=facebook/contriever-msmarco`` (a plain HF model: sentence-transformers wraps it with
     mean pooling and no normalization, which is what the paper's inner-product search expects).
+
+    Attributes:
+        kind: ``"dense"``, ``"bm25"``, ``"hybrid"`` (both, fused by reciprocal rank) or
+            ``"milvus"`` (a Milvus collection, settings in ``milvus``).
+        encoder: The sentence-transformers model (name or folder) that embeds queries and chunks.
+        normalize: L2-normalize embeddings (None: as the model ships).
+        query_prefix: Text put before every query before encoding (e5-style ``"query: "``).
+        passage_prefix: Text put before every chunk before encoding.
+        max_length: Tokens per text the encoder reads (None: the model's own limit).
+        batch_size: Texts per encoder batch.
+        device: ``"auto"`` (CUDA when available, else CPU) or a torch device string.
+        backend: The sentence-transformers backend: ``"torch"``, ``"onnx"`` or ``"openvino"``.
+        compute_dtype: ``"float32"`` (exact), ``"bfloat16"`` or ``"float16"`` (torch autocast).
+        num_threads: CPU threads for torch and FAISS (None: the libraries' defaults).
+        index_type: The FAISS index: ``"flat"`` (exact), ``"ivf"`` or ``"hnsw"``.
+        ivf_nlist: IVF lists (None: about 4 * sqrt(corpus size)).
+        ivf_nprobe: IVF lists searched per query.
+        ivf_train_size: Rows sampled (seeded) to train the IVF centroids.
+        hnsw_m: HNSW neighbours per node.
+        hnsw_ef_construction: HNSW candidate list size while building.
+        hnsw_ef_search: HNSW candidate list size while searching.
+        shard_size: Rows per embedding shard on disk (the unit of resume of a killed indexing run).
+        keep_embeddings: Keep the embedding shards after the index is written.
+        bm25_k1: BM25 term-frequency saturation (Elasticsearch's default 1.2).
+        bm25_b: BM25 length normalization, in [0, 1].
+        bm25_method: The bm25s variant: robertson, lucene, atire, bm25l or bm25+.
+        stopwords: A bm25s stopword list name (``"en"``), or None for none.
+        bm25_stemmer: ``"auto"`` (English stemming when PyStemmer is installed), ``"none"``, or
+            a PyStemmer language name.
+        hybrid_rrf_k: The reciprocal-rank-fusion constant.
+        hybrid_depth: Hits each backend contributes before fusion.
+        hybrid_weights: ``[dense, bm25]`` fusion weights (None: equal).
+        index_dir: Where the index is saved and loaded (None: built in memory).
+        milvus: The Milvus settings (``kind: milvus``).
     """
 
     # "hybrid": the dense and the BM25 retriever below, fused by reciprocal rank (retrieval/hybrid.py).

@@ -46,7 +46,19 @@ PROBE_MIN_COSINE = 0.999
 
 
 class DenseRetriever:
-    """Batched top-k inner-product search over ``corpus`` (see the module docstring)."""
+    """Batched top-k inner-product search over ``corpus`` (see the module docstring).
+
+    Most code gets one from :meth:`build` or :meth:`load` (or ``build_retriever``).
+
+    Args:
+        corpus: The chunks, in index row order.
+        encoder: The encoder that embeds queries (the one the index was built with).
+        index: The FAISS inner-product index, one row per chunk.
+        meta: The index's description, as saved in ``meta.json``.
+
+    Raises:
+        ValueError: The index and the corpus differ in size.
+    """
 
     kind = "dense"
 
@@ -79,6 +91,24 @@ class DenseRetriever:
         ``encoder``: an already loaded encoder (its settings win over the config's).
         ``wait_for_lock``: another process building in ``index_dir`` is waited for (the default),
         or refused (:class:`~efficientrag.run_lock.FolderLockedError`).
+
+        Args:
+            corpus: The chunks to index.
+            cfg: Encoder and index settings (None: the defaults).
+            index_dir: Where to save the index (None: in memory only).
+            encoder: An already loaded encoder.
+            reset_stale_embeddings: Discard saved embeddings made by another encoder or corpus
+                instead of failing.
+            show_progress: Show progress bars.
+            wait_for_lock: Wait for another process building in ``index_dir`` (else refuse).
+
+        Returns:
+            The retriever, saved to ``index_dir`` when given.
+
+        Raises:
+            ValueError: The corpus is empty.
+            IndexMismatchError: Saved embeddings do not match (and ``reset_stale_embeddings`` is False).
+            FolderLockedError: Another process is building there and ``wait_for_lock`` is False.
         """
         cfg = cfg or RetrieverConfig()
         if len(corpus) == 0:
@@ -127,6 +157,20 @@ class DenseRetriever:
         Raises :class:`IndexMismatchError` naming the first differing field (corpus fingerprint,
         encoder, dim, normalize, max_length, passage_prefix, index_type, encoder weights), and
         :class:`IndexNotFoundError` when there is no complete index.
+
+        Args:
+            index_dir: The index folder.
+            corpus: The corpus it was built from.
+            cfg: The settings it is expected to have (None: the defaults).
+            encoder: An already loaded encoder (else loaded from ``cfg``).
+            show_progress: Show a progress bar while loading the encoder.
+
+        Returns:
+            The retriever.
+
+        Raises:
+            IndexMismatchError: A setting, the corpus or the encoder's weights differ.
+            IndexNotFoundError: There is no complete index.
         """
         cfg = cfg or RetrieverConfig()
         index_dir = Path(index_dir)
@@ -159,7 +203,13 @@ class DenseRetriever:
         return cls(corpus, encoder, index, meta)
 
     def save(self, index_dir: str | Path) -> None:
-        """Write ``index.faiss``, ``ids.json`` and, last, ``meta.json``."""
+        """Write ``index.faiss``, ``ids.json`` and, last, ``meta.json``.
+
+        ``meta.json`` goes last so that a crash half-way leaves no folder that claims to be complete.
+
+        Args:
+            index_dir: The folder (created if needed).
+        """
         index_dir = Path(index_dir)
         index_dir.mkdir(parents=True, exist_ok=True)
         (index_dir / META_FILE).unlink(missing_ok=True)
@@ -170,7 +220,15 @@ class DenseRetriever:
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         """Top-``k`` hits per query by descending inner product (one encode call, one FAISS
-        search). ``k`` is clamped to the corpus size; empty queries get ``[]``."""
+        search). ``k`` is clamped to the corpus size; empty queries get ``[]``.
+
+        Args:
+            queries: The queries.
+            k: Hits per query at most.
+
+        Returns:
+            One list of hits per query, best first.
+        """
         queries, k = check_search_args(queries, k)
         results: list[list[Hit]] = [[] for _ in queries]
         live = [i for i, q in enumerate(queries) if q.strip()]

@@ -46,8 +46,14 @@ class DSPySearch(_FrameworkSearch):
         id_key: the record key holding the chunk id (or the corpus position, with ``id_map``).
         id_map: chunk ids indexed by the value under ``id_key`` (a sequence for positions, or a
             mapping), for retrievers that know no chunk ids.
-        title_key, score_key: record keys of the title and the score.
+        title_key: the record key of the title.
+        score_key: the record key of the score (missing from a record: ``1 / rank``).
         max_concurrency: at most this many queries in flight in ``asearch``.
+
+    Raises:
+        ValueError: ``id_key`` is empty.
+        TypeError: ``retriever`` is not callable.
+        ImportError: DSPy is not installed.
     """
 
     framework = "DSPy"

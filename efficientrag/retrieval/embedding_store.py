@@ -63,7 +63,14 @@ class StoreSpec:
 
 
 class EmbeddingStore:
-    """Sharded float32 embeddings of one corpus under one encoder (see the module docstring)."""
+    """Sharded float32 embeddings of one corpus under one encoder (see the module docstring).
+
+    Use :meth:`open`, which checks (and writes) the manifest; the constructor does neither.
+
+    Args:
+        directory: The store's folder (``<index_dir>/embeddings``).
+        spec: What the vectors depend on (encoder, corpus, shard size).
+    """
 
     def __init__(self, directory: str | Path, spec: StoreSpec) -> None:
         self.directory = Path(directory)
@@ -72,7 +79,19 @@ class EmbeddingStore:
     @classmethod
     def open(cls, directory: str | Path, spec: StoreSpec, *, reset_stale: bool = False) -> EmbeddingStore:
         """Reuse the shards at ``directory`` if they were written for ``spec``; a store written for
-        something else raises :class:`IndexMismatchError`, or is emptied when ``reset_stale``."""
+        something else raises :class:`IndexMismatchError`, or is emptied when ``reset_stale``.
+
+        Args:
+            directory: The store's folder (created if needed).
+            spec: What the vectors must have been made with.
+            reset_stale: Empty a store written for another spec instead of failing.
+
+        Returns:
+            The store, its manifest written and half-written files of a killed run removed.
+
+        Raises:
+            IndexMismatchError: The folder holds vectors for another spec (and not ``reset_stale``).
+        """
         store = cls(directory, spec)
         manifest_path = store.directory / MANIFEST_FILE
         if manifest_path.is_file():
@@ -99,20 +118,46 @@ class EmbeddingStore:
 
     @property
     def num_rows(self) -> int:
+        """Rows in the store: one per corpus chunk."""
         return self.spec.corpus_size
 
     @property
     def num_shards(self) -> int:
+        """Shards the corpus is split into (the last may be short)."""
         return -(-self.spec.corpus_size // self.spec.shard_size)
 
     def rows(self, shard: int) -> tuple[int, int]:
+        """The corpus rows a shard holds.
+
+        Args:
+            shard: The shard number.
+
+        Returns:
+            ``(start, stop)``, stop exclusive.
+        """
         start = shard * self.spec.shard_size
         return start, min(start + self.spec.shard_size, self.spec.corpus_size)
 
     def shard_path(self, shard: int) -> Path:
+        """Where a shard's ``.npy`` file lives (whether or not it exists yet).
+
+        Args:
+            shard: The shard number.
+
+        Returns:
+            The file path.
+        """
         return self.directory / f"shard_{shard:05d}.npy"
 
     def is_complete(self, shard: int) -> bool:
+        """Whether a shard's file exists with the right dtype and shape (files appear only whole).
+
+        Args:
+            shard: The shard number.
+
+        Returns:
+            True when the shard need not be encoded again.
+        """
         path = self.shard_path(shard)
         if not path.is_file():
             return False
@@ -124,12 +169,29 @@ class EmbeddingStore:
         return arr.dtype == np.float32 and arr.shape == (stop - start, self.spec.dim)
 
     def missing_shards(self) -> list[int]:
+        """The shards still to encode.
+
+        Returns:
+            Their numbers, ascending.
+        """
         return [i for i in range(self.num_shards) if not self.is_complete(i)]
 
     # --- writing --------------------------------------------------------------------------------
 
     def fill(self, corpus: Corpus, encoder: PassageEncoder, *, show_progress: bool = True) -> list[int]:
-        """Encode every missing shard of ``corpus`` (``chunk.contents``); returns the shards encoded."""
+        """Encode every missing shard of ``corpus`` (``chunk.contents``); returns the shards encoded.
+
+        Args:
+            corpus: The corpus the store was opened for.
+            encoder: The encoder the store was opened for.
+            show_progress: Show one bar over all shards.
+
+        Returns:
+            The shard numbers encoded by this call (empty when the store was complete).
+
+        Raises:
+            ValueError: The corpus size differs from the spec's, or the encoder returned a wrong shape.
+        """
         if len(corpus) != self.spec.corpus_size:
             raise ValueError(f"corpus has {len(corpus)} chunks, the store expects {self.spec.corpus_size}")
         todo = self.missing_shards()
@@ -166,13 +228,24 @@ class EmbeddingStore:
         )
 
     def remove(self) -> None:
+        """Delete the store's folder and everything in it."""
         if self.directory.is_dir():
             shutil.rmtree(self.directory)
 
     # --- reading --------------------------------------------------------------------------------
 
     def load_shard(self, shard: int) -> np.ndarray:
-        """Read-only memory map of one complete shard."""
+        """Read-only memory map of one complete shard.
+
+        Args:
+            shard: The shard number.
+
+        Returns:
+            A ``(rows, dim)`` float32 memory map.
+
+        Raises:
+            FileNotFoundError: The shard is missing or incomplete.
+        """
         if not self.is_complete(shard):
             raise FileNotFoundError(
                 f"{self.shard_path(shard)} is missing or incomplete; fill() the store first"
@@ -180,12 +253,23 @@ class EmbeddingStore:
         return np.load(self.shard_path(shard), mmap_mode="r", allow_pickle=False)
 
     def iter_shards(self) -> Iterator[tuple[int, np.ndarray]]:
-        """``(first_row, shard)`` for every shard, in row order."""
+        """``(first_row, shard)`` for every shard, in row order.
+
+        Yields:
+            The shard's first corpus row and its memory-mapped embeddings.
+        """
         for shard in range(self.num_shards):
             yield self.rows(shard)[0], self.load_shard(shard)
 
     def gather(self, rows: np.ndarray) -> np.ndarray:
-        """The embeddings of ``rows`` (any order) without loading whole shards."""
+        """The embeddings of ``rows`` (any order) without loading whole shards.
+
+        Args:
+            rows: Corpus row numbers.
+
+        Returns:
+            A ``(len(rows), dim)`` float32 array, in the order of ``rows``.
+        """
         rows = np.asarray(rows, dtype=np.int64)
         out = np.empty((len(rows), self.spec.dim), dtype=np.float32)
         shard_of = rows // self.spec.shard_size

@@ -77,6 +77,24 @@ class Encoder:
     ``normalize=None`` keeps the model as shipped (a ``Normalize`` module or not); True adds L2
     normalization, False removes the model's own. ``normalize`` then holds the effective value,
     which is what index metadata records and checks.
+
+    Args:
+        name: A sentence-transformers model: Hub name, local folder, or the MiniLM alias of the
+            packaged offline weights.
+        normalize: L2-normalize embeddings (None: as the model ships).
+        query_prefix: Text put before every query (replaces the model's own "query" prompt).
+        passage_prefix: Text put before every passage.
+        max_length: Tokens per text the model reads (None: the model's own limit).
+        batch_size: Texts per encode batch.
+        device: ``"auto"`` (CUDA when available, else CPU) or a torch device string.
+        backend: The sentence-transformers backend: ``"torch"``, ``"onnx"`` or ``"openvino"``.
+        compute_dtype: ``"float32"``, or ``"bfloat16"``/``"float16"`` under torch autocast
+            (torch backend only).
+        num_threads: Sets torch's CPU thread count (None: leave it).
+        show_progress: Show a bar while encoding passages.
+
+    Raises:
+        ValueError: An unknown ``compute_dtype``, or a reduced one with a non-torch backend.
     """
 
     def __init__(
@@ -133,13 +151,29 @@ class Encoder:
 
     @classmethod
     def from_config(cls, cfg: RetrieverConfig, *, show_progress: bool = True) -> Encoder:
+        """The encoder a retriever config describes (its dense fields).
+
+        Args:
+            cfg: The retriever config.
+            show_progress: Show a bar while encoding passages.
+
+        Returns:
+            The loaded encoder.
+        """
         return cls(cfg.encoder, show_progress=show_progress, **same_named(cfg, ENCODER_SETTINGS))
 
     # ------------------------------------------------------------------------------------------
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         """One ``(len(texts), dim)`` float32 matrix; the model's "query" prompt applies unless
-        ``query_prefix`` is set."""
+        ``query_prefix`` is set.
+
+        Args:
+            texts: The queries.
+
+        Returns:
+            Their embeddings, in input order.
+        """
         texts = list(texts)
         if not texts:
             return np.empty((0, self.dim), dtype=np.float32)
@@ -161,6 +195,14 @@ class Encoder:
 
         ``progress``: an open tqdm bar to advance (the embedding store keeps one bar over all
         shards); otherwise a bar of its own when ``show_progress`` (default: the encoder's).
+
+        Args:
+            texts: The passages (chunk contents).
+            progress: An open tqdm bar to advance instead of opening one.
+            show_progress: Show a bar of its own (None: the encoder's setting).
+
+        Returns:
+            Their embeddings, in input order.
         """
         texts = list(texts)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
@@ -186,7 +228,14 @@ class Encoder:
 
     def token_lengths(self, texts: Sequence[str]) -> np.ndarray:
         """Tokens per text after truncation (prefix included); character counts if the model
-        has no fast tokenizer."""
+        has no fast tokenizer.
+
+        Args:
+            texts: Passages.
+
+        Returns:
+            One int64 count per text.
+        """
         prefix = self.passage_prefix
         if self._length_tokenizer is None:
             return np.fromiter((len(prefix) + len(t) for t in texts), dtype=np.int64, count=len(texts))
@@ -196,7 +245,14 @@ class Encoder:
     def over_limit(self, texts: Sequence[str]) -> list[int]:
         """Positions of the texts longer than ``max_length`` tokens (passage prefix and special
         tokens included): the model embeds their first ``max_length`` tokens only. Empty when the
-        model has no limit or no fast tokenizer (then nothing can be counted)."""
+        model has no limit or no fast tokenizer (then nothing can be counted).
+
+        Args:
+            texts: Passages.
+
+        Returns:
+            The positions (in ``texts``) of the ones that will be cut.
+        """
         if not self.max_length or self._length_tokenizer is None:
             return []
         if self._count_tokenizer is None:
@@ -209,11 +265,19 @@ class Encoder:
         return out
 
     def probe(self) -> np.ndarray:
-        """The passage embedding of a fixed sentence: a fingerprint of the weights and settings."""
+        """The passage embedding of a fixed sentence: a fingerprint of the weights and settings.
+
+        Returns:
+            A ``(dim,)`` float32 vector.
+        """
         return self.encode_passages([PROBE_TEXT], show_progress=False)[0]
 
     def describe(self) -> dict[str, Any]:
-        """What an index depends on, as recorded in its metadata."""
+        """What an index depends on, as recorded in its metadata.
+
+        Returns:
+            ``encoder``, ``dim``, ``normalize``, ``pooling``, ``max_length``, ``passage_prefix``.
+        """
         return {
             "encoder": self.name,
             "dim": self.dim,

@@ -14,7 +14,12 @@ REBUILD_HINT = "rebuild it with `efficientrag index --rebuild` (or build_retriev
 
 
 class IndexNotFoundError(FileNotFoundError):
-    """No complete index at the given folder."""
+    """No complete index at the given folder.
+
+    Args:
+        index_dir: The folder that was searched.
+        detail: What is missing, added to the message.
+    """
 
     def __init__(self, index_dir: str | Path, detail: str = "") -> None:
         self.index_dir = str(index_dir)
@@ -26,7 +31,15 @@ class IndexNotFoundError(FileNotFoundError):
 
 
 class IndexMismatchError(ValueError):
-    """A saved index (or partial embeddings) disagrees with the requested settings on ``field``."""
+    """A saved index (or partial embeddings) disagrees with the requested settings on ``field``.
+
+    Args:
+        location: The file or folder whose metadata disagrees.
+        field: The setting that differs.
+        saved: Its value at build time.
+        requested: The value asked for now.
+        hint: What to do about it (default: rebuild the index).
+    """
 
     def __init__(
         self, location: str | Path, field: str, saved: Any, requested: Any, *, hint: str = REBUILD_HINT

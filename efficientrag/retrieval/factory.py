@@ -33,6 +33,22 @@ def build_retriever(
     overwritten (it may have cost hours); ``rebuild=True`` replaces it. A dense rebuild reuses
     saved embeddings that still match the encoder and corpus (e.g. to switch flat -> hnsw) and
     discards ones that do not. An interrupted dense build resumes from its last complete shard.
+
+    Args:
+        cfg: The retriever's settings; ``kind`` picks dense, bm25, hybrid or milvus.
+        corpus: The chunks to index.
+        index_dir: The index folder (None: ``cfg.index_dir``; both None: in memory).
+        rebuild: Replace an existing index instead of loading it.
+        encoder: An already loaded encoder to use (its settings win over the config's).
+        show_progress: Show progress bars while encoding and indexing.
+
+    Returns:
+        A retriever over ``corpus`` (a ``HybridRetriever`` for ``kind="hybrid"``).
+
+    Raises:
+        IndexMismatchError: The saved index or embeddings were built with other settings or
+            another corpus (and ``rebuild`` is False).
+        ValueError: The corpus is empty.
     """
     index_dir = index_dir if index_dir is not None else cfg.index_dir
     if cfg.kind == "milvus":
@@ -75,7 +91,23 @@ def load_retriever(
 ) -> Retriever:
     """Open a saved index; IndexNotFoundError if there is none, IndexMismatchError if it was built
     with other settings or another corpus. A Milvus collection needs no ``corpus`` (None): its hits
-    carry their chunks."""
+    carry their chunks.
+
+    Args:
+        cfg: The settings the index was built with (they are checked against its metadata).
+        corpus: The corpus the index was built from (None only for Milvus).
+        index_dir: The index folder (None: ``cfg.index_dir``).
+        encoder: An already loaded encoder to use.
+        show_progress: Show progress bars (loading the encoder).
+
+    Returns:
+        A retriever over the saved index.
+
+    Raises:
+        IndexNotFoundError: There is no complete index in the folder.
+        IndexMismatchError: It was built with other settings or another corpus.
+        ValueError: No corpus (for a local index) or no folder was given.
+    """
     index_dir = index_dir if index_dir is not None else cfg.index_dir
     if cfg.kind == "milvus":
         from efficientrag.retrieval.milvus.retriever import MilvusRetriever

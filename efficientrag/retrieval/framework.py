@@ -75,6 +75,18 @@ class _FrameworkSearch(ABC):
         self.last_timings: dict[str, float] = {}
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        """Top-``k`` hits per query from the framework's retriever (mapped as the module says).
+
+        Args:
+            queries: The queries; empty ones get ``[]`` without a call.
+            k: Hits per query at most.
+
+        Returns:
+            One list of hits per query, in the framework's order.
+
+        Raises:
+            MissingChunkIdError: A returned document has no chunk id under ``id_key``.
+        """
         queries, k = check_search_args(queries, k)
         results: list[list[Hit]] = [[] for _ in queries]
         live = [i for i, q in enumerate(queries) if q.strip()]
@@ -88,7 +100,18 @@ class _FrameworkSearch(ABC):
         return results
 
     async def asearch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
-        """``search`` through the framework's async calls."""
+        """``search`` through the framework's async calls.
+
+        Args:
+            queries: The queries; empty ones get ``[]`` without a call.
+            k: Hits per query at most.
+
+        Returns:
+            One list of hits per query, in the framework's order.
+
+        Raises:
+            MissingChunkIdError: A returned document has no chunk id under ``id_key``.
+        """
         queries, k = check_search_args(queries, k)
         results: list[list[Hit]] = [[] for _ in queries]
         live = [i for i, q in enumerate(queries) if q.strip()]
@@ -141,7 +164,18 @@ class _FrameworkSearch(ABC):
 
 
 class LangChainSearch(_FrameworkSearch):
-    """A LangChain ``BaseRetriever`` as a search backend (see the module docstring)."""
+    """A LangChain ``BaseRetriever`` as a search backend (see the module docstring).
+
+    Args:
+        retriever: A ``langchain_core`` ``BaseRetriever`` (for a vector store, ``store.as_retriever()``).
+        max_concurrency: Queries in flight at most in a batch (None: LangChain's default).
+        **kw: ``id_key`` (metadata key of the chunk id, default ``"id"``; None: ``Document.id``),
+            ``title_key`` (default ``"title"``) and ``score_key`` (default None: ``1 / rank``).
+
+    Raises:
+        TypeError: ``retriever`` is not a LangChain retriever.
+        ImportError: ``langchain-core`` is not installed.
+    """
 
     framework = "LangChain"
     needs = (
@@ -196,7 +230,18 @@ class LangChainSearch(_FrameworkSearch):
 
 
 class LlamaIndexSearch(_FrameworkSearch):
-    """A LlamaIndex ``BaseRetriever`` as a search backend (see the module docstring)."""
+    """A LlamaIndex ``BaseRetriever`` as a search backend (see the module docstring).
+
+    Args:
+        retriever: A ``llama_index`` ``BaseRetriever`` (for an index, ``index.as_retriever()``).
+        max_concurrency: Queries in flight at most in ``asearch``.
+        **kw: ``id_key`` (metadata key of the chunk id, default ``"id"``; None: ``node_id``) and
+            ``title_key`` (default ``"title"``); scores are the nodes' own.
+
+    Raises:
+        TypeError: ``retriever`` is not a LlamaIndex retriever.
+        ImportError: ``llama-index-core`` is not installed.
+    """
 
     framework = "LlamaIndex"
     needs = (

@@ -33,7 +33,13 @@ class HaystackSearch(_FrameworkSearch):
         text_embedder: the text embedder component for a retriever that takes ``query_embedding``
             (the one whose model embedded the store's documents); refused for a text retriever.
         max_concurrency: at most this many queries in flight in ``asearch``.
-        id_key, title_key: as for ``LangChainSearch``.
+        id_key: the metadata key holding the chunk id (None: Haystack's ``Document.id``).
+        title_key: the metadata key holding the title.
+
+    Raises:
+        ValueError: an embedding retriever without ``text_embedder``, or a text retriever with one.
+        TypeError: ``retriever`` is not a retriever component, or the embedder is not a text embedder.
+        ImportError: Haystack is not installed.
     """
 
     framework = "Haystack"

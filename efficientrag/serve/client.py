@@ -90,9 +90,35 @@ class RemoteEfficientRAG(Closing):
     # ----------------------------------------------------------------------------- sync
 
     def retrieve(self, question: str) -> RetrievalResult:
+        """Retrieve for one question on the server.
+
+        Args:
+            question: The question.
+
+        Returns:
+            The library's result (chunks, scores, trace, counters).
+
+        Raises:
+            ValueError: A question is empty or not a string (checked before any request).
+            RemoteRequestError: The server refused the request (4xx).
+            RemoteServerError: The server could not answer (5xx, after retrying a 503).
+        """
         return self.retrieve_batch([question])[0]
 
     def retrieve_batch(self, questions: Sequence[str]) -> list[RetrievalResult]:
+        """Retrieve for many questions, ``batch_size`` per request (the server batches them further).
+
+        Args:
+            questions: The questions.
+
+        Returns:
+            One result per question, in order.
+
+        Raises:
+            ValueError: A question is empty or not a string (checked before any request).
+            RemoteRequestError: The server refused the request (4xx).
+            RemoteServerError: The server could not answer (5xx, after retrying a 503).
+        """
         check_questions(questions)
         out: list[RetrievalResult] = []
         for body in self._bodies(questions):
@@ -100,6 +126,7 @@ class RemoteEfficientRAG(Closing):
         return out
 
     def close(self) -> None:
+        """Close the sync HTTP connection (a later call opens a new one)."""
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -118,9 +145,35 @@ class RemoteEfficientRAG(Closing):
     # ----------------------------------------------------------------------------- async
 
     async def aretrieve(self, question: str) -> RetrievalResult:
+        """:meth:`retrieve` without blocking the event loop.
+
+        Args:
+            question: The question.
+
+        Returns:
+            The library's result.
+
+        Raises:
+            ValueError: A question is empty or not a string (checked before any request).
+            RemoteRequestError: The server refused the request (4xx).
+            RemoteServerError: The server could not answer (5xx, after retrying a 503).
+        """
         return (await self.aretrieve_batch([question]))[0]
 
     async def aretrieve_batch(self, questions: Sequence[str]) -> list[RetrievalResult]:
+        """:meth:`retrieve_batch` without blocking the event loop.
+
+        Args:
+            questions: The questions.
+
+        Returns:
+            One result per question, in order.
+
+        Raises:
+            ValueError: A question is empty or not a string (checked before any request).
+            RemoteRequestError: The server refused the request (4xx).
+            RemoteServerError: The server could not answer (5xx, after retrying a 503).
+        """
         check_questions(questions)
         out: list[RetrievalResult] = []
         for body in self._bodies(questions):
@@ -128,6 +181,7 @@ class RemoteEfficientRAG(Closing):
         return out
 
     async def aclose(self) -> None:
+        """Close the async HTTP connection (a later call opens a new one)."""
         if self._async is not None:
             await self._async[1].aclose()
             self._async = None

@@ -31,7 +31,25 @@ ALLOWED_SETTINGS = (
 @dataclass
 class ServeConfig:
     """``host`` is loopback unless told otherwise: the API has no token unless
-    ``EFFICIENTRAG_API_KEY`` is set, so exposing it is a decision, not a default."""
+    ``EFFICIENTRAG_API_KEY`` is set, so exposing it is a decision, not a default.
+
+    Attributes:
+        host: The interface to listen on.
+        port: The port (0: any free one).
+        max_wait_ms: Milliseconds the first waiting request waits for others to join its batch.
+        max_batch: Questions per batch at most.
+        max_queue: Questions waiting for a batch at most; beyond it a request gets 503 with
+            Retry-After.
+        max_questions: Questions per request at most.
+        max_body_bytes: Bytes of request body at most.
+        deadline_s: Seconds after which an unanswered request gets 504 (a request may ask for less).
+        max_top_k: The largest ``top_k`` a request may ask for.
+        max_hops: The largest ``max_hops`` a request may ask for.
+        probe_timeout_s: Seconds a readiness probe of the backend may take before ``/readyz``
+            reports it down.
+        cors_origins: Origins allowed by CORS (empty: CORS off; ``"*"`` is refused).
+        access_log: Log every request.
+    """
 
     host: str = "127.0.0.1"
     port: int = 8000

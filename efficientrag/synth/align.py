@@ -65,6 +65,22 @@ def align_words(
     ``use_lemmas`` also matches content words by lemma when ``en_core_web_sm`` is installed
     (``"won"``/``"win"``); ``eligible`` masks source positions that may not receive a label
     (the ``Query:``/``Info:`` markers of a Filter input).
+
+    Args:
+        target_words: The words to place (a teacher's labeled words or next-hop query); phrases
+            and attached punctuation are re-split into words first.
+        source_words: The words of the text they should come from (a chunk, or a Filter input).
+        window: Source positions around a word's aligned neighbour the reordered-words pass
+            searches.
+        use_lemmas: Also match content words by lemma (needs spaCy's ``en_core_web_sm``).
+        eligible: Per source word, whether it may receive a label (None: all may).
+
+    Returns:
+        Per-source-word labels (1: a target word aligned there), each target word's position,
+        and the rate of content target words placed.
+
+    Raises:
+        ValueError: ``eligible`` and ``source_words`` differ in length.
     """
     targets = split_targets(target_words)
     source = list(source_words)

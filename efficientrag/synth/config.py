@@ -12,7 +12,12 @@ from efficientrag.synth.records import STAGES
 
 @dataclass
 class AnnotationsConfig:
-    """Options of the annotation teacher (``teacher: annotations``)."""
+    """Options of the annotation teacher (``teacher: annotations``).
+
+    Attributes:
+        max_span_words: Longest stretch of the previous query a next-hop query drops as resolved
+            in one piece; a longer one is reduced to the words it shares with the sub-question.
+    """
 
     # Longest stretch of the previous query a next-hop query drops as "resolved" in one piece;
     # a longer one is reduced to the words it shares with the dependency's sub-question.
@@ -21,7 +26,13 @@ class AnnotationsConfig:
 
 @dataclass
 class LLMTeacherConfig:
-    """Options of the LLM teacher (``teacher: llm``) beyond the client settings in ``llm``."""
+    """Options of the LLM teacher (``teacher: llm``) beyond the client settings in ``llm``.
+
+    Attributes:
+        json_mode: Ask the server for a JSON object (``response_format``); not every server has it.
+        hints: Show the dataset's annotations (2Wiki evidence, MuSiQue steps) in the decomposition
+            prompt, as the paper's teacher saw them.
+    """
 
     # Ask the server for a JSON object (OpenAI / vLLM ``response_format={"type": "json_object"}``;
     # vLLM then constrains decoding to JSON). Off by default: not every server supports it.
@@ -33,6 +44,41 @@ class LLMTeacherConfig:
 
 @dataclass
 class SynthConfig:
+    """One synthesis run: which data, which teacher, which stages, and how they decide.
+
+    Attributes:
+        data: The questions and corpus to synthesize from.
+        retriever: The retriever that mines hard negatives (its index under
+            ``retriever.index_dir``, default ``<out_dir>/index``, reused on resume).
+        teacher: Who decomposes, labels and writes next-hop queries: ``"annotations"`` (the
+            datasets' gold annotations, no LLM) or another module of ``efficientrag.synth.teacher``
+            (``"llm"``).
+        annotations: The annotation teacher's options.
+        llm: The LLM teacher's endpoint (its concurrency is ``concurrency``).
+        llm_teacher: The LLM teacher's options.
+        out_dir: Where every stage writes its JSONL and the training sets go.
+        stages: The stages to run, of decompose, label, align, next_hop, negatives, build.
+        limit: Only the first N questions (None: all).
+        min_align_rate: Reject a labeling or next-hop query when a smaller share of its words
+            aligns onto the text, in [0, 1].
+        align_window: Source positions the reordered-words alignment pass searches around a word.
+        use_lemmas: Also align content words by lemma (with spaCy's ``en_core_web_sm``).
+        negatives_top_k: Hits retrieved per query to pick negatives from.
+        negatives_exclude_answer: Skip hits that contain the sub-question's answer as negatives.
+        negatives_batch_size: Queries per retrieval batch while mining negatives.
+        negatives_per_query: Negatives kept per query (the official code: 1).
+        question_positives: Also label every later hop's gold chunk Continue for the original
+            question.
+        validation_ratio: Share of questions (by id, seeded) in the validation split, in [0, 1].
+        seed: Seed of the split.
+        concurrency: Records processed at once by async (LLM) stages; also the client's
+            requests in flight.
+        force: Redo the selected stages from scratch (and clear the stages after them).
+        retry_errors: Re-run records an unexpected error rejected in an earlier run.
+        max_errors: Stop a stage after this many unexpected errors in one run (None: never).
+        progress: Show progress bars.
+    """
+
     data: DataConfig = field(default_factory=DataConfig)
     # Retriever for hard negatives (the paper: Contriever-MSMARCO, the one used at inference).
     # Its index is kept in retriever.index_dir, default <out_dir>/index (reused on resume).

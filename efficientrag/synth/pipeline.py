@@ -56,7 +56,17 @@ UPSTREAM = dict(zip(STAGES[1:], STAGES[:-1], strict=True))
 
 
 def run_synthesis(cfg: SynthConfig, **held: Any) -> dict[str, Any]:
-    """:func:`run_synthesis_async` in an event loop of its own (``held``: its keywords)."""
+    """:func:`run_synthesis_async` in an event loop of its own (``held``: its keywords).
+
+    Args:
+        cfg: The run's settings.
+        **held: What the caller already holds: ``corpus`` and ``examples`` (both or neither),
+            ``retriever``, ``teacher``.
+
+    Returns:
+        What ``stats.json`` holds (plus this run's per-stage counts), or only the per-stage
+        counts when ``build`` was not among the stages.
+    """
     return asyncio.run(run_synthesis_async(cfg, **held))
 
 

@@ -29,7 +29,12 @@ OUTPUT_FILES = {
 
 class Reject(Exception):
     """Raised by a stage function to drop a record. ``reason`` is a short fixed phrase (it is
-    counted in stats), ``detail`` says what exactly was wrong with this record."""
+    counted in stats), ``detail`` says what exactly was wrong with this record.
+
+    Args:
+        reason: The short fixed phrase (``"invalid dependency"``).
+        detail: What was wrong with this record.
+    """
 
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)

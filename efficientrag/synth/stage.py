@@ -121,6 +121,20 @@ class StageOptions:
     list of records/:class:`Reject` with ``batch_size``) returns the output record, a dict, or an
     awaitable of it, or raises :class:`Reject`. Any other exception becomes a reject with reason
     ``"error: <ExceptionType>"`` and the stage goes on (up to ``max_errors`` new ones).
+
+    Attributes:
+        output: The output file's name in ``out_dir`` (None: ``<name>.jsonl``).
+        key: An input's id (default: its ``id`` key or attribute).
+        depends_on: The ids whose outputs an input needs (None: no dependencies).
+        concurrency: Awaitables in flight at once.
+        batch_size: ``fn`` takes lists of this many inputs (None: one at a time).
+        force: Start the stage over (otherwise resuming with other ``params`` is refused).
+        retry_errors: Re-run items an exception rejected in an earlier run.
+        max_errors: New unexpected errors after which the stage stops (None: never).
+        params: The settings the outputs depend on (checked on resume).
+        postfix: Extra progress-bar fields, called as the bar updates.
+        progress: Show a progress bar.
+        wait_for_lock: Wait for another process writing ``out_dir`` (else refuse, naming it).
     """
 
     output: str | None = None  # output file name in out_dir (default <name>.jsonl)
@@ -143,7 +157,15 @@ class StageOptions:
 def run_stage(*args: Any, **kwargs: Any) -> StageResult:
     """``run_stage(name, inputs, fn, out_dir, options=None, **settings)``: run one stage to
     completion (or resume it) in an event loop of its own; :func:`run_stage_async` is the same
-    for callers already inside one. See the module docstring."""
+    for callers already inside one. See the module docstring.
+
+    Args:
+        *args: :func:`run_stage_async`'s positional arguments.
+        **kwargs: Its keyword arguments.
+
+    Returns:
+        The stage's counts.
+    """
     return asyncio.run(run_stage_async(*args, **kwargs))
 
 
@@ -156,7 +178,26 @@ async def run_stage_async(
     **settings: Any,
 ) -> StageResult:
     """Run stage ``name``: ``fn`` over ``inputs`` into ``out_dir``; ``settings`` are
-    :class:`StageOptions` fields that replace those of ``options``."""
+    :class:`StageOptions` fields that replace those of ``options``.
+
+    Args:
+        name: The stage's name (its files are ``<name>.rejects.jsonl``, ``<name>.done.json`` ...).
+        inputs: The items, each with a unique id (``options.key``).
+        fn: The stage function (see :class:`StageOptions`).
+        out_dir: The folder the stage writes in.
+        options: How to run it (None: the defaults).
+        **settings: :class:`StageOptions` fields overriding ``options``.
+
+    Returns:
+        Inputs, outputs and rejects (all, and this run's), reject reasons, seconds; ``complete``
+        once every input is accounted for.
+
+    Raises:
+        StageError: Another process holds the folder, an input id repeats, the stage was run
+            before with other ``params`` (without ``force``), or more than ``max_errors`` new
+            unexpected errors occurred.
+        ValueError: ``concurrency`` or ``batch_size`` is below 1.
+    """
     opts = replace(options or StageOptions(), **settings)
     if opts.concurrency < 1:
         raise ValueError(f"stage {name}: concurrency must be >= 1, got {opts.concurrency}")

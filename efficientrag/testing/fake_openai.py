@@ -63,7 +63,15 @@ _TOKEN_RE = re.compile(r"\s*\S+|\s+")
 class ScriptedReply:
     """A scripted answer. ``token_logprobs`` (token, logprob) pairs must join to ``text``; without
     them the text is split into whitespace-led tokens with deterministic logprobs. Token counts
-    default to those tokens (the prompt: the tokens of every message)."""
+    default to those tokens (the prompt: the tokens of every message).
+
+    Attributes:
+        text: The reply.
+        token_logprobs: ``(token, logprob)`` pairs that join to ``text`` (None: made up).
+        finish_reason: The reported finish reason (``"length"`` makes the client see a cut reply).
+        prompt_tokens: The reported prompt tokens (None: counted from the request).
+        completion_tokens: The reported completion tokens (None: counted from the reply).
+    """
 
     text: str
     token_logprobs: Sequence[tuple[str, float]] | None = None
@@ -131,6 +139,14 @@ def prompt_token_count(request: dict[str, Any]) -> int:
 
 
 def echo_responder(request: dict[str, Any]) -> str:
+    """The default responder: answers ``"echo: "`` plus the request's text, so any call succeeds.
+
+    Args:
+        request: The request body (chat or completions).
+
+    Returns:
+        ``"echo: "`` + the last user message (or the prompt).
+    """
     return f"echo: {request_text(request)}"
 
 
@@ -159,6 +175,15 @@ class QueueResponder:
 def queue_responder(
     replies: Iterable[str | ScriptedReply], *, then: Responder | None = None
 ) -> QueueResponder:
+    """A responder that answers with ``replies`` in order, one per request (a test's exact script).
+
+    Args:
+        replies: The replies, in request order.
+        then: Answers once the queue is empty (None: an exhausted queue answers 400).
+
+    Returns:
+        The responder; its ``remaining`` says how many replies are left.
+    """
     return QueueResponder(replies, then=then)
 
 
@@ -169,7 +194,16 @@ def rule_responder(
     rules: Sequence[tuple[str | re.Pattern, RuleReply]], *, default: Responder = echo_responder
 ) -> Responder:
     """First rule whose regex is found in the last user message (or prompt) answers; a callable
-    reply gets the match and the request."""
+    reply gets the match and the request.
+
+    Args:
+        rules: ``(regex, reply)`` pairs, tried in order; a reply is a string, a
+            :class:`ScriptedReply`, or a callable ``(match, request) -> reply``.
+        default: Answers when no rule matches.
+
+    Returns:
+        The responder.
+    """
     compiled = [(re.compile(p, re.S) if isinstance(p, str) else p, reply) for p, reply in rules]
 
     def respond(request: dict[str, Any]) -> str | ScriptedReply:
@@ -193,6 +227,24 @@ class FakeOpenAIServer:
     from ``fault_kinds`` by an RNG seeded with ``seed``. A 429 carries ``retry_after`` seconds in
     the ``retry_after_header`` header. ``require_api_key`` makes it answer 401 to any other key.
     A responder that raises is answered with a 400 (not retried), so a broken script fails fast.
+
+    Args:
+        responder: Makes the reply for a request body (None: :func:`echo_responder`).
+        model: The model name reported (when the request names none) and listed by ``/v1/models``.
+        host: The interface to listen on.
+        port: The port (0: any free one; :meth:`start` sets the one taken).
+        latency: Seconds added to every request.
+        faults: The fault script: a list indexed by request number, or a callable.
+        fault_rate: Probability of a random fault for a request the script does not cover.
+        fault_kinds: The faults drawn at random.
+        seed: Seed of the random faults.
+        retry_after: Seconds a 429 asks the client to wait.
+        retry_after_header: ``"retry-after"`` (seconds) or ``"retry-after-ms"``.
+        slow_seconds: How long a ``"slow"`` fault holds its reply.
+        require_api_key: Answer 401 to requests with any other bearer key (None: accept any).
+
+    Raises:
+        ValueError: An unknown fault kind or header, or ``fault_rate`` outside [0, 1].
     """
 
     def __init__(
@@ -241,6 +293,11 @@ class FakeOpenAIServer:
     # -- lifecycle --------------------------------------------------------------------------------
 
     def start(self) -> FakeOpenAIServer:
+        """Start serving in a daemon thread (a started server is left as it is).
+
+        Returns:
+            The server itself; ``port`` and ``base_url`` now name the bound port.
+        """
         if self._httpd is not None:
             return self
         self._stop.clear()
@@ -253,6 +310,7 @@ class FakeOpenAIServer:
         return self
 
     def stop(self) -> None:
+        """Stop serving and close every open connection (a stopped server is left as it is)."""
         if self._httpd is None:
             return
         self._stop.set()
@@ -266,7 +324,14 @@ class FakeOpenAIServer:
 
     @contextlib.contextmanager
     def refusing(self) -> Iterator[FakeOpenAIServer]:
-        """Down inside the block (a connection to its port is refused), up again on the same port after."""
+        """Down inside the block (a connection to its port is refused), up again on the same port after.
+
+        Yields:
+            The server, stopped.
+
+        Raises:
+            RuntimeError: The server was not started.
+        """
         if self._httpd is None:
             raise RuntimeError("refusing() needs a started server (its port is what stays closed)")
         self.stop()
@@ -283,11 +348,13 @@ class FakeOpenAIServer:
 
     @property
     def base_url(self) -> str:
+        """The URL to give an OpenAI client (``http://host:port/v1``)."""
         return f"http://{self.host}:{self.port}/v1"
 
     # -- stats ------------------------------------------------------------------------------------
 
     def reset_stats(self) -> None:
+        """Forget the requests counted and received so far (request numbers start at 0 again)."""
         with self._lock:
             self.requests_by_endpoint: Counter = Counter()
             self.faults_injected: Counter = Counter()
@@ -298,14 +365,29 @@ class FakeOpenAIServer:
 
     @property
     def total_requests(self) -> int:
+        """POST requests received since the last reset."""
         with self._lock:
             return sum(self.requests_by_endpoint.values())
 
     def request_bodies(self, endpoint: str | None = None) -> list[dict[str, Any]]:
+        """The JSON bodies received, in arrival order, so a test can check what was sent.
+
+        Args:
+            endpoint: Only ``"chat"`` or ``"completions"`` requests (None: both).
+
+        Returns:
+            The bodies.
+        """
         with self._lock:
             return [r.body for r in self.received if endpoint is None or r.endpoint == endpoint]
 
     def stats(self) -> dict[str, Any]:
+        """Counts since the last reset.
+
+        Returns:
+            ``requests`` per endpoint, ``total_requests``, ``faults`` injected per kind,
+            ``max_in_flight`` and ``in_flight``.
+        """
         with self._lock:
             return {
                 "requests": dict(self.requests_by_endpoint),
@@ -357,6 +439,20 @@ class FakeOpenAIServer:
     def completion_body(
         self, endpoint: str, request: dict[str, Any], index: int, *, truncate: bool = False
     ) -> dict[str, Any]:
+        """The OpenAI JSON body answering one request (stop sequences and ``max_tokens`` applied).
+
+        Args:
+            endpoint: ``"chat"`` or ``"completions"``.
+            request: The request body.
+            index: The request's number (in the response id).
+            truncate: Cut the reply to half its tokens with ``finish_reason="length"``.
+
+        Returns:
+            A ``chat.completion`` or ``text_completion`` object, usage and (when asked) logprobs included.
+
+        Raises:
+            ValueError: A scripted reply's tokens do not join to its text.
+        """
         reply = self.responder(request)
         if isinstance(reply, str):
             reply = ScriptedReply(reply)
@@ -444,6 +540,11 @@ class FakeOpenAIServer:
         }
 
     def models_body(self) -> dict[str, Any]:
+        """The ``GET /v1/models`` answer.
+
+        Returns:
+            A list object naming the one model.
+        """
         return {
             "object": "list",
             "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "efficientrag-fake"}],

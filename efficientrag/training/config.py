@@ -34,6 +34,60 @@ DATA_ORDER_KEYS = (
 
 @dataclass
 class TrainConfig:
+    """One training run of a Labeler or a Filter (``efficientrag train``, ``train/*.py``).
+
+    Attributes:
+        model: ``"labeler"`` or ``"filter"`` ("": set by the entry point).
+        backbone: The pre-trained encoder a fresh model starts from.
+        init_from: A trained folder of this kind to fine-tune instead (its architecture keys win).
+        teacher: A trained folder of this kind to distil from (the student starts as it).
+        student_layers: With a teacher, the teacher encoder layers the student keeps (indices).
+        student_depth: With a teacher, how many layers to keep, spread evenly (the last kept).
+        distill_temperature: Softmax temperature T of the distillation loss.
+        distill_hard_weight: Weight of the usual loss on the labels.
+        distill_soft_weight: Weight of T^2 x KL to the teacher's token and tag distributions.
+        pooling: Tag-head pooling (Labeler): ``"mean"`` (the paper), ``"first"`` (the official
+            code) or ``"pair"``.
+        word_aggregation: Sub-word -> word probability: ``"first"``, ``"mean"`` or ``"max"``.
+        dropout: Dropout before the heads.
+        data_dir: The training set: ``train.jsonl`` and ``validation.jsonl`` rows, or a
+            ``save_to_disk`` folder with those splits.
+        output_dir: Where checkpoints, the best model and metrics go.
+        max_train_rows: Training rows used at most (0: all).
+        max_eval_rows: Validation rows used at most (0: all).
+        max_bad_row_fraction: Share of malformed rows above which the run fails, in [0, 1].
+        cache_dir: The tokenized-rows cache ("": ``HF_DATASETS_CACHE/efficientrag``).
+        learning_rate: Peak learning rate.
+        epochs: Passes over the training rows.
+        max_steps: Total optimizer steps, overriding ``epochs`` when > 0.
+        batch_size: Rows per device and step.
+        eval_batch_size: Rows per evaluation batch (0: 2 x ``batch_size``).
+        grad_accumulation: Batches per optimizer step.
+        max_length: Input length in tokens (saved with the model as its inference default).
+        warmup_steps: Linear warm-up steps.
+        weight_decay: AdamW weight decay.
+        adam_epsilon: AdamW epsilon.
+        max_grad_norm: Gradient clipping norm (0: none).
+        mixed_precision: ``"no"``, ``"fp16"``, ``"bf16"`` or ``"auto"``.
+        seed: The run's random seed (head initialization, data order, dropout).
+        group_by_length: Batch rows of similar length (less padding).
+        pad_to_max_length: Pad every batch to ``max_length``, as the official code did.
+        num_workers: Data-loader worker processes.
+        cpu_threads: Torch threads per process on CPU (0: the available cores per local process).
+        compat: Use the official code's loss (see ``compute_loss``).
+        class_weights: Token-loss class weights ``[negative, positive]``, ``"auto"`` (N / (2 x
+            count)), or None.
+        eval_steps: Evaluate every this many steps (0: at each epoch end; a final one always runs).
+        save_steps: Write ``checkpoints/last`` every this many steps (and at each epoch end).
+        logging_steps: Log every this many steps.
+        eval_threshold: Word probability at or above which a word counts as positive in metrics.
+        stop_after_steps: End this session after this step, keeping the checkpoint (0: run on).
+        trackers: Experiment trackers (``["wandb"]``, ``["tensorboard"]``).
+        wandb_project: The W&B project.
+        wandb_mode: ``"offline"``, ``"online"`` or ``"disabled"``.
+        run_name: The tracker's run name ("": the tracker chooses one).
+    """
+
     # What to train.
     model: Literal[("", *KINDS)] = ""  # "" = decided by the entry point (train/labeler.py …)
     backbone: str = "sentence-transformers/all-MiniLM-L6-v2"
@@ -142,17 +196,31 @@ class TrainConfig:
 
     @property
     def distilling(self) -> bool:
+        """Whether the run distils from a teacher."""
         return bool(self.teacher)
 
     @property
     def per_device_eval_batch_size(self) -> int:
+        """Rows per evaluation batch and device (``eval_batch_size``, else 2 x ``batch_size``)."""
         return self.eval_batch_size or 2 * self.batch_size
 
 
 def load_train_config(
     kind: str, path: str | Path | None, overrides: list[str] | tuple[str, ...] = ()
 ) -> TrainConfig:
-    """Load a preset for ``kind``; a preset written for the other model is refused."""
+    """Load a preset for ``kind``; a preset written for the other model is refused.
+
+    Args:
+        kind: ``"labeler"`` or ``"filter"``.
+        path: The YAML preset (None: the defaults).
+        overrides: ``key=value`` overrides.
+
+    Returns:
+        The config, its ``model`` set to ``kind``.
+
+    Raises:
+        ConfigError: An unknown kind, a preset for the other model, or a bad key or value.
+    """
     if kind not in KINDS:
         raise ConfigError(f"model kind must be one of {KINDS}, got {kind!r}")
     cfg = load_config(TrainConfig, path, overrides)

@@ -49,6 +49,14 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> dict[str, Any]:
 
     With ``resume=True`` the run continues from ``checkpoints/last`` (model, optimizer, scheduler,
     RNG, data position); a completed run returns its metrics without training again.
+
+    Args:
+        cfg: The run's settings.
+        resume: Continue from ``checkpoints/last`` in ``cfg.output_dir``.
+
+    Returns:
+        The final metrics; for a session ended by ``stop_after_steps``, ``completed: False`` with
+        the step and epoch reached.
     """
     # Setup: the checkpoint to resume from, then everything a step needs (training/setup.py).
     out = Path(cfg.output_dir)

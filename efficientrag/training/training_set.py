@@ -30,6 +30,17 @@ def load_training_set(
 
     A JSONL file that ``datasets`` cannot parse fails with the file and the first bad line; training
     itself is more lenient (it skips and records bad lines, see ``efficientrag.training.encoded``).
+
+    Args:
+        folder: ``train.jsonl`` and ``validation.jsonl``, or a ``save_to_disk`` folder.
+        splits: The splits to load.
+        cache_dir: Where ``datasets`` caches the parsed JSONL (None: its default).
+
+    Returns:
+        The splits.
+
+    Raises:
+        DataFormatError: The folder or a file is missing, or a file cannot be parsed.
     """
     folder = Path(folder)
     if not folder.is_dir():

@@ -144,7 +144,15 @@ def derive_chain(example: Example, teacher: AnnotationTeacher) -> HopChain:
 
 
 def derive_chains(examples: Sequence[Example], corpus: Corpus) -> ChainSet:
-    """Chains for every example that has one; a question without is recorded, never fatal."""
+    """Chains for every example that has one; a question without is recorded, never fatal.
+
+    Args:
+        examples: The questions with their gold annotations (``raw`` kept).
+        corpus: The pooled corpus their gold ids point into.
+
+    Returns:
+        The chains, and ``{"id", "reason", "detail"}`` for every question without one.
+    """
     teacher = AnnotationTeacher(corpus)
     out = ChainSet()
     for ex in examples:

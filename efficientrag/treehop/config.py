@@ -28,6 +28,15 @@ class TreeHopRetrievalConfig:
     best-scored candidates (the intended rule); "official" reproduces the official code's
     index-as-rank selection (docs/treehop.md); "none" keeps every candidate (ablation).
     ``redundancy`` drops candidates the question already output.
+
+    Attributes:
+        model: A trained folder (the ``best/`` subfolder of a training run) or a Hub name.
+        top_k: Chunks kept per query and per layer.
+        hops: Layers of the tree search.
+        pruning: ``"top_k"``, ``"official"`` or ``"none"`` (above).
+        redundancy: Drop candidates the question already output.
+        device: Where the network runs (None: CUDA when available, else CPU).
+        answer_max_new_tokens: With ``eval.answer=true``, the answer call's token budget.
     """
 
     # A folder written by `accelerate launch train/treehop.py` (its best/ subfolder), or a Hub name.
@@ -77,6 +86,44 @@ class TreeHopModelSettings:
 
 @dataclass
 class TreeHopTrainConfig:
+    """One TreeHop training run (``accelerate launch train/treehop.py -c configs/treehop/...``).
+
+    Attributes:
+        train_sets: Training files; each is pooled into its own corpus and indexed densely (its
+            negatives and validation search run over it).
+        retriever: The dense retriever (encoder + index) the network learns to move queries in.
+        work_dir: Pools, indexes and the embedding cache.
+        output_dir: The training run's checkpoints and best model.
+        validation_ratio: Share of questions (by a hash of the id) held out to choose the
+            checkpoint, in (0, 1).
+        split_seed: Seed of that split.
+        max_train_questions: Train on this many training-side questions (0: all).
+        model: A new network's widths (``embed_dim`` comes from the encoder).
+        temperature: The InfoNCE temperature over cosine similarities (the paper: 0.15).
+        own_negatives: Use the question's own non-gold paragraphs as negatives.
+        in_batch_negatives: Use every other chunk of the batch as negatives.
+        learning_rate: AdamW learning rate.
+        weight_decay: AdamW weight decay.
+        batch_size: Questions per step.
+        grad_accumulation: Batches per optimizer step.
+        epochs: Passes over the training questions.
+        warmup_steps: Linear warm-up steps.
+        max_grad_norm: Gradient clipping norm (0: none).
+        mixed_precision: ``"no"``, ``"fp16"``, ``"bf16"`` or ``"auto"``.
+        seed: The run's random seed.
+        cpu_threads: Torch threads on CPU (0: the available cores).
+        eval_top_k: Top-k of the validation tree search that chooses the checkpoint.
+        eval_hops: Hops of that search.
+        eval_every_epochs: Validate every this many epochs.
+        save_every_epochs: Checkpoint every this many epochs.
+        stop_after_steps: End this session after this step, keeping the checkpoint (0: run on).
+        trackers: Experiment trackers (``["wandb"]``, ``["tensorboard"]``).
+        wandb_project: The W&B project.
+        wandb_mode: ``"offline"``, ``"online"`` or ``"disabled"``.
+        run_name: The tracker's run name ("": the tracker chooses one).
+        progress: Show progress bars.
+    """
+
     # Training files: each is read, pooled into its own corpus and indexed densely (the
     # negatives and the validation search run over that corpus). Questions without a hop chain
     # (ambiguous bridge order) are recorded in chains_rejects.jsonl.

@@ -36,6 +36,19 @@ class TreeHopConfig(PreTrainedConfig):
 
     The paper's checkpoint: ``embed_dim=1024`` (BGE-m3), ``gate_dim=2048``, one head, three residual
     blocks (25.2M parameters). The MiniLM CPU preset uses ``embed_dim=384`` with narrower gates.
+
+    Attributes:
+        embed_dim: The encoder's embedding width (query and chunk vectors).
+        gate_dim: Width of the gate's feature layer.
+        num_heads: Attention heads of the gate.
+        num_blocks: Residual blocks after the gate (>= 0).
+        score_scale: Divisor of the gate's logits: sqrt of ``gate_dim`` (``"gate"``, the official
+            code) or of ``embed_dim`` (``"embed"``, the paper's equation).
+        dropout: Dropout on the gate's feature weights while training, in [0, 1).
+        encoder_name: The encoder the network was trained over.
+        encoder_normalize: Whether that encoder's vectors are L2-normalized.
+        initializer_range: Std of the weights' initialization.
+        format_version: The save format the folder was written in.
     """
 
     model_type = TREEHOP_MODEL_TYPE
@@ -76,7 +89,11 @@ class TreeHopConfig(PreTrainedConfig):
             )
 
     def to_diff_dict(self) -> dict[str, Any]:
-        """Our fields are always written, so a folder means the same under later defaults."""
+        """Our fields are always written, so a folder means the same under later defaults.
+
+        Returns:
+            The values ``config.json`` holds.
+        """
         out = super().to_diff_dict()
         full = self.to_dict()
         for name in OWN_FIELDS:

@@ -27,7 +27,12 @@ RUN_FILES = ("train_config.yaml", "metrics.json")
 
 
 class TreeHop:
-    """Next-query vectors from (query vector, chunk vector) pairs, batched, without gradients."""
+    """Next-query vectors from (query vector, chunk vector) pairs, batched, without gradients.
+
+    Args:
+        network: The update network (put in eval mode).
+        device: Where to run (None: CUDA when available, else CPU).
+    """
 
     def __init__(
         self, network: TreeHopNetwork, device: str | torch.device | None = None, *, source: Path | None = None
@@ -40,18 +45,36 @@ class TreeHop:
 
     @classmethod
     def new(cls, config: TreeHopConfig, device: str | torch.device | None = None) -> TreeHop:
-        """A randomly initialized network (seed torch first for a reproducible one)."""
+        """A randomly initialized network (seed torch first for a reproducible one).
+
+        Args:
+            config: The network's widths and encoder.
+            device: Where to run (None: CUDA when available, else CPU).
+
+        Returns:
+            The untrained model.
+        """
         return cls(TreeHopNetwork(config), device)
 
     @property
     def config(self) -> TreeHopConfig:
+        """The network's config: its widths and the encoder it runs over."""
         return self.network.config
 
     @property
     def device(self) -> torch.device:
+        """The device the network's weights are on."""
         return next(self.network.parameters()).device
 
     def to(self, device: str | torch.device | None) -> TreeHop:
+        """Move the network to a device (in place).
+
+        Args:
+            device: The device (None: CUDA when available, else CPU).
+
+        Returns:
+            The model itself, for chaining.
+        """
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.network.to(device)
@@ -65,6 +88,20 @@ class TreeHop:
         *,
         revision: str | None = None,
     ) -> TreeHop:
+        """Load a saved folder, or a Hub repository; never runs remote code, reads safetensors only.
+
+        Args:
+            name_or_path: A folder written by :meth:`save_pretrained` (or training), or a Hub name.
+            device: Where to run (None: CUDA when available, else CPU).
+            revision: The Hub revision to fetch.
+
+        Returns:
+            The loaded model; ``source`` is the folder it came from.
+
+        Raises:
+            FileNotFoundError: No such folder, or it lacks ``config.json`` or the safetensors weights.
+            ValueError: The folder holds another model type, or weights that do not fit its config.
+        """
         folder = locate_model_folder(name_or_path, revision=revision)
         config_path = folder / CONFIG_FILE
         if not config_path.is_file():
@@ -107,6 +144,14 @@ class TreeHop:
 
         ``run_files``: name -> text of files to write beside them (training writes its config and
         metrics); without it, a model loaded from a trained folder keeps that folder's run files.
+
+        Args:
+            folder: The folder to write (replaced whole).
+            state_dict: Weights to save in place of the network's own.
+            run_files: File name -> text to write beside the weights.
+
+        Returns:
+            The folder.
         """
         if state_dict is not None:
             state_dict = {k: v.detach().to("cpu").contiguous() for k, v in state_dict.items()}
@@ -122,7 +167,19 @@ class TreeHop:
         return Path(folder)
 
     def update(self, queries: np.ndarray, chunks: np.ndarray, *, batch_size: int = 4096) -> np.ndarray:
-        """The next (un-normalized) query for each (query, chunk) row, float32."""
+        """The next (un-normalized) query for each (query, chunk) row, float32.
+
+        Args:
+            queries: Query vectors, ``(n, dim)``.
+            chunks: The retrieved chunks' vectors, ``(n, dim)``, row for row.
+            batch_size: Rows per forward pass.
+
+        Returns:
+            ``(n, dim)`` next-query vectors.
+
+        Raises:
+            ValueError: The two arrays are not of the same ``(n, dim)`` shape.
+        """
         queries = np.asarray(queries, dtype=np.float32)
         chunks = np.asarray(chunks, dtype=np.float32)
         if queries.shape != chunks.shape or queries.ndim != 2:
@@ -137,6 +194,11 @@ class TreeHop:
         return out
 
     def num_parameters(self) -> int:
+        """The network's parameter count (the paper's checkpoint: 25.2M).
+
+        Returns:
+            The count.
+        """
         return sum(p.numel() for p in self.network.parameters())
 
     def __repr__(self) -> str:

@@ -57,7 +57,11 @@ class GateHead(nn.Module):
 
 
 class TreeHopNetwork(PreTrainedModel):
-    """``forward(query, chunk)``: both ``(..., embed_dim)``; returns the next query, same shape."""
+    """``forward(query, chunk)``: both ``(..., embed_dim)``; returns the next query, same shape.
+
+    Args:
+        config: The widths (heads, gate, blocks) and the encoder's embedding width.
+    """
 
     config_class = TreeHopConfig
     base_model_prefix = "treehop"
@@ -84,6 +88,18 @@ class TreeHopNetwork(PreTrainedModel):
             init.zeros_(module.bias)
 
     def forward(self, query: torch.Tensor, chunk: torch.Tensor) -> torch.Tensor:
+        """The next query vector: ``query - chunk + gate(query, chunk)``.
+
+        Args:
+            query: Query vectors, ``(..., embed_dim)``.
+            chunk: The retrieved chunks' vectors, the same shape.
+
+        Returns:
+            The next query vectors, the same shape.
+
+        Raises:
+            ValueError: The shapes differ, or the width is not ``embed_dim``.
+        """
         if query.shape != chunk.shape:
             raise ValueError(f"query {tuple(query.shape)} and chunk {tuple(chunk.shape)} must have one shape")
         if query.shape[-1] != self.config.embed_dim:

@@ -28,19 +28,41 @@ from efficientrag.treehop.vectors import IndexVectors, check_compatible
 @dataclass
 class TreeHopResult(RetrievalResult):
     """EfficientRAG's result (question, chunks, scores, trace, counters) with TreeHop's layers as the
-    trace, and ``hops``: the hop (1-based) at which each chunk joined the result."""
+    trace, and ``hops``: the hop (1-based) at which each chunk joined the result.
+
+    Attributes:
+        trace: One :class:`TreeHopLayer` per hop: its queries, hits and the chunks it kept.
+        hops: Per chunk, the 1-based hop at which it joined the result.
+    """
 
     trace: list[TreeHopLayer]  # type: ignore[assignment]
     hops: list[int] = field(default_factory=list)
 
     def up_to(self, hop: int) -> list[Chunk]:
         """The result a run with ``hop`` hops would have returned: the layers are pruned one by one,
-        so stopping earlier only drops the later layers."""
+        so stopping earlier only drops the later layers.
+
+        Args:
+            hop: The number of hops (1-based).
+
+        Returns:
+            The chunks found up to that hop, in result order.
+        """
         return [c for c, h in zip(self.chunks, self.hops, strict=True) if h <= hop]
 
 
 class TreeHopRetriever:
-    """``retrieve_batch(questions)``; ``retriever`` must be a dense retriever (encoder + FAISS)."""
+    """``retrieve_batch(questions)``; ``retriever`` must be a dense retriever (encoder + FAISS).
+
+    Args:
+        retriever: A dense retriever (its encoder embeds the questions, its FAISS index is searched).
+        model: The trained update network; it must have been trained over the same encoder.
+        config: Top-k per layer, hops, pruning (None: the defaults).
+
+    Raises:
+        ConfigError: ``retriever`` is not dense, or the model was trained over another encoder
+            (name, width or normalization) than the index's.
+    """
 
     def __init__(self, retriever: Any, model: TreeHop, config: TreeHopRetrievalConfig | None = None) -> None:
         self.vectors = IndexVectors(retriever)
@@ -51,6 +73,18 @@ class TreeHopRetriever:
 
     @classmethod
     def from_config(cls, retriever: Any, config: TreeHopRetrievalConfig) -> TreeHopRetriever:
+        """Load the model the config names and search with it.
+
+        Args:
+            retriever: A dense retriever.
+            config: The ``treehop:`` settings; ``model`` names the trained folder.
+
+        Returns:
+            The retriever.
+
+        Raises:
+            ConfigError: The config names no model.
+        """
         if not config.model:
             raise ConfigError(
                 "TreeHop needs a trained model: set treehop.model to the folder written by "
@@ -60,17 +94,37 @@ class TreeHopRetriever:
 
     @property
     def settings(self) -> SearchSettings:
+        """The tree search's settings, from the config."""
         c = self.config
         return SearchSettings(top_k=c.top_k, hops=c.hops, rule=c.pruning, redundancy=c.redundancy)
 
     def retrieve(self, question: str) -> TreeHopResult:
+        """Retrieve for one question (a batch of one).
+
+        Args:
+            question: The question.
+
+        Returns:
+            Its chunks, the hop each joined at, and the per-layer trace.
+        """
         return self.retrieve_batch([question])[0]
 
     def retrieve_batch(
         self, questions: Sequence[str], *, question_vectors: np.ndarray | None = None
     ) -> list[TreeHopResult]:
         """``question_vectors``: the questions already encoded (validation during training encodes
-        them once for every epoch); their encode time then counts as zero."""
+        them once for every epoch); their encode time then counts as zero.
+
+        Args:
+            questions: The questions.
+            question_vectors: Their embeddings, ``(len(questions), dim)`` (None: encode them).
+
+        Returns:
+            One result per question, in order (``[]`` for no questions).
+
+        Raises:
+            ValueError: ``question_vectors`` has the wrong shape.
+        """
         questions = list(questions)
         if not questions:
             return []

@@ -28,7 +28,19 @@ def is_title_corpus(text: str) -> bool:
 
 
 def read_corpus_file(path: str | Path, *, dataset: str) -> ReadResult:
-    """The chunks of a corpus file as a question-less :class:`ReadResult`, ready for pooling."""
+    """The chunks of a corpus file as a question-less :class:`ReadResult`, ready for pooling.
+
+    Args:
+        path: A chunk JSONL (``{"id", "title", "text"}`` or ``{"id", "contents"}``) or a title-keyed
+            JSON corpus; which one is told by the content.
+        dataset: The dataset name the result carries (the one the corpus is pooled with).
+
+    Returns:
+        A result with the chunks and no examples.
+
+    Raises:
+        DataFormatError: The file is unreadable or holds no chunk.
+    """
     if is_title_corpus(read_text(path)):
         chunks = read_title_corpus(path)
         if not chunks:

@@ -30,6 +30,23 @@ def read_hotpotqa(
     limit: int | None = None,
     format: HotpotFormat = "auto",
 ) -> ReadResult:
+    """Read a HotpotQA dev file, in the original distractor JSON or IRCoT's JSONL.
+
+    Args:
+        path: The data file.
+        strict: True (the default) fails on bad records with one :class:`DataFormatError` naming
+            each (the first 20, then a count); False skips them, listing each in ``skipped``.
+        limit: Stop after this many examples (None: read them all).
+        format: ``"distractor"``, ``"ircot"``, or ``"auto"`` (decided by the first record's keys).
+
+    Returns:
+        The examples (gold paragraphs ordered by first appearance in ``supporting_facts``) and every
+        context paragraph as a chunk, before pooling.
+
+    Raises:
+        DataFormatError: The file cannot be read, or (``strict``) has bad records.
+        ValueError: ``format`` is none of the three.
+    """
     if format not in ("auto", "distractor", "ircot"):
         raise ValueError(f"format must be 'auto', 'distractor' or 'ircot', got {format!r}")
     records = list(iter_records(path, read_text(path)))

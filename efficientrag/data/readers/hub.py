@@ -85,7 +85,27 @@ def read_datasets_source(
     strict: bool = True,
     limit: int | None = None,
 ) -> ReadResult:
-    """Examples and chunks of a Hub copy or a ``save_to_disk`` folder of ``dataset``."""
+    """Examples and chunks of a Hub copy or a ``save_to_disk`` folder of ``dataset``.
+
+    Rows are turned back into the original file's records, so they are parsed by the same code.
+
+    Args:
+        dataset: ``hotpotqa``, ``2wikimultihopqa`` or ``musique`` (canonical names).
+        path: ``"hub"`` (the default Hub copy), ``"hub:owner/name[:config]"``, or a folder written
+            by ``save_to_disk``.
+        split: The split to read.
+        strict: True (the default) fails on bad records with one :class:`DataFormatError` naming
+            each (the first 20, then a count); False skips them, listing each in ``skipped``.
+        limit: Stop after this many examples (None: read them all).
+
+    Returns:
+        The examples and chunks, with the source and split as the result's ``path``.
+
+    Raises:
+        ValueError: The dataset has no Hub reader.
+        HubUnavailableError: The Hub is switched off (``HF_HUB_OFFLINE``) or unreachable.
+        DataFormatError: The saved folder lacks the split, or (``strict``) records are bad.
+    """
     if dataset not in PARSERS:
         raise ValueError(f"dataset {dataset!r} has no Hub reader; known: {', '.join(sorted(PARSERS))}")
     if is_saved_dataset(path):

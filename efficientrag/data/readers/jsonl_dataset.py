@@ -29,6 +29,22 @@ def read_jsonl_dataset(
     strict: bool = True,
     limit: int | None = None,
 ) -> ReadResult:
+    """Read your own questions against your own corpus (the record format is in the module doc).
+
+    Args:
+        questions_path: The questions JSONL.
+        corpus_path: The corpus JSONL (``{"id", "title", "text"}`` or FlashRAG's ``{"id", "contents"}``).
+        strict: True (the default) fails on bad records with one :class:`DataFormatError` naming
+            each (the first 20, then a count); False skips them, listing each in ``skipped``.
+        limit: Stop after this many examples (None: read them all).
+
+    Returns:
+        The examples and the whole corpus as chunks.
+
+    Raises:
+        DataFormatError: A file cannot be read, or (``strict``) has bad records, such as a gold id
+            that is not in the corpus.
+    """
     corpus = Corpus.load(corpus_path)
 
     def parse(record: dict[str, Any], where: Where) -> Parsed:

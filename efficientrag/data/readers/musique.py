@@ -21,6 +21,23 @@ from efficientrag.data.schema import Chunk
 def read_musique(
     path: str | Path, *, strict: bool = True, limit: int | None = None, dataset: str = "musique"
 ) -> ReadResult:
+    """Read a MuSiQue JSONL file (the toy world is written in the same format).
+
+    Args:
+        path: The data file.
+        strict: True (the default) fails on bad records with one :class:`DataFormatError` naming
+            each (the first 20, then a count); False skips them, listing each in ``skipped``.
+        limit: Stop after this many examples (None: read them all).
+        dataset: The name the examples and the result carry (``"toy"`` for the toy world).
+
+    Returns:
+        The examples (gold paragraphs in the decomposition's hop order; unanswerable records
+        skipped) and every paragraph as a chunk, before pooling.
+
+    Raises:
+        DataFormatError: The file cannot be read, or (``strict``) has bad records.
+    """
+
     def parse(record: dict[str, Any], where: Where) -> Parsed:
         return parse_musique(record, where, dataset=dataset)
 

@@ -25,6 +25,17 @@ ALIASES = {"hotpot": "hotpotqa", "2wiki": "2wikimultihopqa", "2wikimqa": "2wikim
 
 
 def canonical_dataset_name(name: str) -> str:
+    """The reader's name for a dataset name as users write it, so aliases key one table.
+
+    Args:
+        name: A dataset name or alias, any case (``"2wiki"``, ``"HotpotQA"``).
+
+    Returns:
+        One of ``hotpotqa``, ``2wikimultihopqa``, ``musique``, ``jsonl``, ``toy``.
+
+    Raises:
+        ValueError: The name is unknown (the message lists the known ones).
+    """
     key = name.strip().lower()
     key = ALIASES.get(key, key)
     if key not in READERS:
@@ -39,6 +50,19 @@ def read_dataset(name: str, path: str | Path | None = None, **kwargs: Any) -> Re
 
     HotpotQA, 2Wiki and MuSiQue also read ``"hub"``, ``"hub:owner/name[:config]"`` or a
     ``save_to_disk`` folder (``split=`` picks the split, default ``"validation"``).
+
+    Args:
+        name: The dataset name or alias (see :func:`canonical_dataset_name`).
+        path: The data file, a Hub or ``save_to_disk`` source, or for ``toy`` where to write the world.
+        **kwargs: The reader's own keywords (``strict``, ``limit``, ``corpus_path``, ``format``,
+            ``split``, the toy generator's arguments).
+
+    Returns:
+        The file's examples and chunks, before pooling.
+
+    Raises:
+        ValueError: The name is unknown, or a dataset other than ``toy`` has no ``path``.
+        DataFormatError: The data cannot be read.
     """
     key = canonical_dataset_name(name)
     if key in PARSERS and is_datasets_source(path):

@@ -25,6 +25,18 @@ def title_chunk_id(title: str) -> str:
 
 
 def read_title_corpus(path: str | Path) -> list[Chunk]:
+    """Read a title-keyed JSON corpus (either shape in the module doc) as chunks.
+
+    Args:
+        path: The JSON file.
+
+    Returns:
+        One chunk per title, id ``"title:" + title``, sentences joined into its text.
+
+    Raises:
+        DataFormatError: The file is not one of the two shapes, a value is not text or a sentence
+            list, or a document has no title or body or repeats a title.
+    """
     data = parse_json(path, read_text(path))
     if isinstance(data, list):
         data = _documents_by_title(path, data)

@@ -30,6 +30,16 @@ def read_toy_world(
     ``path`` is where the generated JSONL is written (it is overwritten: the same arguments
     always give the same file); without one it goes to a temporary folder and the result's
     ``path`` describes the generation instead.
+
+    Args:
+        path: Where to write the generated MuSiQue-format JSONL (None: a temporary folder).
+        strict: True (the default) fails on bad records with one :class:`DataFormatError` naming
+            each (the first 20, then a count); False skips them, listing each in ``skipped``.
+        limit: Stop after this many examples (None: read them all).
+        **generate_kw: ``seed``, ``num_questions``, ``paragraphs_per_question``, ``type_mix``.
+
+    Returns:
+        The toy examples (dataset ``"toy"``) and their paragraphs, before pooling.
     """
     if path is not None:
         write_toy_world(path, **generate_kw)

@@ -23,6 +23,22 @@ DATASET = "2wikimultihopqa"
 
 
 def read_2wiki(path: str | Path, *, strict: bool = True, limit: int | None = None) -> ReadResult:
+    """Read a 2WikiMultihopQA file (the original ``dev.json``, or HippoRAG's open-domain slices).
+
+    Args:
+        path: The data file.
+        strict: True (the default) fails on bad records with one :class:`DataFormatError` naming
+            each (the first 20, then a count); False skips them, listing each in ``skipped``.
+        limit: Stop after this many examples (None: read them all).
+
+    Returns:
+        The examples and every context paragraph as a chunk, before pooling. Open-domain records
+        have no paragraphs: their gold ids name chunks of a title corpus (``"title:" + title``),
+        which the data's ``corpus_path`` must supply.
+
+    Raises:
+        DataFormatError: The file cannot be read, or (``strict``) has bad records.
+    """
     return collect(DATASET, path, iter_records(path), parse_2wiki, strict=strict, limit=limit)
 
 

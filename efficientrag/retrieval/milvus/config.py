@@ -20,6 +20,41 @@ MILVUS_MAX_NQ = 16_384
 
 @dataclass
 class MilvusConfig:
+    """Where a Milvus collection lives, what it holds and how it is searched (``retriever.milvus``).
+
+    Attributes:
+        uri: A ``.db`` path (Milvus Lite) or ``http(s)://host:port`` (a server or cluster); None:
+            ``<index_dir>/milvus.db``.
+        token: Server credentials (``"user:password"`` or an API key); None reads ``MILVUS_TOKEN``.
+            Never saved.
+        db_name: The server database ("": the default one).
+        collection: The collection's name.
+        search: ``"dense"`` (the package's encoder), ``"bm25"`` (Milvus's BM25 function) or
+            ``"hybrid"`` (both, fused by Milvus's reciprocal-rank ranker).
+        store: What indexing writes: ``"dense"``, ``"bm25"`` or ``"both"`` (None: what ``search`` needs).
+        index_type: The dense index: ``"FLAT"`` (exact), ``"HNSW"``, ``"IVF_FLAT"`` or ``"AUTOINDEX"``.
+        metric: The dense metric: ``"IP"``, ``"COSINE"`` or ``"L2"``.
+        hnsw_m: HNSW neighbours per node.
+        hnsw_ef_construction: HNSW candidate list size while building.
+        hnsw_ef: HNSW candidate list size while searching.
+        ivf_nlist: IVF lists.
+        ivf_nprobe: IVF lists searched per query.
+        analyzer_params: Milvus ``analyzer_params`` for BM25 (None: standard tokenizer, lowercase,
+            English stop words).
+        rrf_k: The hybrid search's reciprocal-rank-fusion constant.
+        hybrid_depth: Hits each route contributes before fusion.
+        insert_batch_size: Rows per insert call (the unit of resume of a killed indexing run).
+        search_batch_size: Queries per search call (1..16,384).
+        max_text_bytes: Bytes of ``"{title}: {text}"`` the text field accepts; a longer chunk stops
+            indexing before any row is written.
+        timeout_s: Seconds to wait for a server before failing.
+        id_field: The collection's chunk id field.
+        title_field: Its title field.
+        text_field: Its text field (holding ``"{title}: {text}"``).
+        dense_field: Its dense vector field.
+        sparse_field: Its BM25 sparse vector field.
+    """
+
     # None: ``<index_dir>/milvus.db`` (Milvus Lite). A path ending in ``.db`` is Milvus Lite;
     # ``http://host:19530`` / ``https://...`` is a Milvus server or cluster.
     uri: str | None = None
@@ -90,6 +125,11 @@ class MilvusConfig:
             raise ValueError("milvus.collection must name a collection")
 
     def required_store(self) -> str:
+        """What the collection must hold for ``search`` to run.
+
+        Returns:
+            ``"dense"``, ``"bm25"`` or ``"both"`` (hybrid).
+        """
         return {"dense": "dense", "bm25": "bm25", "hybrid": "both"}[self.search]
 
     @property
@@ -99,8 +139,10 @@ class MilvusConfig:
 
     @property
     def has_dense(self) -> bool:
+        """Whether the collection holds dense vectors."""
         return self.stored in ("dense", "both")
 
     @property
     def has_bm25(self) -> bool:
+        """Whether the collection holds the BM25 field."""
         return self.stored in ("bm25", "both")

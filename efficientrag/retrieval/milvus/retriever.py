@@ -44,7 +44,17 @@ log = logging.getLogger(__name__)
 
 
 class MilvusRetriever:
-    """Batched top-k search over one Milvus collection (see the module docstring)."""
+    """Batched top-k search over one Milvus collection (see the module docstring).
+
+    Get one from :meth:`build` or :meth:`open` (or ``build_retriever``), which check the collection.
+
+    Args:
+        client: A connected ``pymilvus.MilvusClient``.
+        cfg: The retriever config (``cfg.milvus`` names the collection and the search).
+        location: The uri and collection as errors and logs name them (no credentials).
+        encoder: The query encoder for dense and hybrid search (None for BM25 only).
+        meta: What the collection was filled from, as runs record it.
+    """
 
     kind = "milvus"
 
@@ -73,7 +83,25 @@ class MilvusRetriever:
         encoder: Any | None = None,
         show_progress: bool = True,
     ) -> MilvusRetriever:
-        """Create (or resume filling, or verify) the collection for ``corpus``, then open it."""
+        """Create (or resume filling, or verify) the collection for ``corpus``, then open it.
+
+        Args:
+            cfg: The retriever config (``cfg.milvus`` for the collection).
+            corpus: The chunks to store.
+            index_dir: Where Milvus Lite's file goes when ``milvus.uri`` is None (and a server's
+                staging file).
+            rebuild: Drop an existing collection and fill it anew.
+            encoder: An already loaded encoder (dense or hybrid).
+            show_progress: Show progress bars.
+
+        Returns:
+            The retriever over the filled collection.
+
+        Raises:
+            ValueError: The corpus is empty.
+            IndexMismatchError: An existing collection was filled with other settings.
+            BackendUnavailableError: pymilvus is missing or the server does not answer.
+        """
         m = cfg.milvus
         uri = resolve_uri(m, index_dir)
         location = describe_uri(uri, m)
@@ -123,7 +151,22 @@ class MilvusRetriever:
     ) -> MilvusRetriever:
         """Open an existing collection for search; no corpus is needed. A collection written by
         ``efficientrag index`` is checked against the encoder settings and for completeness; one of
-        the user's own only for its fields and vector dimension."""
+        the user's own only for its fields and vector dimension.
+
+        Args:
+            cfg: The retriever config (``cfg.milvus`` for the collection).
+            index_dir: Where Milvus Lite's file is when ``milvus.uri`` is None.
+            encoder: An already loaded encoder (dense or hybrid).
+            show_progress: Show a bar while loading the encoder.
+
+        Returns:
+            The retriever.
+
+        Raises:
+            IndexNotFoundError: No such collection, or an interrupted fill.
+            IndexMismatchError: Fields, encoder settings or weights differ.
+            BackendUnavailableError: pymilvus is missing or the server does not answer.
+        """
         m = cfg.milvus
         uri = resolve_uri(m, index_dir)
         location = describe_uri(uri, m)
@@ -181,6 +224,15 @@ class MilvusRetriever:
     # --- search --------------------------------------------------------------------------------
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        """Top-``k`` hits per query, all queries in one search request per ``search_batch_size``.
+
+        Args:
+            queries: The queries; empty ones get ``[]``.
+            k: Hits per query at most.
+
+        Returns:
+            One list of hits per query, larger score better (BM25 hits need a shared term).
+        """
         queries, k = check_search_args(queries, k)
         results: list[list[Hit]] = [[] for _ in queries]
         live = [i for i, q in enumerate(queries) if q.strip()]
@@ -257,14 +309,23 @@ class MilvusRetriever:
         return out
 
     def fingerprint(self) -> str:
-        """What an evaluation run records as its index: the collection and what filled it."""
+        """What an evaluation run records as its index: the collection and what filled it.
+
+        Returns:
+            A 16-hex-digit digest of :meth:`describe`.
+        """
         from efficientrag.fingerprint import json_digest
 
         return json_digest(self.describe())
 
     def describe(self) -> dict[str, Any]:
         """What a run records about its search backend: the uri without credentials, the
-        collection, the search mode and what the collection was filled from."""
+        collection, the search mode and what the collection was filled from.
+
+        Returns:
+            ``uri`` and those of ``collection``, ``search``, ``rows``, ``store``, ``corpus_size``,
+            ``corpus_fingerprint``, ``encoder``, ``dim`` that are known.
+        """
         from urllib.parse import urlsplit, urlunsplit
 
         uri = self.meta["uri"]
@@ -285,19 +346,36 @@ class MilvusRetriever:
         return {"uri": uri, **{k: self.meta[k] for k in keep if k in self.meta}}
 
     def missing_ids(self, ids: Sequence[str]) -> list[str]:
-        """Which of ``ids`` the collection does not hold (evaluation checks its gold ids)."""
+        """Which of ``ids`` the collection does not hold (evaluation checks its gold ids).
+
+        Args:
+            ids: Chunk ids.
+
+        Returns:
+            The missing ones, in the order given.
+        """
         from efficientrag.retrieval.milvus.index import present_ids
 
         found = present_ids(self.client, self.m, list(ids))
         return [i for i in ids if i not in found]
 
     def close(self) -> None:
+        """Close the connection (a Lite file is released for other processes)."""
         self.client.close()
 
 
 def staging_file(uri: str, collection: str, index_dir: str | Path | None) -> Path | None:
     """Where the batch in flight is staged: beside a Lite file, or in the index folder for a server
-    (none without one: a killed run then encodes that one batch again)."""
+    (none without one: a killed run then encodes that one batch again).
+
+    Args:
+        uri: The resolved Milvus uri.
+        collection: The collection's name.
+        index_dir: The index folder, if any.
+
+    Returns:
+        The staging file's path, or None.
+    """
     if not is_server_uri(uri):
         return Path(f"{uri}.{collection}.pending.npz")
     return Path(index_dir) / f"{collection}.pending.npz" if index_dir is not None else None
