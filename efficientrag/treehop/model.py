@@ -32,13 +32,13 @@ class TreeHop:
     Args:
         network: The update network (put in eval mode).
         device: Where to run (None: CUDA when available, else CPU).
+        source: The folder the network was loaded from (saving without run files keeps that
+            folder's).
     """
 
     def __init__(
         self, network: TreeHopNetwork, device: str | torch.device | None = None, *, source: Path | None = None
     ) -> None:
-        """``source``: the folder the network was loaded from (saving without run files keeps that
-        folder's)."""
         self.network = network.eval()
         self.source = source
         self.to(device)
