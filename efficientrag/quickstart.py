@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.atomic import write_text_atomic
-from efficientrag.config import ConfigError, from_dict, save_config, to_dict
+from efficientrag.config import ConfigError, from_dict, save_config
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
@@ -284,13 +284,19 @@ def synthesize_train_sets(
 def evaluate_direct(
     cfg: QuickstartConfig, retriever: Retriever, examples: Sequence[Example], out_dir: Path
 ) -> dict[str, Any]:
-    from efficientrag.baselines.base import SharedSettings
-    from efficientrag.baselines.direct_r import DirectRetrieval
-    from efficientrag.eval.run_binding import index_and_data
+    """Direct-R on ``examples`` at ``cfg.ks`` (:func:`efficientrag.eval.job_runs.evaluate_direct_r_run`);
+    the quickstart owns its run folders, so one made under other inputs is evaluated again."""
+    from efficientrag.eval.job_runs import evaluate_direct_r_run
 
-    fingerprint = {"method": "direct_r", **index_and_data(retriever, examples), "eval": {"ks": list(cfg.ks)}}
-    method = DirectRetrieval(retriever, None, shared=SharedSettings(ks=tuple(cfg.ks)))
-    return _evaluate(cfg, method, examples, out_dir, fingerprint, cfg.ks, {})
+    return evaluate_direct_r_run(
+        retriever,
+        examples,
+        out_dir,
+        ks=cfg.ks,
+        batch_size=cfg.batch_size,
+        progress=cfg.progress,
+        meta=_meta(cfg),
+    ).metrics
 
 
 def evaluate_efficientrag(
@@ -302,75 +308,24 @@ def evaluate_efficientrag(
     *,
     rag: Any = None,
 ) -> dict[str, Any]:
-    """``rag`` (an already loaded :class:`EfficientRAG`) saves reloading the models per setting."""
-    from efficientrag.baselines.efficientrag import EfficientRAGRetrieval
-    from efficientrag.eval.run_binding import index_and_data
-    from efficientrag.fingerprint import folder_digest
-    from efficientrag.pipeline.efficientrag import EfficientRAG
+    """EfficientRAG's retrieval on ``examples`` (:func:`efficientrag.eval.job_runs.evaluate_efficientrag_run`).
+    ``rag`` (an already loaded :class:`EfficientRAG`) saves reloading the models per setting."""
+    from efficientrag.eval.job_runs import evaluate_efficientrag_run
 
-    if rag is None:
-        rag = EfficientRAG.from_config(retriever, rag_cfg)
-        folders = (rag_cfg.labeler, rag_cfg.filter)
-    else:
-        # The loaded models are the ones that run: their folders bind the results, whatever
-        # rag_cfg's (unused) paths say.
-        folders = (_loaded_from(rag.labeler), _loaded_from(rag.filter))
-        rag = EfficientRAG(rag.retriever, rag.labeler, rag.filter, rag_cfg)
-    skip = ("labeler", "filter", "batch_size", "answer_top_k", "answer_max_new_tokens")  # no answer call here
-    settings = {k: v for k, v in to_dict(rag_cfg).items() if k not in skip}
-    fingerprint = {
-        "method": "efficientrag",
-        **index_and_data(retriever, examples),
-        "settings": {"efficientrag": settings},
-        "models": {
-            "labeler": folder_digest(str(folders[0])),
-            "filter": folder_digest(str(folders[1])),
-        },
-    }
-    meta = {"efficientrag": to_dict(rag_cfg)}
-    method = EfficientRAGRetrieval(None, None, rag=rag)
-    return _evaluate(cfg, method, examples, out_dir, fingerprint, (), meta)
-
-
-def _loaded_from(model: Any) -> Path:
-    """The folder a loaded Labeler/Filter came from (through a prediction cache, if any)."""
-    source = getattr(getattr(model, "model", model), "source", None)
-    if source is None:
-        raise ValueError(
-            f"{type(model).__name__}: a model not loaded from a folder cannot bind its results to its "
-            "weights; load it with from_pretrained or pass its folder in the EfficientRAG config"
-        )
-    return Path(source)
-
-
-def _evaluate(
-    cfg: QuickstartConfig,
-    method: Any,
-    examples: Sequence[Example],
-    out_dir: Path,
-    fingerprint: dict[str, Any],
-    ks: Sequence[int],
-    meta: dict[str, Any],
-) -> dict[str, Any]:
-    """The quickstart owns its run folders: one made under other inputs (a changed setting, newly
-    trained models) is evaluated again rather than refused."""
-    from efficientrag.eval.run_binding import resumable
-    from efficientrag.eval.runner import run_method
-
-    resume = resumable(out_dir, fingerprint)
-    if not resume:
-        log.info("%s was evaluated under other inputs: evaluating again", out_dir)
-    return run_method(
-        method,
+    return evaluate_efficientrag_run(
+        rag_cfg,
+        retriever,
         examples,
         out_dir,
-        ks=ks,
+        rag=rag,
         batch_size=cfg.batch_size,
-        resume=resume,
-        fingerprint=fingerprint,
         progress=cfg.progress,
-        meta={"dataset": cfg.data.dataset, "split": "held-out", **meta},
-    )
+        meta=_meta(cfg),
+    ).metrics
+
+
+def _meta(cfg: QuickstartConfig) -> dict[str, Any]:
+    return {"dataset": cfg.data.dataset, "split": "held-out"}
 
 
 # -- output ---------------------------------------------------------------------------------------

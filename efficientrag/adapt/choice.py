@@ -138,18 +138,20 @@ class Judge:
         return out
 
     def _evaluate(self, models: dict[str, Path], s: ScoringSet, out: Path) -> dict[str, float]:
-        from efficientrag.data.config import DataConfig
-        from efficientrag.quickstart import QuickstartConfig, evaluate_efficientrag
+        from efficientrag.eval.job_runs import evaluate_efficientrag_run
 
-        # The evaluation the benchmark and the quickstart run: the same records, metrics and resume.
-        run = QuickstartConfig(
-            work_dir=str(out),
-            data=DataConfig(dataset=s.name),
+        # The evaluation the benchmark and the quickstart run: the same records, metrics and resume
+        # (eval.job_runs; the summary's dataset and split keys are the ones it has always written).
+        rag = replace(self.loop, labeler=str(models["labeler"]), filter=str(models["filter"]))
+        summary = evaluate_efficientrag_run(
+            rag,
+            s.retriever,
+            s.examples,
+            out,
             batch_size=self.batch_size,
             progress=self.progress,
+            meta={"dataset": s.name, "split": "held-out"},
         )
-        rag = replace(self.loop, labeler=str(models["labeler"]), filter=str(models["filter"]))
-        summary = evaluate_efficientrag(run, rag, s.retriever, s.examples, out)
         if "retrieval" not in summary:
             raise ValueError(
                 f"scoring {models['labeler']} on {s.name}: every question failed; see {out / 'errors.jsonl'}"

@@ -14,7 +14,7 @@ from efficientrag.training.config import TrainConfig, cpu_train_config
 
 # What both fine-tunes share. The from-scratch rate (lr 1e-4): on the toy world a gentler fine-tune
 # (5e-5, one pass) left the source models' habits in place and adapted nothing
-# (tests/test_adapt_toy.py). Checkpoints every 20 steps: a fine-tune is short, a kill loses little.
+# (tests/adapt/test_toy.py). Checkpoints every 20 steps: a fine-tune is short, a kill loses little.
 _FINETUNE: dict = {"learning_rate": 1e-4, "warmup_steps": 10, "mixed_precision": "no", "eval_steps": 0}
 _FINETUNE |= {"save_steps": 20, "logging_steps": 5}
 

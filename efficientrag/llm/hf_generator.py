@@ -20,7 +20,7 @@ only implementation that materialises the weights) and back. A forward hook on t
 attention module keeps that layer's weights and nothing else, instead of
 ``output_attentions=True``, which would keep every layer's ``heads x seq x seq`` tensor; the pass
 also asks for ``logits_to_keep=1`` so the vocabulary projection is skipped. Verified in
-``tests/test_generator_hf.py``: the hooked weights equal the last layer of ``output_attentions=True``
+``tests/llm/test_generator_hf.py``: the hooked weights equal the last layer of ``output_attentions=True``
 from an eager forward pass (heads averaged and per head) to float32 precision, for Llama and Qwen2.
 Measured (CPU, random 8-layer Llama, hidden 512, 8 heads, one forward pass, peak RSS growth):
 seq 1024: 349 MiB with ``output_attentions=True`` vs 103 MiB with the hook; seq 2048: 1238 MiB vs

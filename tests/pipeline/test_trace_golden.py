@@ -32,7 +32,7 @@ from efficientrag.testing.scripted_models import (
 )
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 
-GOLDEN = Path(__file__).parent / "fixtures" / "efficientrag_traces.jsonl"
+GOLDEN = Path(__file__).parents[1] / "fixtures" / "efficientrag_traces.jsonl"
 BOTH_QUESTION = "Which film was directed by Alpha or Omega?"
 
 SCENARIOS: dict[str, tuple[dict, list[str]]] = {

@@ -16,8 +16,6 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from serve_harness import Server, build_tiny_models, write_corpus  # noqa: E402
-
 from efficientrag.data.corpus import Corpus  # noqa: E402
 from efficientrag.pipeline.config import EfficientRAGConfig  # noqa: E402
 from efficientrag.pipeline.efficientrag import EfficientRAG  # noqa: E402
@@ -25,6 +23,7 @@ from efficientrag.retrieval.config import RetrieverConfig  # noqa: E402
 from efficientrag.retrieval.factory import build_retriever  # noqa: E402
 from efficientrag.serve.client import RemoteEfficientRAG, RemoteRequestError  # noqa: E402
 from efficientrag.serve.wire import result_to_json  # noqa: E402
+from tests.serve.serve_harness import Server, build_tiny_models, write_corpus  # noqa: E402
 
 QUESTION = "Where was the director of Film 3 born?"
 QUESTIONS = [QUESTION, "Who directed Film 7?", "Where was Person 2 born?"]

@@ -183,7 +183,7 @@ def test_config_defaults_are_the_papers_and_validation_names_the_field():
         load_config(ExperimentConfig, overrides=["baselines.dragin.variant=paperish"])
 
 
-PRESETS = sorted((Path(__file__).resolve().parents[1] / "configs" / "paper").glob("*/*.yaml"))
+PRESETS = sorted((Path(__file__).resolve().parents[2] / "configs" / "paper").glob("*/*.yaml"))
 PRESETS = [p for p in PRESETS if p.parent.name in ("flare", "dragin") and not p.name.startswith("_")]
 
 

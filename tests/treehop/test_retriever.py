@@ -1,6 +1,6 @@
 """TreeHop's retriever, eval method, training loop mechanics and errors, over a model-free dense
 index (hashed random vectors in FAISS), so they run in seconds. Retrieval *quality* is tested in
-test_treehop_training.py (MiniLM, slow)."""
+test_training.py (MiniLM, slow)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from efficientrag.llm.generator import Generation, GeneratorCounters, GeneratorS
 from efficientrag.testing.scripted_models import bridge_corpus
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 
-FIXTURES = Path(__file__).parent / "fixtures" / "smollm2"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "smollm2"
 
 
 def _replies(name: str) -> list[dict]:

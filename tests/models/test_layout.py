@@ -26,7 +26,7 @@ from efficientrag.models.wrappers import WRAPPER_CLASSES
 from efficientrag.training.config import TrainConfig
 
 PACKAGE = Path(efficientrag.models.__file__).parent
-FIXTURES = Path(__file__).parent / "fixtures" / "models"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "models"
 # Layers above models/ (DESIGN.md: data -> retrieval/llm -> synth/models -> training -> pipeline ...).
 ABOVE = ("training", "pipeline", "baselines", "eval", "experiment", "cli", "quickstart", "synth")
 

@@ -33,7 +33,7 @@ PAIRS = [
     (["Who", "is", "Brenna", "?"], ["Brenna", "works", "as", "a", "painter", ".", "Osric", "too", "."]),
 ]
 WORDS = [["Query", ":", "Where", "was", "the", "painter", "born", "?", "Info", ":", "Alaric"]]
-CONVERTER = Path(__file__).resolve().parents[1] / "train" / "convert_first_format.py"
+CONVERTER = Path(__file__).resolve().parents[2] / "train" / "convert_first_format.py"
 
 
 @pytest.fixture(scope="module")

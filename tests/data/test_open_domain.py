@@ -11,7 +11,7 @@ from efficientrag.data.config import DataConfig
 from efficientrag.data.errors import DataFormatError
 from efficientrag.data.loader import load_data
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "2wikimultihopqa"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "2wikimultihopqa"
 
 QUESTIONS = [
     {

@@ -7,7 +7,7 @@ import pytest
 from efficientrag.config import ConfigError, load_config
 from efficientrag.treehop.config import TreeHopTrainConfig
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PRESETS = REPO / "configs" / "treehop"
 
 

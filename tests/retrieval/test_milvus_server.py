@@ -4,7 +4,7 @@ by `efficientrag index` answers as FAISS Flat does, a kill -9 of `index` resumes
 exactly once, and BM25 / hybrid on this pre-2.5 server stop with one line naming the version.
 
 Slow (the server starts in seconds, the suite takes about a minute): `pytest -m slow
-tests/test_milvus_server.py`. The server runs from a temporary folder on free ports and is
+tests/retrieval/test_milvus_server.py`. The server runs from a temporary folder on free ports and is
 stopped at the end; every request goes to 127.0.0.1.
 """
 
@@ -33,7 +33,7 @@ from efficientrag.testing.kill_mid_run import kill_when  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.milvus]
 
-TOY = str(Path(__file__).resolve().parents[1] / "configs" / "experiments" / "toy.yaml")
+TOY = str(Path(__file__).resolve().parents[2] / "configs" / "experiments" / "toy.yaml")
 START_TIMEOUT_S = 120
 BATCH = 8
 

@@ -49,7 +49,7 @@ def cost(request):
     import sys
     from pathlib import Path
 
-    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+    folder = Path(__file__).resolve().parents[2] / "benchmarks"
     sys.path.insert(0, str(folder))
     try:
         spec = importlib.util.spec_from_file_location("distill_cost", folder / "distill_cost.py")

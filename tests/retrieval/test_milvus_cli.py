@@ -22,7 +22,7 @@ from efficientrag.cli import main  # noqa: E402
 pytestmark = pytest.mark.milvus
 
 BATCH = 8
-TOY = str(Path(__file__).resolve().parents[1] / "configs" / "experiments" / "toy.yaml")
+TOY = str(Path(__file__).resolve().parents[2] / "configs" / "experiments" / "toy.yaml")
 
 
 def toy_args(work, *extra):

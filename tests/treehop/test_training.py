@@ -2,7 +2,7 @@
 equal chunk count on held-out questions, by a margin an untrained network does not reach.
 
 Slow (indexing the toy world with MiniLM and ten epochs of training: about a minute on two idle
-cores); the fast tests of the same code over a model-free index are in test_treehop_retriever.py."""
+cores); the fast tests of the same code over a model-free index are in test_retriever.py."""
 
 from __future__ import annotations
 

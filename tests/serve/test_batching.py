@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from serve_harness import FAIL, HOLD, Server, build_tiny_models, metric, wait_until, write_corpus  # noqa: E402
+from tests.serve.serve_harness import FAIL, HOLD, Server, build_tiny_models, metric, wait_until, write_corpus  # noqa: E402
 
 TOKEN = "s3cret-token-for-tests-only"
 QUESTIONS = [f"Where was the director of Film {i} born?" for i in range(5)]

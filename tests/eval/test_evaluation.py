@@ -18,7 +18,7 @@ from efficientrag.eval import RunSummary, evaluate, evaluate_method
 from efficientrag.eval.run_binding import StaleRunError, read_fingerprint
 from efficientrag.experiment import ExperimentConfig, build_method, prepare_data, search_backend
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # Toy world + BM25: no encoder to load, about a second per run.
 TOY = ["data.dataset=toy", "data.toy.num_questions=12", "retriever.kind=bm25", "eval.limit=4"]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 HOLD, FAIL = "hold", "fail"
 BACKEND = "word-overlap (test)"
 START_TIMEOUT_S = 180  # a cold start imports torch and transformers on a shared 2-core machine

@@ -1,0 +1,157 @@
+"""Evaluation runs inside a job's own work folder: the quickstart's held-out comparison, the
+adaptation job's scoring of candidate models, the benchmarks built on them.
+
+These callers hold a retriever and the questions already (no experiment config to build them
+from) and own their run folders: a folder made under other inputs (another setting, newly trained
+models) is evaluated again rather than refused, as :func:`efficientrag.eval.evaluation.evaluate`
+refuses it for a user's run. The fingerprint binds what the predictions depend on: the method,
+what the index holds and which questions are asked, the loop's settings and the models' weights.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from efficientrag.config import to_dict
+from efficientrag.eval.evaluation import RunSummary
+from efficientrag.eval.run_binding import index_and_data, resumable
+from efficientrag.eval.runner import run_method
+
+if TYPE_CHECKING:
+    from efficientrag.data.schema import Example
+    from efficientrag.pipeline.config import EfficientRAGConfig
+    from efficientrag.pipeline.efficientrag import EfficientRAG
+    from efficientrag.retrieval.base import Retriever
+
+log = logging.getLogger(__name__)
+
+# EfficientRAG settings that cannot change retrieval: the model folders (bound by their weights'
+# digests instead), speed, and the answer call a retrieval run does not make.
+_NOT_RETRIEVAL = ("labeler", "filter", "batch_size", "answer_top_k", "answer_max_new_tokens")
+
+
+def evaluate_efficientrag_run(
+    rag_cfg: EfficientRAGConfig,
+    retriever: Retriever,
+    examples: Sequence[Example],
+    out_dir: str | Path,
+    *,
+    rag: EfficientRAG | None = None,
+    batch_size: int = 32,
+    progress: bool = True,
+    meta: Mapping[str, Any] | None = None,
+) -> RunSummary:
+    """EfficientRAG's retrieval (no answer) on ``examples``, in ``out_dir``.
+
+    Args:
+        rag_cfg: the loop's settings, and the Labeler and Filter folders when ``rag`` is None.
+        retriever: the backend the loop searches.
+        examples: the questions, with gold chunk ids.
+        out_dir: the run folder; one made under other inputs is evaluated again.
+        rag: an already loaded :class:`~efficientrag.pipeline.efficientrag.EfficientRAG`, which
+            saves reloading the models per setting; its models run (and bind the results),
+            whatever ``rag_cfg``'s paths say, under ``rag_cfg``'s settings.
+        batch_size: questions per batch.
+        progress: show a progress bar.
+        meta: extra summary keys (the dataset, the split).
+
+    Returns:
+        The run's summary; ``summary["retrieval"]["all"]`` holds recall, all-gold and chunks.
+    """
+    from efficientrag.baselines.efficientrag import EfficientRAGRetrieval
+    from efficientrag.fingerprint import folder_digest
+    from efficientrag.pipeline.efficientrag import EfficientRAG
+
+    if rag is None:
+        rag = EfficientRAG.from_config(retriever, rag_cfg)
+        folders = (rag_cfg.labeler, rag_cfg.filter)
+    else:
+        folders = (_loaded_from(rag.labeler), _loaded_from(rag.filter))
+        rag = EfficientRAG(rag.retriever, rag.labeler, rag.filter, rag_cfg)
+    settings = {k: v for k, v in to_dict(rag_cfg).items() if k not in _NOT_RETRIEVAL}
+    fingerprint = {
+        "method": "efficientrag",
+        **index_and_data(retriever, examples),
+        "settings": {"efficientrag": settings},
+        "models": {
+            "labeler": folder_digest(str(folders[0])),
+            "filter": folder_digest(str(folders[1])),
+        },
+    }
+    method = EfficientRAGRetrieval(None, None, rag=rag)
+    meta = {**(meta or {}), "efficientrag": to_dict(rag_cfg)}
+    return _run(method, examples, Path(out_dir), fingerprint, (), batch_size, progress, meta)
+
+
+def evaluate_direct_r_run(
+    retriever: Retriever,
+    examples: Sequence[Example],
+    out_dir: str | Path,
+    *,
+    ks: Sequence[int],
+    batch_size: int = 32,
+    progress: bool = True,
+    meta: Mapping[str, Any] | None = None,
+) -> RunSummary:
+    """Direct-R (one search with the question) on ``examples``, in ``out_dir``.
+
+    Args:
+        retriever: the backend searched.
+        examples: the questions, with gold chunk ids.
+        out_dir: the run folder; one made under other inputs (other ``ks``) is evaluated again.
+        ks: the cut-offs the ranked chunks are scored at.
+        batch_size: questions per batch.
+        progress: show a progress bar.
+        meta: extra summary keys (the dataset, the split).
+
+    Returns:
+        The run's summary; ``summary["retrieval"][str(k)]`` holds the scores at each cut-off.
+    """
+    from efficientrag.baselines.base import SharedSettings
+    from efficientrag.baselines.direct_r import DirectRetrieval
+
+    fingerprint = {"method": "direct_r", **index_and_data(retriever, examples), "eval": {"ks": list(ks)}}
+    method = DirectRetrieval(retriever, None, shared=SharedSettings(ks=tuple(ks)))
+    return _run(method, examples, Path(out_dir), fingerprint, ks, batch_size, progress, dict(meta or {}))
+
+
+def _loaded_from(model: Any) -> Path:
+    """The folder a loaded Labeler/Filter came from (through a prediction cache, if any)."""
+    source = getattr(getattr(model, "model", model), "source", None)
+    if source is None:
+        raise ValueError(
+            f"{type(model).__name__}: a model not loaded from a folder cannot bind its results to its "
+            "weights; load it with from_pretrained or pass its folder in the EfficientRAG config"
+        )
+    return Path(source)
+
+
+def _run(
+    method: Any,
+    examples: Sequence[Example],
+    out_dir: Path,
+    fingerprint: dict[str, Any],
+    ks: Sequence[int],
+    batch_size: int,
+    progress: bool,
+    meta: dict[str, Any],
+) -> RunSummary:
+    """The run, resumed when the folder was made under the same fingerprint, else started over."""
+    resume = resumable(out_dir, fingerprint)
+    if not resume:
+        log.info("%s was evaluated under other inputs: evaluating again", out_dir)
+    summary = run_method(
+        method,
+        examples,
+        out_dir,
+        ks=ks,
+        batch_size=batch_size,
+        resume=resume,
+        fingerprint=fingerprint,
+        progress=progress,
+        meta=meta,
+    )
+    return RunSummary(run_dir=out_dir, metrics=summary)
