@@ -2,8 +2,9 @@
 
 ``inputs`` (the model kinds and the training rows synthesis writes; no torch), ``configuration``
 (the saved configs), ``tokenization`` (word <-> sub-word alignment, batching), ``modeling`` (the
-networks and their loss), ``wrappers`` (:class:`Labeler`, :class:`Filter`), ``model_folder``
-(saved folders), ``card`` (their model card) and ``export`` (int8, bf16, ONNX Runtime).
+networks and their loss), ``word_classifier`` (the base that runs either kind), ``pretrained``
+(building, loading, saving and sharing one), ``wrappers`` (:class:`Labeler`, :class:`Filter`),
+``model_folder`` (saved folders), ``card`` (their model card) and ``export`` (int8, bf16, ONNX Runtime).
 
 Names are imported lazily: ``efficientrag.models.inputs`` must not pull in torch and transformers.
 """
