@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 from efficientrag.lazy import by_module, lazy_exports
 
 if TYPE_CHECKING:
+    from efficientrag.llm.async_client import AsyncLLMClient
     from efficientrag.llm.cache import ResponseCache, cache_key
-    from efficientrag.llm.client import AsyncLLMClient, LLMClient
+    from efficientrag.llm.client import LLMClient
     from efficientrag.llm.config import LLMConfig, ModelPrice
     from efficientrag.llm.errors import (
         EndpointUnreachableError,
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
 _EXPORTS = by_module(
     __name__,
     {
-        "client": ("AsyncLLMClient", "LLMClient"),
+        "async_client": ("AsyncLLMClient",),
+        "client": ("LLMClient",),
         "retry": ("parse_retry_after",),
         "cache": ("ResponseCache", "cache_key"),
         "config": ("LLMConfig", "ModelPrice"),

@@ -1,13 +1,19 @@
 """When a failed LLM request is worth another try, and how long to wait: the transient kinds of
-failure, an endpoint that cannot be reached at all, and a server's ``Retry-After``."""
+failure, an endpoint that cannot be reached at all, a server's ``Retry-After``, and exponential
+backoff with jitter otherwise."""
 
 from __future__ import annotations
 
 import email.utils
 import math
+import random
 import socket
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from efficientrag.llm.config import LLMConfig
 
 RETRYABLE = frozenset({"rate_limit", "server_error", "timeout", "connection", "malformed"})
 # Pause before the short retries of an unreachable endpoint (a server that is just starting).
@@ -68,3 +74,23 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     except (TypeError, ValueError, IndexError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def retry_delay(cfg: LLMConfig, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+    """Seconds to wait before retrying a failed attempt.
+
+    Args:
+        cfg: The backoff settings (``backoff_base``, ``backoff_max``, ``max_retry_after``).
+        attempt: The failed attempt, from 0.
+        retry_after: The delay the server asked for (None: back off exponentially).
+        rng: The jitter's random source.
+
+    Returns:
+        The server's delay (capped at ``cfg.max_retry_after``), else half the exponential step
+        plus up to half of it at random.
+    """
+    if retry_after is not None:
+        return min(max(retry_after, 0.0), cfg.max_retry_after)
+    ceiling = min(cfg.backoff_max, cfg.backoff_base * 2.0**attempt)
+    # "Equal jitter": at least half the exponential step, so retries keep backing off.
+    return ceiling / 2 + rng.uniform(0, ceiling / 2)
