@@ -62,6 +62,9 @@ LAYERS: dict[str, int] = {
     "distill": 7,
     # 8: the command line, and its data flags.
     "cli": 8,
+    "cli_commands": 8,  # what each command does
+    "cli_flags": 8,  # the shorthand flags and their overrides
+    "cli_parser": 8,  # the argument parser
     "data_flags": 8,
 }
 
