@@ -14,91 +14,51 @@ retrieves it (the tag depends on the query: the bridge paragraph is often retrie
 rejected, by the original question before the next-hop query makes it relevant). A branch ends
 when none of its chunks says Continue, when its query is empty or repeats, at the hop limit, or
 when the question's chunk budget is full.
+
+What the loop is given is checked in :mod:`efficientrag.pipeline.inputs`; the records that keep
+track of each question and branch through a batched hop are in :mod:`efficientrag.pipeline.hop_state`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from efficientrag.data.schema import Chunk
 from efficientrag.models.inputs import filter_words
 from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.pipeline.hop_state import Branch, FilterJob, HopWork, Pair, QuestionState, query_key
+from efficientrag.pipeline.inputs import (
+    EMPTY_QUESTIONS_SHOWN,
+    DecisionObserver,
+    FilterLike,
+    LabelerLike,
+    check_questions,
+    load_model,
+)
 from efficientrag.pipeline.trace import HitRecord, Hop
 from efficientrag.retrieval.base import Hit, Retriever
 from efficientrag.text.words import join_words, split_words
 
 log = logging.getLogger(__name__)
 
-# Empty questions of one batch named in its error; the rest are counted.
-EMPTY_QUESTIONS_SHOWN = 20
-
-
-class LabelerLike(Protocol):
-    """``predict`` returns objects with ``continue_prob`` and ``word_probs`` (one per chunk word)."""
-
-    def predict(self, pairs: Sequence[tuple[list[str], list[str]]], **kw: Any) -> list[Any]: ...
-
-
-class FilterLike(Protocol):
-    """``predict`` returns objects with ``word_probs`` (one per input word)."""
-
-    def predict(self, word_lists: Sequence[list[str]], **kw: Any) -> list[Any]: ...
-
-
-class DecisionObserver(Protocol):
-    """Sees every model decision with the position of its question in the batch: a batched run mixes
-    the questions in one model call, so this is the one place a decision's question is known
-    (self-training records them: ``efficientrag.adapt.self_training``)."""
-
-    def labeled(self, question: int, query_words: list[str], chunk_words: list[str], pred: Any) -> None: ...
-
-    def filtered(self, question: int, words: list[str], pred: Any) -> None: ...
-
-
-def check_questions(questions: Sequence[object], *, source: str = "questions") -> None:
-    """A question that is not text, or is blank, is a caller's mistake: an error naming it, rather than
-    an empty result that reads like "nothing relevant in the corpus"."""
-    if isinstance(questions, str):
-        raise TypeError(f"{source}: expected a list of questions, got one string (use retrieve() for one)")
-    empty: list[int] = []
-    for i, q in enumerate(questions):
-        if not isinstance(q, str):
-            where = source if len(questions) == 1 else f"{source}[{i}]"
-            raise ValueError(f"{where}: a question must be a string, got {type(q).__name__}")
-        if not q.strip():
-            empty.append(i)
-    if len(questions) == 1 and empty:
-        raise ValueError(f"{source}: the question is empty")
-    if len(empty) == 1:
-        raise ValueError(f"{source}[{empty[0]}]: the question is empty")
-    if empty:
-        # Every empty one is named (up to EMPTY_QUESTIONS_SHOWN), so one run shows all to fix.
-        shown = ", ".join(f"{source}[{i}]" for i in empty[:EMPTY_QUESTIONS_SHOWN])
-        more = f" and {len(empty) - EMPTY_QUESTIONS_SHOWN} more" if len(empty) > EMPTY_QUESTIONS_SHOWN else ""
-        raise ValueError(f"{len(empty)} questions are empty: {shown}{more}")
-
-
-def _loaded(name: str, model: Any, config: EfficientRAGConfig) -> Any:
-    """``model`` itself when it can ``predict``; a folder (str or path) loaded as the ``name`` model."""
-    if isinstance(model, (str, os.PathLike)):
-        from efficientrag.models import Filter, Labeler
-
-        cls = Labeler if name == "labeler" else Filter
-        return cls.from_pretrained(model, device=config.device).quantize(config.quantize)
-    if not callable(getattr(model, "predict", None)):
-        cls_name = "Labeler" if name == "labeler" else "Filter"
-        raise TypeError(
-            f"EfficientRAG: {name} must be a loaded model ({cls_name}.from_pretrained(folder)) or its "
-            f"folder, got {type(model).__name__}"
-        )
-    return model
+# The checks of what the loop is given (pipeline.inputs) and the run's bookkeeping
+# (pipeline.hop_state) lived here, the private names below among them; all stay importable.
+__all__ = [
+    "EMPTY_QUESTIONS_SHOWN",
+    "DecisionObserver",
+    "EfficientRAG",
+    "FilterLike",
+    "LabelerLike",
+    "RetrievalResult",
+    "check_questions",
+]
+_loaded = load_model
+_Branch, _State, _Pair, _FilterJob, _HopWork = Branch, QuestionState, Pair, FilterJob, HopWork
+_query_key = query_key
 
 
 @dataclass
@@ -128,82 +88,6 @@ class RetrievalResult:
     def chunk_ids(self) -> list[str]:
         """The ids of ``chunks``, in the same order."""
         return [c.id for c in self.chunks]
-
-
-@dataclass
-class _Branch:
-    query: str
-    words: list[str]
-
-
-@dataclass
-class _State:
-    question: str
-    branches: list[_Branch]
-    index: int = 0  # the question's position in the batch
-    pool: dict[str, tuple[Chunk, float]] = field(default_factory=dict)
-    labeled_pairs: set[tuple[str, str]] = field(default_factory=set)
-    floor: set[str] = field(default_factory=set)
-    # Floor chunks tagged Terminate: in the pool, but judged again by later queries (like any
-    # rejected chunk), so a bridge paragraph kept only by the floor can still open its branch.
-    floor_only: set[str] = field(default_factory=set)
-    queries_used: set[str] = field(default_factory=set)
-    # The question's own first-hop hits in rank order with their Continue probability (fill_budget).
-    first_hits: list[tuple[Hit, float]] = field(default_factory=list)
-    trace: list[Hop] = field(default_factory=list)
-    counters: dict[str, float] = field(default_factory=dict)
-
-    def count(self, key: str, value: float = 1.0) -> None:
-        self.counters[key] = self.counters.get(key, 0.0) + value
-
-
-@dataclass
-class _Pair:
-    """A (query, chunk) pair the Labeler judges in this hop; ``branch`` indexes the hop's branches."""
-
-    state: _State
-    branch: int
-    hit: Hit
-    record: HitRecord
-
-
-@dataclass
-class _FilterJob:
-    """One next-hop query to write: the Filter's input words (query plus labeled words)."""
-
-    state: _State
-    words: list[str]
-
-
-@dataclass
-class _HopWork:
-    """What one hop of a batch produces, step by step; every list is batched over all questions."""
-
-    hop: int
-    branches: list[tuple[_State, _Branch]]
-    records: list[list[HitRecord]] = field(default_factory=list)  # per branch, in rank order
-    pairs: list[_Pair] = field(default_factory=list)
-    labels: list[Any] = field(default_factory=list)  # the Labeler's prediction per pair
-    truncated: dict[int, int] = field(default_factory=dict)  # branch -> query words cut
-    # branch -> (Continue probability, labeled words) of each Continue chunk that entered the pool
-    continued: dict[int, list[tuple[float, list[str]]]] = field(default_factory=dict)
-    jobs: list[_FilterJob] = field(default_factory=list)
-    next_branches: dict[int, list[_Branch]] = field(default_factory=dict)  # id(state) -> branches
-    seconds: dict[str, float] = field(default_factory=dict)  # the whole batch's time per stage
-    retrieval_split: dict[str, float] = field(default_factory=dict)  # encode/search, if reported
-
-    def __post_init__(self) -> None:
-        self.groups: list[tuple[_State, list[int]]] = []  # each question with its branch indices
-        for bi, (state, _) in enumerate(self.branches):
-            if not self.groups or self.groups[-1][0] is not state:
-                self.groups.append((state, []))
-            self.groups[-1][1].append(bi)
-
-    @contextmanager
-    def timed(self, stage: str) -> Iterator[None]:
-        t0 = time.perf_counter()
-        yield
-        self.seconds[stage] = time.perf_counter() - t0
 
 
 class EfficientRAG:
@@ -237,8 +121,8 @@ class EfficientRAG:
                 f"LangChainSearch or LlamaIndexSearch), got {type(retriever).__name__}"
             )
         self.retriever = retriever
-        self.labeler = _loaded("labeler", labeler, self.config)
-        self.filter = _loaded("filter", filter, self.config)
+        self.labeler = load_model("labeler", labeler, self.config)
+        self.filter = load_model("filter", filter, self.config)
         self.observer = observer
         self._chunk_words: dict[str, list[str]] = {}
         self._warned_truncation = False
@@ -294,9 +178,9 @@ class EfficientRAG:
         """
         check_questions(questions)
         cfg = self.config
-        states = [_State(q, [_Branch(q, split_words(q))], i) for i, q in enumerate(questions)]
+        states = [QuestionState(q, [Branch(q, split_words(q))], i) for i, q in enumerate(questions)]
         for state in states:
-            state.queries_used.add(_query_key(state.question))
+            state.queries_used.add(query_key(state.question))
         for hop in range(cfg.max_hops):
             active = [s for s in states if s.branches and not self._budget_full(s)]
             if not active:
@@ -314,30 +198,30 @@ class EfficientRAG:
 
     # ------------------------------------------------------------------------------------------
 
-    def _hop(self, hop: int, states: list[_State]) -> None:
+    def _hop(self, hop: int, states: list[QuestionState]) -> None:
         """One hop for every open branch of ``states``, each step batched over all of them."""
-        work = _HopWork(hop, [(s, b) for s in states for b in s.branches])
+        work = HopWork(hop, [(s, b) for s in states for b in s.branches])
         hits = self._search(work)
         self._label(work, hits)
         self._keep(work)
         self._next_queries(work)
         self._record(work)
 
-    def _search(self, work: _HopWork) -> list[list[Hit]]:
+    def _search(self, work: HopWork) -> list[list[Hit]]:
         """Top-k for every branch, in one batched search."""
         with work.timed("retrieval"):
             hits = self.retriever.search([b.query for _, b in work.branches], self.config.top_k)
         work.retrieval_split = getattr(self.retriever, "last_timings", None) or {}
         return hits
 
-    def _label(self, work: _HopWork, hits: list[list[Hit]]) -> None:
+    def _label(self, work: HopWork, hits: list[list[Hit]]) -> None:
         """Label every (query, chunk) pair not judged before, in one Labeler batch. A chunk already in
         the pool is not labeled again (unless only the floor holds it), nor is a chunk already judged
         for the same query."""
         cfg = self.config
         for bi, ((state, branch), branch_hits) in enumerate(zip(work.branches, hits, strict=True)):
             state.count("retrieval_calls")
-            qkey = _query_key(branch.query)
+            qkey = query_key(branch.query)
             records = []
             for rank, h in enumerate(branch_hits):
                 pooled = h.id in state.pool and h.id not in state.floor_only
@@ -346,7 +230,7 @@ class EfficientRAG:
                 records.append(record)
                 if not seen:
                     state.labeled_pairs.add((qkey, h.id))
-                    work.pairs.append(_Pair(state, bi, h, record))
+                    work.pairs.append(Pair(state, bi, h, record))
             work.records.append(records)
         with work.timed("labeler"):
             work.labels = (
@@ -366,7 +250,7 @@ class EfficientRAG:
         if work.truncated:
             self._warn_truncated(work.branches, work.truncated)
 
-    def _keep(self, work: _HopWork) -> None:
+    def _keep(self, work: HopWork) -> None:
         """Record each judgement; pool the floor chunks and, while the budget allows, the Continue
         chunks, whose labeled words go on to the Filter."""
         cfg = self.config
@@ -391,7 +275,7 @@ class EfficientRAG:
                 state.pool[h.id] = (h.chunk, max(prob, state.pool.get(h.id, (None, 0.0))[1]))
                 work.continued.setdefault(pair.branch, []).append((prob, labeled))
 
-    def _next_queries(self, work: _HopWork) -> None:
+    def _next_queries(self, work: HopWork) -> None:
         """The Filter writes the next queries: one per question from all its Continue chunks
         (merged), or one per Continue chunk, the most probable ``max_branches`` first (branch). An
         empty query, or one the question has already asked, opens no branch."""
@@ -403,7 +287,7 @@ class EfficientRAG:
                     # The hop's query is the one the chunks answered; with one branch per hop in
                     # merged mode there is exactly one.
                     branch = work.branches[own[0]][1]
-                    work.jobs.append(_FilterJob(state, filter_words(branch.words, collected)))
+                    work.jobs.append(FilterJob(state, filter_words(branch.words, collected)))
             else:
                 candidates = [
                     (prob, words, work.branches[bi][1])
@@ -412,7 +296,7 @@ class EfficientRAG:
                 ]
                 candidates.sort(key=lambda x: -x[0])
                 for _, words, branch in candidates[: cfg.max_branches]:
-                    work.jobs.append(_FilterJob(state, filter_words(branch.words, [words])))
+                    work.jobs.append(FilterJob(state, filter_words(branch.words, [words])))
         with work.timed("filter"):
             kept = (
                 self.filter.predict(
@@ -431,13 +315,13 @@ class EfficientRAG:
                 w for w, p in zip(job.words, pred.word_probs, strict=False) if p >= cfg.filter_threshold
             ]
             query = join_words(q_words)
-            key = _query_key(query)
+            key = query_key(query)
             if not key or key in job.state.queries_used:
                 continue
             job.state.queries_used.add(key)
-            work.next_branches.setdefault(id(job.state), []).append(_Branch(query, q_words))
+            work.next_branches.setdefault(id(job.state), []).append(Branch(query, q_words))
 
-    def _record(self, work: _HopWork) -> None:
+    def _record(self, work: HopWork) -> None:
         """Append each question's ``Hop`` to its trace (with its share of the batch's time) and open
         its next branches."""
         n_pairs, n_jobs = max(1, len(work.pairs)), max(1, len(work.jobs))
@@ -471,7 +355,9 @@ class EfficientRAG:
             state.trace.append(entry)
             state.branches = next_branches
 
-    def _warn_truncated(self, branch_refs: list[tuple[_State, _Branch]], truncated: dict[int, int]) -> None:
+    def _warn_truncated(
+        self, branch_refs: list[tuple[QuestionState, Branch]], truncated: dict[int, int]
+    ) -> None:
         """Once per retriever: a query cut silently would look like a retrieval failure."""
         if self._warned_truncation:
             return
@@ -492,13 +378,13 @@ class EfficientRAG:
             else "",
         )
 
-    def _budget_full(self, state: _State) -> bool:
+    def _budget_full(self, state: QuestionState) -> bool:
         budget = self.config.chunk_budget
         if budget is None or self.config.budget_policy == "best":
             return False  # "best" trims at the end (_select), so the loop itself never stops for it
         return len(state.pool) >= budget
 
-    def _select(self, state: _State) -> list[tuple[Chunk, float]]:
+    def _select(self, state: QuestionState) -> list[tuple[Chunk, float]]:
         """The question's final chunks: the whole pool, or under a "best" budget the floor chunks
         and then the most probable Continue chunks up to the budget; then, with ``fill_budget``,
         the question's next-ranked first-hop hits up to the budget."""
@@ -525,7 +411,3 @@ class EfficientRAG:
                 self._chunk_words.clear()
             self._chunk_words[chunk.id] = words
         return words
-
-
-def _query_key(query: str) -> str:
-    return " ".join(query.lower().split())
