@@ -70,6 +70,35 @@ def _add_report_args(p: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=cmd_report)
 
 
+def _add_adapt_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", "-c", help="adapt preset (YAML), e.g. configs/adapt/minilm-cpu.yaml")
+    p.add_argument("--corpus", help="target corpus JSONL (corpus)")
+    p.add_argument("--labeler", help="trained Labeler folder (labeler)")
+    p.add_argument("--filter", help="trained Filter folder (filter)")
+    p.add_argument("--train-data", dest="train_data", help="their training set folder (train_data)")
+    p.add_argument("--questions", help="unlabeled questions for self-training (questions)")
+    p.add_argument(
+        "--validation",
+        help="questions with gold ids in the corpus, to score the adapted models on (validation)",
+    )
+    p.add_argument("--work-dir", dest="work_dir", help="where everything goes (default runs/adapt)")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    p.set_defaults(handler=cmd_adapt)
+
+
+def _add_distill_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", "-c", help="distill preset (YAML), e.g. configs/distill/minilm-cpu.yaml")
+    p.add_argument("--labeler", help="trained Labeler folder, the teacher (labeler)")
+    p.add_argument("--filter", help="trained Filter folder, the teacher (filter)")
+    p.add_argument("--train-data", dest="train_data", help="their training set folder (train_data)")
+    p.add_argument("--questions", help="training questions the teachers' loop records pairs on (questions)")
+    p.add_argument("--corpus", help="the corpus those questions are asked over (corpus)")
+    p.add_argument("--depth", type=int, help="layers the students keep (depth)")
+    p.add_argument("--work-dir", dest="work_dir", help="where everything goes (default runs/distill)")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    p.set_defaults(handler=cmd_distill)
+
+
 # Commands that also run as scripts of their own (command_main): help text and argument setup.
 STANDALONE = {"eval": (_EVAL_HELP, _add_eval_args), "report": (_REPORT_HELP, _add_report_args)}
 
@@ -111,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="port (serve.port; default 8000, 0: any free port)")
     p.set_defaults(handler=cmd_serve)
 
-    # Listed for --help; the arguments are parsed by the commands' own entries (see _delegate).
+    # Listed for --help; the arguments are parsed by the commands' own entries (efficientrag.cli._delegate).
     sub.add_parser("synth", help="synthesize Labeler/Filter training data (same as synth/run.py)")
     sub.add_parser(
         "train", help="train the labeler or the filter (same as train/labeler.py, train/filter.py)"
@@ -126,32 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_args(p, "configs/quickstart/hotpotqa.yaml")
     p.set_defaults(handler=cmd_quickstart)
 
-    p = sub.add_parser(
-        "adapt", help="fine-tune trained Labeler/Filter for a new corpus, without gold (resumable)"
+    _add_adapt_args(
+        sub.add_parser(
+            "adapt", help="fine-tune trained Labeler/Filter for a new corpus, without gold (resumable)"
+        )
     )
-    p.add_argument("--config", "-c", help="adapt preset (YAML), e.g. configs/adapt/minilm-cpu.yaml")
-    p.add_argument("--corpus", help="target corpus JSONL (corpus)")
-    p.add_argument("--labeler", help="trained Labeler folder (labeler)")
-    p.add_argument("--filter", help="trained Filter folder (filter)")
-    p.add_argument("--train-data", dest="train_data", help="their training set folder (train_data)")
-    p.add_argument("--questions", help="unlabeled questions for self-training (questions)")
-    p.add_argument(
-        "--validation",
-        help="questions with gold ids in the corpus, to score the adapted models on (validation)",
+    _add_distill_args(
+        sub.add_parser("distill", help="shallower Labeler/Filter students taught by trained ones (resumable)")
     )
-    p.add_argument("--work-dir", dest="work_dir", help="where everything goes (default runs/adapt)")
-    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
-    p.set_defaults(handler=cmd_adapt)
-
-    p = sub.add_parser("distill", help="shallower Labeler/Filter students taught by trained ones (resumable)")
-    p.add_argument("--config", "-c", help="distill preset (YAML), e.g. configs/distill/minilm-cpu.yaml")
-    p.add_argument("--labeler", help="trained Labeler folder, the teacher (labeler)")
-    p.add_argument("--filter", help="trained Filter folder, the teacher (filter)")
-    p.add_argument("--train-data", dest="train_data", help="their training set folder (train_data)")
-    p.add_argument("--questions", help="training questions the teachers' loop records pairs on (questions)")
-    p.add_argument("--corpus", help="the corpus those questions are asked over (corpus)")
-    p.add_argument("--depth", type=int, help="layers the students keep (depth)")
-    p.add_argument("--work-dir", dest="work_dir", help="where everything goes (default runs/distill)")
-    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
-    p.set_defaults(handler=cmd_distill)
     return parser
