@@ -46,7 +46,13 @@ def evaluate(
     # The folder names the models (their fingerprints) and the setting; the record binds them all.
     bound = {"method": "treehop+tagger", "setting": list(setting), **index_and_data(pool.retriever, examples)}
     return run_method(
-        TaggedTreeHopRetrieval(tagged), examples, folder, ks=(), batch_size=32, progress=False, fingerprint=bound
+        TaggedTreeHopRetrieval(tagged),
+        examples,
+        folder,
+        ks=(),
+        batch_size=32,
+        progress=False,
+        fingerprint=bound,
     )
 
 

@@ -52,7 +52,9 @@ def count_fates(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     return tally_fates(fate_of_record(rec) for rec in records)
 
 
-def tally_fates(fates_per_record: Iterable[Mapping[str, str]], fates: Iterable[str] = FATES) -> dict[str, int]:
+def tally_fates(
+    fates_per_record: Iterable[Mapping[str, str]], fates: Iterable[str] = FATES
+) -> dict[str, int]:
     """``gold`` (every gold chunk) and how many met each fate; ``fates`` are the kinds counted."""
     return _tally(fates_per_record, fates)
 

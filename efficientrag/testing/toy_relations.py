@@ -25,7 +25,10 @@ _RELATIONS = (
     ("born_year", re.compile(r"^When was .+ born\?$")),
     ("spouse", re.compile(r"^Who is .+ married to\?$")),
     ("employer", re.compile(r"^Which .+ has .+ worked for\?$")),
-    ("producer", re.compile(r"^Which (film studio|publishing house|record label) (produced|published|released) ")),
+    (
+        "producer",
+        re.compile(r"^Which (film studio|publishing house|record label) (produced|published|released) "),
+    ),
     ("headquarters", re.compile(r"^Where is .+ headquartered\?$")),
     ("country", re.compile(r"^Which country is .+ in\?$")),
     ("founded", re.compile(r"^When was .+ founded\?$")),

@@ -188,7 +188,9 @@ def test_merge_unions_synthesis_runs_and_names_both_files_for_a_repeated_questio
     assert counts == {"labeler": {"train": 7, "validation": 6}, "filter": {"train": 5, "validation": 4}}
     ids = [r["id"] for r in read_jsonl(tmp_path / "union" / "labeler" / "train.jsonl")]
     assert ids[:4] == [r["id"] for r in read_jsonl(a / "labeler" / "train.jsonl")]
-    with pytest.raises(ValueError, match=r"a[/\\]labeler[/\\]train.jsonl: row id .* is also in .*a[/\\]labeler"):
+    with pytest.raises(
+        ValueError, match=r"a[/\\]labeler[/\\]train.jsonl: row id .* is also in .*a[/\\]labeler"
+    ):
         merge_training_sets([a, a], tmp_path / "twice")
     with pytest.raises(FileNotFoundError, match="run the synthesis 'build' stage"):
         merge_training_sets([a, tmp_path / "nothing"], tmp_path / "missing")
