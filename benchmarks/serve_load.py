@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -91,6 +92,28 @@ class Served:
         return self.proc.wait(timeout=600)
 
 
+class RssSampler:
+    """The server's RSS every ``every_s`` seconds while a soak runs: whether memory levels off or
+    keeps growing, which two end points cannot tell."""
+
+    def __init__(self, server: Served, every_s: float) -> None:
+        self.server, self.every_s, self.samples = server, every_s, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.samples.append(self.server.rss_mib())
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def library_one_at_a_time(rag, questions: list[str]) -> dict:
     rag.retrieve(questions[0])  # warm-up, not counted
     lat = []
@@ -99,14 +122,15 @@ def library_one_at_a_time(rag, questions: list[str]) -> dict:
         t = time.perf_counter()
         rag.retrieve(q)
         lat.append(time.perf_counter() - t)
-    return summary(lat, len(questions), time.perf_counter() - t0, errors=0, lost=0)
+    return summary(lat, len(questions), time.perf_counter() - t0, errors={}, lost=0)
 
 
 def load(url: str, questions: list[str], clients: int, *, passes: int = 1, seconds: float = 0) -> dict:
     """``clients`` threads, each one request (one question) at a time: ``passes`` over the questions,
     or for ``seconds`` (soak). Lost: a request that got no HTTP reply at all."""
     work = iter([q for _ in range(passes) for q in questions]) if not seconds else None
-    lock, lat, errors, lost, sent = threading.Lock(), [], [0], [0], [0]
+    lock, lat, lost, sent = threading.Lock(), [], [0], [0]
+    errors: Counter[int] = Counter()  # HTTP status -> count (504: the deadline, 503: the queue)
     stop_at = time.monotonic() + seconds
 
     def next_question(i: int) -> str | None:
@@ -131,7 +155,7 @@ def load(url: str, questions: list[str], clients: int, *, passes: int = 1, secon
                     if reply.status_code == 200:
                         lat.append(time.perf_counter() - t)
                     else:
-                        errors[0] += 1
+                        errors[reply.status_code] += 1
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
     t0 = time.perf_counter()
@@ -139,10 +163,10 @@ def load(url: str, questions: list[str], clients: int, *, passes: int = 1, secon
         t.start()
     for t in threads:
         t.join()
-    return summary(lat, sent[0], time.perf_counter() - t0, errors=errors[0], lost=lost[0])
+    return summary(lat, sent[0], time.perf_counter() - t0, errors=dict(errors), lost=lost[0])
 
 
-def summary(lat: list[float], sent: int, wall: float, *, errors: int, lost: int) -> dict:
+def summary(lat: list[float], sent: int, wall: float, *, errors: dict[int, int], lost: int) -> dict:
     ms = np.asarray(lat) * 1000 if lat else np.asarray([np.nan])
     return {
         "sent": sent,
@@ -156,9 +180,15 @@ def summary(lat: list[float], sent: int, wall: float, *, errors: int, lost: int)
     }
 
 
+def error_cell(errors: dict[int, int]) -> str:
+    """``0``, or the count with its HTTP statuses (``32 (504 x32)``): a deadline is not a crash."""
+    total = sum(errors.values())
+    return f"{total} ({', '.join(f'{code} x{n}' for code, n in sorted(errors.items()))})" if total else "0"
+
+
 def row(name: str, s: dict, base: dict) -> str:
     return (
-        f"| {name} | {s['ok']}/{s['sent']} | {s['errors']} | {s['lost']} | {s['qps']:.2f} | "
+        f"| {name} | {s['ok']}/{s['sent']} | {error_cell(s['errors'])} | {s['lost']} | {s['qps']:.2f} | "
         f"{s['qps'] / base['qps']:.2f}x | {s['p50']:.0f} | {s['p95']:.0f} | {s['p99']:.0f} | "
         f"{s['p50'] / base['p50']:.2f}x |"
     )
@@ -207,9 +237,11 @@ def main(argv: list[str] | None = None) -> int:
             )
         if args.soak_s > 0:
             rss0 = server.rss_mib()
-            soak = load(server.url, questions, 16, seconds=args.soak_s)
+            with RssSampler(server, every_s=args.soak_s / 10) as rss:
+                soak = load(server.url, questions, 16, seconds=args.soak_s)
             lines.append(row(f"soak {args.soak_s:.0f} s, 16 clients", soak, base))
             lines.append(f"\nsoak: RSS {rss0:.0f} MiB at the start, {server.rss_mib():.0f} MiB at the end")
+            lines.append("soak: RSS every tenth of it (MiB): " + ", ".join(f"{m:.0f}" for m in rss.samples))
     finally:
         code = server.stop()
     lines.append(f"server exit code after SIGTERM: {code}")
