@@ -95,26 +95,14 @@ def build_tiny_causal_lm(
     if num_heads % num_kv_heads or hidden_size % num_heads:
         raise ValueError("hidden_size must be divisible by num_heads, and num_heads by num_kv_heads")
     import torch
-    from transformers import AutoModelForCausalLM, GenerationConfig, PreTrainedTokenizerFast
+    from transformers import AutoModelForCausalLM, GenerationConfig
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
 
-    backend = _train_tokenizer([BUILTIN_TEXT, *(vocab_texts or [])], vocab_size)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        bos_token=BOS,
-        eos_token=EOS,
-        pad_token=PAD,
-        unk_token=UNK,
-        additional_special_tokens=[END_OF_TURN, *ROLE_TOKENS],
-        clean_up_tokenization_spaces=False,
-        model_max_length=max_positions,
+    tokenizer = _save_tokenizer(
+        out, [BUILTIN_TEXT, *(vocab_texts or [])], vocab_size, max_positions, chat_template
     )
-    if chat_template:
-        tokenizer.chat_template = CHAT_TEMPLATE
-    tokenizer.save_pretrained(out)
-
     ids = {tok: tokenizer.convert_tokens_to_ids(tok) for tok in SPECIAL_TOKENS}
     config = _model_config(
         arch,
@@ -150,6 +138,29 @@ def build_tiny_causal_lm(
         json.dumps({"arch": arch, "seed": seed, "random_weights": True}, indent=2), encoding="utf-8"
     )
     return str(out)
+
+
+def _save_tokenizer(
+    out: Path, texts: Sequence[str], vocab_size: int, max_positions: int, chat_template: bool
+):
+    """Train the byte-level BPE tokenizer on ``texts``, wrap it with the chat's special tokens and
+    save it to ``out``; returns the wrapped tokenizer (its ids name the model's special tokens)."""
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=_train_tokenizer(texts, vocab_size),
+        bos_token=BOS,
+        eos_token=EOS,
+        pad_token=PAD,
+        unk_token=UNK,
+        additional_special_tokens=[END_OF_TURN, *ROLE_TOKENS],
+        clean_up_tokenization_spaces=False,
+        model_max_length=max_positions,
+    )
+    if chat_template:
+        tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.save_pretrained(out)
+    return tokenizer
 
 
 def _train_tokenizer(texts: Sequence[str], vocab_size: int):
