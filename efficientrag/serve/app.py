@@ -49,7 +49,7 @@ PAGE_CSP = (
 
 def create_app(rag: EfficientRAG, cfg: ServeConfig, *, backend: str, token: str | None = None) -> Any:
     """The ASGI app: FastAPI behind the token/body-size gate (and CORS when configured)."""
-    service = Service(rag, backend)
+    service = Service(rag, backend, trim_memory=cfg.trim_memory)
     metrics = Metrics()
     batcher = MicroBatcher(service.run, cfg.max_batch, cfg.max_wait_ms / 1000, cfg.max_queue, metrics)
 

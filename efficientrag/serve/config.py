@@ -49,6 +49,9 @@ class ServeConfig:
             reports it down.
         cors_origins: Origins allowed by CORS (empty: CORS off; ``"*"`` is refused).
         access_log: Log every request.
+        trim_memory: After each batch, hand the memory it freed back to the OS (glibc's
+            ``malloc_trim``), so that a long-running server's RSS stays level
+            (:mod:`efficientrag.serve.memory`).
     """
 
     host: str = "127.0.0.1"
@@ -73,6 +76,8 @@ class ServeConfig:
     # Origins allowed by CORS (browser pages on other sites); empty: CORS off.
     cors_origins: list[str] = field(default_factory=list)
     access_log: bool = True
+    # glibc keeps what a batch freed; without a trim the RSS climbs for as long as the server runs.
+    trim_memory: bool = True
 
     def __post_init__(self) -> None:
         counts = {

@@ -15,14 +15,17 @@ from typing import Any
 
 from efficientrag.pipeline.efficientrag import EfficientRAG, RetrievalResult
 from efficientrag.serve.backend import GuardedRetriever, probe
+from efficientrag.serve.memory import release_freed_memory
 
 _LOOPS_KEPT = 16
 
 
 class Service:
-    """``rag``'s retriever is wrapped so that its failures name ``backend``."""
+    """``rag``'s retriever is wrapped so that its failures name ``backend``; with ``trim_memory``,
+    what each batch freed goes back to the OS (``ServeConfig.trim_memory``)."""
 
-    def __init__(self, rag: EfficientRAG, backend: str) -> None:
+    def __init__(self, rag: EfficientRAG, backend: str, *, trim_memory: bool = False) -> None:
+        self.trim_memory = trim_memory
         guarded = GuardedRetriever(rag.retriever, backend)
         self.base = EfficientRAG(guarded, rag.labeler, rag.filter, rag.config)
         self.backend = backend
@@ -41,7 +44,11 @@ class Service:
             while len(self._loops) > _LOOPS_KEPT:
                 self._loops.popitem(last=False)
         self._loops.move_to_end(key)
-        return loop.retrieve_batch(questions)
+        try:
+            return loop.retrieve_batch(questions)
+        finally:
+            if self.trim_memory:
+                release_freed_memory()
 
     async def ready(self, timeout_s: float) -> dict[str, Any]:
         """Models are loaded (they are, once the service exists) and the backend answers now."""
