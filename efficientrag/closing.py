@@ -3,18 +3,19 @@ loop thread) and release it in ``close()``, written once instead of in each of t
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import TypeVar
 
 C = TypeVar("C", bound="Closing")
 
 
-class Closing:
+class Closing(ABC):
     """A base class: ``with obj:`` gives ``obj`` itself and calls its ``close()`` on the way out,
     also when the block raises. A subclass implements :meth:`close`."""
 
+    @abstractmethod
     def close(self) -> None:
         """Release what the object holds."""
-        raise NotImplementedError
 
     def __enter__(self: C) -> C:
         return self

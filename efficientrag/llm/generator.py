@@ -14,6 +14,7 @@ token, and what a partial answer is appended to), or a list of chat messages
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -233,7 +234,7 @@ class GenerationRequest:
     logit_bias: Any
 
 
-class GeneratorBase:
+class GeneratorBase(ABC):
     """What the backends share: :meth:`generate`, the :class:`Generator` call, checks its arguments
     once for all of them and hands a :class:`GenerationRequest` to the backend's :meth:`_generate`.
 
@@ -280,14 +281,14 @@ class GeneratorBase:
         )
         return self._generate(request)
 
+    @abstractmethod
     def _check_logit_bias(self, logit_bias: Mapping[int, float] | None) -> Any:
         """``logit_bias`` in the form the backend sends on (None when empty); raises ValueError for
         an id or value it cannot take."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _generate(self, request: GenerationRequest) -> list[Generation]:
         """One :class:`Generation` per prompt of ``request``, in order."""
-        raise NotImplementedError
 
 
 # -- shared argument checks and text helpers --------------------------------------------------------
