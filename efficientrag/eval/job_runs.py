@@ -63,7 +63,9 @@ def evaluate_efficientrag_run(
     """
     from efficientrag.baselines.efficientrag import EfficientRAGRetrieval
     from efficientrag.fingerprint import folder_digest
+    from efficientrag.models.export import resolve_quantize
     from efficientrag.pipeline.efficientrag import EfficientRAG
+    from efficientrag.pipeline.inputs import loaded_path
 
     if rag is None:
         rag = EfficientRAG.from_config(retriever, rag_cfg)
@@ -72,6 +74,8 @@ def evaluate_efficientrag_run(
         folders = (_loaded_from(rag.labeler), _loaded_from(rag.filter))
         rag = EfficientRAG(rag.retriever, rag.labeler, rag.filter, rag_cfg)
     settings = {k: v for k, v in to_dict(rag_cfg).items() if k not in _NOT_RETRIEVAL}
+    # What runs, not "auto": the loaded models' path when they say it, else the config's.
+    settings["quantize"] = loaded_path(rag.labeler) or resolve_quantize(rag_cfg.quantize, rag_cfg.device)
     fingerprint = {
         "method": "efficientrag",
         **index_and_data(retriever, examples),

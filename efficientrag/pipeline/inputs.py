@@ -18,6 +18,15 @@ from efficientrag.pipeline.config import EfficientRAGConfig
 # Empty questions of one batch named in its error; the rest are counted.
 EMPTY_QUESTIONS_SHOWN = 20
 
+# What a loaded Labeler/Filter's ``backend`` says for each ``quantize`` mode it was loaded with.
+BACKEND_OF_QUANTIZE = {
+    "none": "torch",
+    "int8": "torch-int8",
+    "bf16": "torch-bf16",
+    "onnx": "onnx",
+    "onnx-int8": "onnx-int8",
+}
+
 
 class LabelerLike(Protocol):
     """``predict`` returns objects with ``continue_prob`` and ``word_probs`` (one per chunk word)."""
@@ -86,6 +95,9 @@ def load_model(name: str, model: Any, config: EfficientRAGConfig) -> Any:
 
     Raises:
         TypeError: ``model`` is neither a loaded model nor a folder.
+        ValueError: ``model`` is loaded and runs on another path than ``config.quantize`` asks for
+            (quantization applies to a folder as it is loaded; a loaded model runs as it is, and a
+            run would otherwise record one dtype and run another).
     """
     if isinstance(model, (str, os.PathLike)):
         from efficientrag.models import Filter, Labeler
@@ -98,4 +110,29 @@ def load_model(name: str, model: Any, config: EfficientRAGConfig) -> Any:
             f"EfficientRAG: {name} must be a loaded model ({cls_name}.from_pretrained(folder)) or its "
             f"folder, got {type(model).__name__}"
         )
+    check_loaded_path(name, model, config)
     return model
+
+
+def loaded_path(model: Any) -> str | None:
+    """The ``quantize`` mode a loaded Labeler/Filter (or a prediction cache over one) runs as;
+    None for models that do not say (test doubles, remote ones)."""
+    backend = getattr(getattr(model, "model", model), "backend", None)
+    modes = {v: k for k, v in BACKEND_OF_QUANTIZE.items()}
+    return modes.get(backend) if isinstance(backend, str) else None
+
+
+def check_loaded_path(name: str, model: Any, config: EfficientRAGConfig) -> None:
+    """A loaded model runs as it was loaded: a config asking for a faster path (bf16, int8, ONNX)
+    must find it already on that path, or a run would record one dtype and run another. (The
+    default, ``none``, takes a loaded model as it is; runs record the path it runs on.)"""
+    from efficientrag.models.export import resolve_quantize
+
+    mode, runs_as = resolve_quantize(config.quantize, config.device), loaded_path(model)
+    if mode != "none" and runs_as is not None and runs_as != mode:
+        backend = BACKEND_OF_QUANTIZE[runs_as]
+        raise ValueError(
+            f"EfficientRAG: quantize={config.quantize!r} ({mode}) but the {name} given runs as {backend!r}: "
+            f"quantize applies to models loaded from folders; pass the folder, call .quantize({mode!r}) "
+            f"on the loaded {name}, or set quantize to match it"
+        )
