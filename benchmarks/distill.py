@@ -8,8 +8,10 @@ questions of the training files, the chosen student reported on dev questions no
    train file and its own corpus (``efficientrag.distill``; the validation questions are never
    recorded).
 3. Candidates: students of ``--depths`` layers (default 2, 3, 4), each trained on the synthesized
-   rows alone and on them mixed with the recorded pairs (``--filter-too`` distills the Filter at the
-   same depth; by default the Filter stays the teacher).
+   rows alone and on them mixed with the recorded pairs (``--pairs-ratio`` recorded rows per
+   synthesized row), both for the same number of optimizer steps (the synthesized-only run's), so
+   the comparison is at equal training cost (``--filter-too`` distills the Filter at the same depth;
+   by default the Filter stays the teacher).
 4. Choice, on validation at the teachers' setting: the shallowest candidate within the goal of the
    issue (at most ``--max-recall-drop`` recall points and ``--max-all-gold-drop`` all-gold points
    below the teachers, averaged over the training files); none within it: the best mean of recall
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import sys
@@ -120,6 +123,8 @@ def distill_config(args: argparse.Namespace, teachers: Path, overrides: list[str
             f"train_data={teachers / 'train_data'}",
             f"retriever.kind={args.retriever}",
             f"progress={not args.quiet}",
+            f"mix.labeler_ratio={args.pairs_ratio}",
+            f"mix.filter_ratio={args.pairs_ratio}",
             *[f"efficientrag.{o}" for o in overrides],
             *args.distill_overrides,
         ],
@@ -170,10 +175,23 @@ def train_candidates(cfg: Any, args: argparse.Namespace, rows: list[Path]) -> di
             models = dict(teachers)
             kinds = ("labeler", "filter") if args.filter_too else ("labeler",)
             for kind in kinds:
+                if pairs:
+                    dcfg = equal_steps(dcfg, kind)
                 folder, _ = train_student(dcfg, kind, teachers, inputs, data, Path(cfg.work_dir))
                 models[kind] = folder / "best"
             out[candidate_name(depth, pairs)] = {**models, "depth": depth, "pairs": pairs}
     return out
+
+
+def equal_steps(cfg: Any, kind: str) -> Any:
+    """``cfg`` with ``kind``'s student trained for as many optimizer steps as it takes on the
+    synthesized rows alone: a candidate with recorded pairs sees other rows, not more of them."""
+    attr = f"{kind}_train"
+    tcfg = getattr(cfg, attr)
+    with (Path(cfg.train_data) / kind / "train.jsonl").open(encoding="utf-8") as fh:
+        rows = sum(1 for line in fh if line.strip())
+    steps = math.ceil(rows / (tcfg.batch_size * tcfg.grad_accumulation)) * tcfg.epochs
+    return replace(cfg, **{attr: replace(tcfg, max_steps=tcfg.max_steps or steps)})
 
 
 def validation_scores(
@@ -183,14 +201,23 @@ def validation_scores(
     pools: dict[str, Any],
     label: str,
     overrides: list[str],
+    quantize: str = "none",
 ) -> dict[str, float]:
-    """Mean recall and all-gold over the training files' validation questions at one setting."""
+    """Mean recall and all-gold over the training files' validation questions at one setting
+    (the models in float32, or on ``quantize``'s path)."""
     per = []
+    folder = "validation" if quantize == "none" else f"validation-{quantize}"
     for name, pool in pools.items():
         cfg = quick_config(work, name, args)
-        rag = load_rag(pool, models)
+        rag = load_rag(pool, models, quantize)
         res = run_setting(
-            pool, rag, validation_examples(pool, cfg), label, overrides, models / "validation" / name, cfg
+            pool,
+            rag,
+            validation_examples(pool, cfg),
+            label,
+            [*overrides, f"quantize={quantize}"],
+            models / folder / name,
+            cfg,
         )
         per.append(res["retrieval"]["all"])
     return {k: sum(r[k] for r in per) / len(per) for k in ("recall", "all_gold", "num_chunks")}
@@ -210,6 +237,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--depths", type=int, nargs="+", default=list(DEPTHS))
     parser.add_argument("--filter-too", action="store_true", help="distill the Filter at the same depth")
+    parser.add_argument(
+        "--pairs-ratio",
+        type=float,
+        default=1.0,
+        help="recorded rows per synthesized row (the +pairs candidates)",
+    )
     parser.add_argument("--distill-overrides", nargs="*", default=[], help="efficientrag distill key=value")
     parser.add_argument("--max-recall-drop", type=float, default=1.0)
     parser.add_argument("--max-all-gold-drop", type=float, default=2.0)
@@ -242,12 +275,20 @@ def main(argv: list[str] | None = None) -> int:
     }
     chosen, why = pick(scores, teacher_val, args.max_recall_drop, args.max_all_gold_drop)
     s_label, s_overrides, _ = choose(args, work, folders[chosen], pools)  # re-tuned on validation
+    dtypes = {  # float32 against bf16 on validation: is `quantize: auto` a safe default?
+        who: {q: validation_scores(args, work, models, pools, label, overrides, q) for q in ("none", "bf16")}
+        for who, models, label, overrides in (
+            ("teachers", teachers, t_label, t_overrides),
+            (f"student {chosen}", folders[chosen], s_label, s_overrides),
+        )
+    }
     results = dev_report(
         args, work, eval_on, teachers, folders[chosen], (t_label, t_overrides), (s_label, s_overrides)
     )
     report = render(
         args, teacher_val, scores, chosen, why, (t_label, t_overrides), (s_label, s_overrides), results
     )
+    report += "\n\n" + dtype_table(dtypes)
     report += f"\n\nWall time: {time.perf_counter() - t0:.0f} s."
     out = Path(cfg.work_dir)
     (out / "results.md").write_text(report, encoding="utf-8")
@@ -256,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         "student_setting": [s_label, s_overrides],
         "chosen": chosen,
         "student": {k: str(candidates[chosen][k]) for k in ("labeler", "filter")},
-        "validation": {"teacher": teacher_val, "candidates": scores},
+        "validation": {"teacher": teacher_val, "candidates": scores, "dtypes": dtypes},
         "dev": results,
     }
     (out / "results.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
@@ -302,6 +343,23 @@ def dev_report(
             for pool_name, res in by_pool.items():
                 results.setdefault(f"{name}, {pool_name}", {})[who] = res
     return results
+
+
+def dtype_table(dtypes: dict[str, dict[str, dict[str, float]]]) -> str:
+    """float32 against bf16 on the validation questions, each model at its own chosen setting."""
+    lines = [
+        "float32 against bf16 (`quantize: bf16`) on the validation questions, each at its chosen setting:",
+        "",
+        "| model | dtype | recall | all-gold | chunks |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for who, by in dtypes.items():
+        for q, s in by.items():
+            name = "float32" if q == "none" else q
+            lines.append(
+                f"| {who} | {name} | {s['recall']:.2f} | {s['all_gold']:.2f} | {s['num_chunks']:.2f} |"
+            )
+    return "\n".join(lines)
 
 
 def render(args, teacher_val, scores, chosen, why, t_setting, s_setting, results) -> str:

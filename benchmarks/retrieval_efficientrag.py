@@ -170,13 +170,15 @@ def train(args: argparse.Namespace, work: Path, train_on: list[str]) -> tuple[Pa
     return root, counts, pools
 
 
-def load_rag(pool: Pool, models: Path) -> Any:
+def load_rag(pool: Pool, models: Path, quantize: str = "none") -> Any:
+    """The loop over ``models``'s Labeler and Filter, loaded once (on ``quantize``'s path) behind a
+    prediction cache that every setting of a grid shares."""
     from efficientrag.models import Filter, Labeler
     from efficientrag.pipeline.efficientrag import EfficientRAG
     from efficientrag.pipeline.prediction_cache import CachedPredictor
 
-    lab = CachedPredictor(Labeler.from_pretrained(models / "labeler" / "best"))
-    fil = CachedPredictor(Filter.from_pretrained(models / "filter" / "best"))
+    lab = CachedPredictor(Labeler.from_pretrained(models / "labeler" / "best").quantize(quantize))
+    fil = CachedPredictor(Filter.from_pretrained(models / "filter" / "best").quantize(quantize))
     return EfficientRAG(pool.retriever, lab, fil)
 
 

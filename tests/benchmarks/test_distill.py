@@ -81,3 +81,18 @@ def test_cost_variants_run_whose_models_at_whose_setting_in_which_dtype(cost):
     ]
     with pytest.raises(SystemExit, match="unknown variant"):
         cost.variant_overrides("student-int4", chosen, 128)
+
+
+def test_candidates_with_recorded_pairs_train_as_many_steps_as_without(bench, tmp_path):
+    """The +pairs candidates see other rows, not more of them: their step budget is what the
+    synthesized rows alone take (rows / batch, rounded up, times epochs)."""
+    from efficientrag.distill.config import DistillConfig
+
+    (tmp_path / "labeler").mkdir()
+    (tmp_path / "labeler" / "train.jsonl").write_text("{}\n" * 33 + "\n", encoding="utf-8")
+    cfg = DistillConfig(train_data=str(tmp_path))
+    cfg.labeler_train.batch_size, cfg.labeler_train.epochs = 16, 2
+    got = bench.equal_steps(cfg, "labeler")
+    assert got.labeler_train.max_steps == 6  # ceil(33 / 16) x 2
+    assert cfg.labeler_train.max_steps == 0  # the config given is not changed
+    assert got.filter_train == cfg.filter_train
