@@ -96,7 +96,8 @@ class EfficientRAG:
     Args:
         retriever: The search backend (anything with ``search(queries, k)``).
         labeler: A loaded model (``Labeler.from_pretrained(folder)``) or its folder, loaded here
-            on ``config.device`` with ``config.quantize``.
+            on ``config.device`` with ``config.quantize``. A loaded model runs as it is: with
+            ``quantize`` other than ``none`` it must already run on that path.
         filter: The same for the Filter.
         config: The loop's settings (defaults: ``EfficientRAGConfig()``).
         observer: Sees every model decision (self-training records them).
@@ -104,6 +105,7 @@ class EfficientRAG:
     Raises:
         TypeError: ``retriever`` has no ``search``, or a model is neither loaded nor a folder; so
             a wrong argument fails here, naming it, not at the first ``retrieve``.
+        ValueError: A loaded model runs on another path than ``config.quantize`` asks for.
     """
 
     def __init__(
