@@ -3,7 +3,8 @@
 Variants on the same dev questions, index, machine and threads: the teachers in float32 and bf16,
 the chosen student (``benchmarks/distill.py``) in float32 and bf16, and the student in bf16 with
 Labeler inputs cut to ``--len`` tokens; Direct-R at several k; TreeHop (when
-``benchmarks/retrieval_treehop.py`` trained one over the same retriever). Each is timed in two
+``benchmarks/retrieval_treehop.py`` trained one; TreeHop updates query vectors, so it searches a
+dense index of the same dev pool, said in its row, when ``--retriever`` is not dense). Each is timed in two
 modes, as ``benchmarks/treehop_latency.py`` does (slices rotate over the variants, so a background
 load slows all alike):
 
@@ -16,6 +17,7 @@ seconds per question (``recall_vs_seconds.png``) under ``--out``.
 
     python benchmarks/distill_cost.py --retriever dense
     python benchmarks/distill_cost.py --retriever bm25 --variants teacher teacher-bf16 student-bf16
+    python benchmarks/distill_cost.py --retriever bm25 --limit 100   # first 100 dev questions a dataset
 
 bf16 is fast only where the CPU has bfloat16 kernels (AVX512-BF16/AMX); the table says whether it has.
 """
@@ -100,7 +102,11 @@ def variant_overrides(name: str, chosen: dict[str, Any], length: int) -> list[st
     return out
 
 
-def runs_for(pool: Any, args: argparse.Namespace, chosen: dict[str, Any]) -> dict[str, Any]:
+def runs_for(
+    pool: Any, args: argparse.Namespace, chosen: dict[str, Any], treehop: Any = None, dense: Any = None
+) -> dict[str, Any]:
+    """Every timed run on one dev pool: Direct-R at each k, the EfficientRAG variants and, given a
+    TreeHop model and a dense index of the same pool (``dense``: its retriever), TreeHop's settings."""
     from efficientrag.config import load_config
     from efficientrag.pipeline.config import EfficientRAGConfig
     from efficientrag.pipeline.efficientrag import EfficientRAG
@@ -109,27 +115,25 @@ def runs_for(pool: Any, args: argparse.Namespace, chosen: dict[str, Any]) -> dic
     for name in args.variants:
         cfg = load_config(EfficientRAGConfig, None, variant_overrides(name, chosen, args.len))
         runs[f"EfficientRAG {name}"] = Loop(EfficientRAG.from_config(pool.retriever, cfg))
-    treehop = treehop_model(args)
     if treehop is not None:
         from efficientrag.treehop.config import TreeHopRetrievalConfig
         from efficientrag.treehop.retriever import TreeHopRetriever
 
+        where = "" if dense is pool.retriever else " (dense index)"
         for name, (k, hops) in TREEHOP.items():
-            runs[name] = Tree(
-                TreeHopRetriever(pool.retriever, treehop, TreeHopRetrievalConfig(top_k=k, hops=hops))
+            runs[name + where] = Tree(
+                TreeHopRetriever(dense, treehop, TreeHopRetrievalConfig(top_k=k, hops=hops))
             )
     return runs
 
 
 def treehop_model(args: argparse.Namespace) -> Any:
-    """The TreeHop model the protocol trained over this retriever, or None (said on stderr)."""
+    """The TreeHop model ``retrieval_treehop.py`` trained (over the dense index: TreeHop updates
+    query vectors, so it needs one), or None (said on stderr)."""
     trained_on = "+".join(d for d in args.train_on.split(",") if d)
-    found = sorted((Path(args.work_dir) / args.retriever / "treehop" / trained_on).glob("results-*.json"))
-    if not found or args.retriever == "bm25":
-        print(
-            "no TreeHop model for this retriever (run retrieval_treehop.py): TreeHop left out",
-            file=sys.stderr,
-        )
+    found = sorted((Path(args.work_dir) / "dense" / "treehop" / trained_on).glob("results-*.json"))
+    if not found:
+        print("no TreeHop model (run benchmarks/retrieval_treehop.py): TreeHop left out", file=sys.stderr)
         return None
     from efficientrag.treehop.model import TreeHop
 
@@ -229,10 +233,16 @@ def main(argv: list[str] | None = None) -> int:
     chosen = json.loads(path.read_text(encoding="utf-8"))
     chosen["teacher"] = {k: str(path.parents[1] / k / "best") for k in ("labeler", "filter")}
     by_mode: dict[str, dict[str, dict[str, Any]]] = {"batch": {}, "single": {}}
+    treehop = treehop_model(args)
     for name in [d for d in args.datasets.split(",") if d]:
         pool = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args)
         examples = pool.examples[: args.limit or None]
-        runs = runs_for(pool, args, chosen)
+        dense = pool.retriever
+        if treehop is not None and args.retriever != "dense":  # the same questions and chunks, a dense index
+            dense_args = argparse.Namespace(**{**vars(args), "retriever": "dense"})
+            dense_root = Path(args.work_dir) / "dense" / "pools"
+            dense = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], dense_root, dense_args).retriever
+        runs = runs_for(pool, args, chosen, treehop, dense)
         for mode, exs, size in (("batch", examples, args.slice), ("single", examples[: args.single], 1)):
             for method, s in measure(runs, exs, size).items():
                 merged = by_mode[mode].setdefault(method, s)

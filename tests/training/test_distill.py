@@ -130,7 +130,7 @@ def test_distill_config_refuses_unclear_students():
     with pytest.raises(ValueError, match="distill_temperature must be positive"):
         TrainConfig(model="labeler", teacher="t", student_depth=2, distill_temperature=0)
     preset = load_train_config("labeler", "configs/distill/labeler-minilm-cpu.yaml", ["teacher=t"])
-    assert (preset.student_depth, preset.pooling, preset.epochs) == (3, "pair", 2)
+    assert (preset.student_depth, preset.pooling, preset.epochs) == (4, "pair", 2)
 
 
 @pytest.mark.parametrize("kind", ["labeler", "filter"])
