@@ -167,13 +167,22 @@ class WordClassifier(PretrainedMixin, ABC, Generic[P]):
         return self
 
     @property
-    def backend(self) -> str:
-        """What predicts: ``"torch"``, ``"torch-int8"``, ``"torch-bf16"``, ``"onnx"`` or ``"onnx-int8"``."""
+    def quantize_mode(self) -> str:
+        """The ``quantize`` mode this model runs as: ``"none"``, ``"int8"``, ``"bf16"``, ``"onnx"``
+        or ``"onnx-int8"`` (what a run over it records, whatever its config asked for)."""
         if self.onnx is not None:
             return self.onnx.mode
         if is_quantized(self.network):
-            return "torch-int8"
-        return "torch-bf16" if is_bf16(self.network) else "torch"
+            return "int8"
+        return "bf16" if is_bf16(self.network) else "none"
+
+    @property
+    def backend(self) -> str:
+        """What predicts: ``"torch"``, ``"torch-int8"``, ``"torch-bf16"``, ``"onnx"`` or ``"onnx-int8"``."""
+        mode = self.quantize_mode
+        if mode.startswith("onnx"):
+            return mode
+        return "torch" if mode == "none" else f"torch-{mode}"
 
     # -- inference ---------------------------------------------------------------------------
 

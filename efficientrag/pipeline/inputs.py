@@ -18,15 +18,6 @@ from efficientrag.pipeline.config import EfficientRAGConfig
 # Empty questions of one batch named in its error; the rest are counted.
 EMPTY_QUESTIONS_SHOWN = 20
 
-# What a loaded Labeler/Filter's ``backend`` says for each ``quantize`` mode it was loaded with.
-BACKEND_OF_QUANTIZE = {
-    "none": "torch",
-    "int8": "torch-int8",
-    "bf16": "torch-bf16",
-    "onnx": "onnx",
-    "onnx-int8": "onnx-int8",
-}
-
 
 class LabelerLike(Protocol):
     """``predict`` returns objects with ``continue_prob`` and ``word_probs`` (one per chunk word)."""
@@ -117,9 +108,8 @@ def load_model(name: str, model: Any, config: EfficientRAGConfig) -> Any:
 def loaded_path(model: Any) -> str | None:
     """The ``quantize`` mode a loaded Labeler/Filter (or a prediction cache over one) runs as;
     None for models that do not say (test doubles, remote ones)."""
-    backend = getattr(getattr(model, "model", model), "backend", None)
-    modes = {v: k for k, v in BACKEND_OF_QUANTIZE.items()}
-    return modes.get(backend) if isinstance(backend, str) else None
+    mode = getattr(getattr(model, "model", model), "quantize_mode", None)
+    return mode if isinstance(mode, str) else None
 
 
 def check_loaded_path(name: str, model: Any, config: EfficientRAGConfig) -> None:
@@ -130,9 +120,8 @@ def check_loaded_path(name: str, model: Any, config: EfficientRAGConfig) -> None
 
     mode, runs_as = resolve_quantize(config.quantize, config.device), loaded_path(model)
     if mode != "none" and runs_as is not None and runs_as != mode:
-        backend = BACKEND_OF_QUANTIZE[runs_as]
         raise ValueError(
-            f"EfficientRAG: quantize={config.quantize!r} ({mode}) but the {name} given runs as {backend!r}: "
+            f"EfficientRAG: quantize={config.quantize!r} ({mode}) but the {name} given runs as quantize={runs_as!r}: "
             f"quantize applies to models loaded from folders; pass the folder, call .quantize({mode!r}) "
             f"on the loaded {name}, or set quantize to match it"
         )

@@ -47,11 +47,16 @@ def test_loaded_models_must_run_on_the_path_the_config_names(saved_minilm_models
     retriever = WordOverlapRetriever(bridge_corpus())
     lab = Labeler.from_pretrained(saved_minilm_models / "labeler", device="cpu")
     fil = CachedPredictor(Labeler.from_pretrained(saved_minilm_models / "labeler", device="cpu"))
-    with pytest.raises(ValueError, match=r"quantize='bf16' \(bf16\) but the labeler given runs as 'torch'"):
+    with pytest.raises(
+        ValueError, match=r"quantize='bf16' \(bf16\) but the labeler given runs as quantize='none'"
+    ):
         EfficientRAG(retriever, lab, fil, EfficientRAGConfig(quantize="bf16", device="cpu"))
     EfficientRAG(retriever, lab, fil, EfficientRAGConfig(quantize="none", device="cpu"))  # matches
     lab.quantize("bf16")
-    with pytest.raises(ValueError, match="the filter given runs as 'torch'"):  # seen through the cache
+    assert (lab.quantize_mode, fil.model.quantize_mode) == ("bf16", "none")
+    with pytest.raises(
+        ValueError, match="the filter given runs as quantize='none'"
+    ):  # seen through the cache
         EfficientRAG(retriever, lab, fil, EfficientRAGConfig(quantize="bf16", device="cpu"))
     fil.model.quantize("bf16")
     EfficientRAG(retriever, lab, fil, EfficientRAGConfig(quantize="bf16", device="cpu"))
