@@ -26,6 +26,8 @@ BASE_KEY = "_base_"
 # A config class may list keys it no longer has as ``RENAMED_KEYS = {"old": "new.dotted.key"}`` (a
 # ClassVar): a preset still using an old key then fails with one line naming the new one.
 RENAMED_KEYS_ATTR = "RENAMED_KEYS"
+# Field metadata of a setting that only switches a check off (see ``to_dict(checks=False)``).
+CHECK_ONLY = "check_only"
 
 
 class ConfigError(ValueError):
@@ -165,22 +167,27 @@ def from_dict(cls: type[T], data: Mapping[str, Any], *, origin: str = "<dict>", 
     except SettingError as exc:
         raise ConfigError(f"{origin}: {prefix}{exc}") from exc
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{origin}: invalid config for '{prefix or cls.__name__}': {exc}") from exc
+        section = f"config section '{prefix.rstrip('.')}'" if prefix else f"config ({cls.__name__})"
+        raise ConfigError(f"{origin}: invalid {section}: {exc}") from exc
 
 
-def to_dict(cfg: Any) -> dict[str, Any]:
+def to_dict(cfg: Any, *, checks: bool = True) -> dict[str, Any]:
     """Plain-data view of a config (for saving next to outputs, and for hashing). Fields marked
-    ``metadata={"secret": True}`` (API keys) are left out, so saved configs never hold secrets."""
+    ``metadata={"secret": True}`` (API keys) are left out, so saved configs never hold secrets.
+
+    ``checks=False`` also leaves out fields marked ``metadata={CHECK_ONLY: True}``: switches of a
+    check that refuses bad input but never changes a result. Fingerprints of runs and stage folders
+    are taken that way, so adding such a switch keeps every earlier folder resumable."""
     if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
         return {
-            f.name: to_dict(getattr(cfg, f.name))
+            f.name: to_dict(getattr(cfg, f.name), checks=checks)
             for f in dataclasses.fields(cfg)
-            if not f.metadata.get("secret")
+            if not f.metadata.get("secret") and (checks or not f.metadata.get(CHECK_ONLY))
         }
     if isinstance(cfg, (list, tuple)):
-        return [to_dict(x) for x in cfg]
+        return [to_dict(x, checks=checks) for x in cfg]
     if isinstance(cfg, dict):
-        return {k: to_dict(v) for k, v in cfg.items()}
+        return {k: to_dict(v, checks=checks) for k, v in cfg.items()}
     if isinstance(cfg, Path):
         return str(cfg)
     return cfg

@@ -134,3 +134,52 @@ def test_a_renamed_key_fails_with_one_line_naming_the_new_key(tmp_path):
     assert str(err.value) == f"{p}: config key 'top_k' is now 'retrieval.k'; rename it"
     with pytest.raises(ConfigError, match="unknown config key 'other'"):
         load_config(Renamed, None, ["other=1"])
+
+
+@dataclass
+class Checked:
+    limit: int = 1
+
+    def __post_init__(self) -> None:
+        if self.limit < 1:
+            raise ValueError(f"limit must be >= 1, got {self.limit}")
+
+
+@dataclass
+class WithChecked:
+    checked: Checked = field(default_factory=Checked)
+    top: int = 0
+
+    def __post_init__(self) -> None:
+        if self.top < 0:
+            raise ValueError(f"top must be >= 0, got {self.top}")
+
+
+def test_an_invalid_section_is_named_without_a_trailing_dot():
+    """Issue 48: a section's error read "invalid config for 'efficientrag.'"."""
+    with pytest.raises(ConfigError) as err:
+        load_config(WithChecked, None, ["checked.limit=0"])
+    assert str(err.value) == (
+        "<defaults> + overrides: invalid config section 'checked': limit must be >= 1, got 0"
+    )
+    with pytest.raises(ConfigError) as err:  # the top level has no section name: its class
+        load_config(WithChecked, None, ["top=-1"])
+    assert str(err.value) == "<defaults> + overrides: invalid config (WithChecked): top must be >= 0, got -1"
+
+
+def test_a_check_only_switch_is_saved_but_left_out_of_fingerprints():
+    from efficientrag.config import CHECK_ONLY
+
+    @dataclass
+    class Switched:
+        k: int = 3
+        lenient: bool = field(default=False, metadata={CHECK_ONLY: True})
+
+    cfg = Switched(lenient=True)
+    assert to_dict(cfg) == {"k": 3, "lenient": True}
+    assert to_dict(cfg, checks=False) == {"k": 3}
+    # The real one: a run's fingerprint stays the one an earlier version recorded.
+    from efficientrag.retrieval.config import RetrieverConfig
+
+    assert "foreign_collection" in to_dict(RetrieverConfig())["milvus"]
+    assert "foreign_collection" not in to_dict(RetrieverConfig(), checks=False)["milvus"]

@@ -88,7 +88,7 @@ def test_one_validator_style_ranges_and_choices():
     with pytest.raises(ValueError, match=r"query_source must be one of \['thought', 'generation'\], got 'x'"):
         IterRetGenConfig(query_source="x")  # type: ignore[arg-type]
     with pytest.raises(
-        ConfigError, match=r"invalid config for 'baselines.iter_retgen.': iterations must be >= 1"
+        ConfigError, match=r"invalid config section 'baselines.iter_retgen': iterations must be >= 1"
     ):
         load_config(ExperimentConfig, overrides=["baselines.iter_retgen.iterations=0"])
     assert IterRetGenConfig(iterations=1).iterations == 1
