@@ -48,13 +48,19 @@ def resolve(serve_args: list[str]):
 
 
 def open_library(cfg):
-    from efficientrag.experiment import check_model_folders, prepare_data, search_backend, select_examples
+    from efficientrag.experiment import (
+        check_model_folders,
+        prepare_data,
+        search_backend,
+        search_corpus,
+        select_examples,
+    )
     from efficientrag.pipeline.efficientrag import EfficientRAG
 
     check_model_folders(cfg, "efficientrag")
     pooled = prepare_data(cfg)
     questions = [ex.question for ex in select_examples(cfg, pooled.examples)]
-    retriever = search_backend(cfg, None if cfg.retriever.kind == "milvus" else pooled.corpus)
+    retriever = search_backend(cfg, search_corpus(cfg))  # what `efficientrag serve` opens
     return EfficientRAG.from_config(retriever, cfg.efficientrag), questions
 
 

@@ -113,7 +113,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     Returns:
         0; an empty question, missing model folders or bad input raise (exit status 2).
     """
-    from efficientrag.experiment import check_model_folders, prepare_data, search_backend
+    from efficientrag.experiment import check_model_folders, search_backend, search_corpus
     from efficientrag.pipeline.efficientrag import EfficientRAG, check_questions
     from efficientrag.pipeline.trace import trace_to_dicts
     from efficientrag.pipeline.trace_format import format_result
@@ -121,9 +121,8 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     cfg = _experiment_config(args)
     check_questions([args.question], source="--question")
     check_model_folders(cfg, "efficientrag")
-    # A Milvus collection is searched as it is: no dataset has to be read to ask it a question.
-    corpus = None if cfg.retriever.kind == "milvus" else prepare_data(cfg).corpus
-    retriever = search_backend(cfg, corpus)
+    # A Milvus collection needs no dataset to be asked a question, but a --corpus must be its own.
+    retriever = search_backend(cfg, search_corpus(cfg))
     rag = EfficientRAG.from_config(retriever, cfg.efficientrag)
     result = rag.retrieve(args.question)
     if args.json:

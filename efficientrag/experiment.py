@@ -233,14 +233,41 @@ def _read_marker(path: Path) -> dict[str, Any] | None:
 
 def search_backend(cfg: ExperimentConfig, corpus: Corpus | None) -> Retriever:
     """The experiment's retriever: a local index is loaded or built over ``corpus``; a Milvus
-    collection is opened as it is (filling one is `efficientrag index`'s job), with no corpus."""
+    collection is opened (filling one is `efficientrag index`'s job), and checked to have been
+    filled from ``corpus`` when one is given (see :func:`search_corpus`)."""
     from efficientrag.retrieval.factory import build_retriever, load_retriever
 
     if cfg.retriever.kind == "milvus":
-        return load_retriever(cfg.retriever, None, cfg.index_dir)
+        return load_retriever(cfg.retriever, corpus, cfg.index_dir, corpus_name=corpus_label(cfg.data))
     if corpus is None:
         raise ValueError(f"retriever.kind={cfg.retriever.kind} needs the corpus to build or check its index")
     return build_retriever(cfg.retriever, corpus, cfg.index_dir)
+
+
+def search_corpus(cfg: ExperimentConfig) -> Corpus | None:
+    """The corpus a command that only asks questions (``retrieve``, ``serve``) searches.
+
+    A local index is built over the prepared corpus. A Milvus collection holds its own chunks, so
+    no dataset is read to ask it a question; but a corpus file the data settings name (``--corpus``)
+    is read, and the collection must have been filled from it: ignoring it would answer from
+    another corpus without a word. ``retriever.milvus.foreign_collection`` skips that check (and
+    the read).
+
+    Args:
+        cfg: The experiment config.
+
+    Returns:
+        The corpus, or None for a Milvus collection searched as it is.
+    """
+    if cfg.retriever.kind != "milvus":
+        return prepare_data(cfg).corpus
+    named = any(src.corpus_path for src in cfg.data.sources())
+    return prepare_data(cfg).corpus if named and not cfg.retriever.milvus.foreign_collection else None
+
+
+def corpus_label(data: DataConfig) -> str:
+    """How errors name the corpus of the data settings: its files, or the toy world."""
+    return " + ".join(corpus_files(data)) or f"the toy world (data.dataset={data.dataset})"
 
 
 def select_examples(cfg: ExperimentConfig, examples: list[Example]) -> list[Example]:

@@ -184,7 +184,7 @@ def _decisions_stage(
         models={k: _model_digest(v) for k, v in models.items()},
         questions=fingerprint(questions=[(q.id, q.question) for q in questions]),
         corpus=qcorpus.fingerprint(),
-        retriever=to_dict(cfg.retriever),
+        retriever=to_dict(cfg.retriever, checks=False),
         loop=to_dict(replace(cfg.efficientrag, labeler=None, filter=None)),
     )[:12]
     decisions = work / f"decisions-{key}" / "decisions.jsonl"
@@ -219,7 +219,10 @@ def pseudo_stage(
             return ``(None, stats)`` for it (they were wanted for scoring only).
     """
     key = fingerprint(
-        version=ROWS_VERSION, corpus=corpus_fp, pseudo=asdict(cfg.pseudo), retriever=to_dict(cfg.retriever)
+        version=ROWS_VERSION,
+        corpus=corpus_fp,
+        pseudo=asdict(cfg.pseudo),
+        retriever=to_dict(cfg.retriever, checks=False),
     )
     out = work / f"pseudo-{key[:12]}"
     if (out / "stats.json").is_file():

@@ -97,7 +97,7 @@ def pairs_stage(
         teachers={k: folder_digest(v) for k, v in teachers.items()},
         questions=[(q.id, q.question) for q in questions],
         corpus=corpus.fingerprint(),
-        retriever=to_dict(cfg.retriever),
+        retriever=to_dict(cfg.retriever, checks=False),
         loop=to_dict(replace(cfg.efficientrag, labeler=None, filter=None)),
     )[:12]
     decisions = work / f"pairs-{key}" / "decisions.jsonl"

@@ -157,7 +157,7 @@ def run_fingerprint(
     Returns:
         The nested mapping :func:`bind_run` records and compares.
     """
-    retriever_settings = to_dict(cfg.retriever)
+    retriever_settings = to_dict(cfg.retriever, checks=False)
     retriever_settings.pop("index_dir", None)  # where the index lies, not what it holds
     return {
         "method": method,

@@ -59,6 +59,41 @@ def _show(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
+class CorpusMismatchError(IndexMismatchError):
+    """A collection filled from one corpus, opened to search another.
+
+    Nothing else would fail: its hits are chunks of the corpus that filled it, which evaluation
+    scores against the other corpus's gold ids and a run reads as that corpus's chunks.
+
+    Args:
+        location: The collection, as errors name it.
+        saved: What filled it (``"2382 chunks, fingerprint 1a2b..."``); None when it does not say
+            (a collection not filled by ``efficientrag index``).
+        corpus_name: The corpus named now (its file, or "the toy world").
+        requested: That corpus, as ``saved``.
+        hint: What to do about it.
+    """
+
+    def __init__(
+        self, location: str | Path, saved: str | None, corpus_name: str, requested: str, *, hint: str
+    ) -> None:
+        self.location = str(location)
+        self.field = "corpus"
+        self.saved = saved
+        self.requested = requested
+        self.corpus_name = corpus_name
+        if saved is None:
+            head = (
+                f"{self.location} does not record which corpus filled it (it was not filled by "
+                f"`efficientrag index`), so it cannot be checked against {corpus_name} ({requested})"
+            )
+        else:
+            head = (
+                f"{self.location} was filled from another corpus ({saved}) than {corpus_name} ({requested})"
+            )
+        ValueError.__init__(self, f"{head}; {hint}")
+
+
 class BackendUnavailableError(RuntimeError):
     """A search backend cannot be used: its package is not installed or its server does not answer.
 

@@ -88,10 +88,12 @@ def load_retriever(
     *,
     encoder: Encoder | None = None,
     show_progress: bool = True,
+    corpus_name: str | None = None,
 ) -> Retriever:
     """Open a saved index; IndexNotFoundError if there is none, IndexMismatchError if it was built
     with other settings or another corpus. A Milvus collection needs no ``corpus`` (None): its hits
-    carry their chunks.
+    carry their chunks; given one, the collection must have been filled from it (unless
+    ``retriever.milvus.foreign_collection``).
 
     Args:
         cfg: The settings the index was built with (they are checked against its metadata).
@@ -99,6 +101,7 @@ def load_retriever(
         index_dir: The index folder (None: ``cfg.index_dir``).
         encoder: An already loaded encoder to use.
         show_progress: Show progress bars (loading the encoder).
+        corpus_name: How errors name ``corpus`` (its file), for a Milvus collection.
 
     Returns:
         A retriever over the saved index.
@@ -112,7 +115,14 @@ def load_retriever(
     if cfg.kind == "milvus":
         from efficientrag.retrieval.milvus.retriever import MilvusRetriever
 
-        return MilvusRetriever.open(cfg, index_dir, encoder=encoder, show_progress=show_progress)
+        return MilvusRetriever.open(
+            cfg,
+            index_dir,
+            encoder=encoder,
+            show_progress=show_progress,
+            corpus=corpus,
+            corpus_name=corpus_name,
+        )
     if corpus is None:
         raise ValueError(f"a {cfg.kind} index is searched with its corpus; pass the corpus it was built from")
     if index_dir is None:

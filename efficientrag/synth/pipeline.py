@@ -199,8 +199,9 @@ class _Run:
             if search is not None
             else _nothing_pending
         )
+        searched = to_dict(cfg.retriever, checks=False) if self.retriever is None else None
         params = {
-            "retriever": to_dict(cfg.retriever) if self.retriever is None else type(self.retriever).__name__,
+            "retriever": searched or type(self.retriever).__name__,
             "corpus": self.corpus.fingerprint(),
             "top_k": cfg.negatives_top_k,
             "exclude_answer": cfg.negatives_exclude_answer,

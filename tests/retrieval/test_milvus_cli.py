@@ -133,12 +133,18 @@ def test_eval_and_retrieve_run_on_a_collection_without_a_corpus(tmp_path, capsys
     answer = __import__("json").loads(capsys.readouterr().out)
     assert answer["trace"][0]["hits"][0], "the first hop found nothing in the collection"
 
-    # A collection filled from another corpus holds none of the gold ids: one line, exit 2.
+    # A collection filled from another corpus is refused before any question: one line, exit 2.
     other = tmp_path / "other"
     assert main(["index", *toy_args(other, *bm25, "data.toy.seed=7")]) == 0
     capsys.readouterr()
     uri = f"retriever.milvus.uri={other / 'index' / 'milvus' / 'milvus.db'}"
     assert main(["eval", *toy_args(work, *bm25, uri), "--method", "direct_r", "--limit", "5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "was filled from another corpus" in err and "\n" not in err
+    assert "than the toy world (data.dataset=toy)" in err
+    # Said to be foreign, it is searched; holding none of the gold ids still stops the run.
+    foreign = "retriever.milvus.foreign_collection=true"
+    assert main(["eval", *toy_args(work, *bm25, uri, foreign), "--method", "direct_r", "--limit", "5"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "holds none of the" in err and "\n" not in err
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from efficientrag.config import CHECK_ONLY
+
 SEARCH_MODES = ("dense", "bm25", "hybrid")
 STORE_MODES = ("dense", "bm25", "both")
 # Milvus's own VARCHAR limit (bytes on a server; milvus-lite counts characters, a looser bound).
@@ -29,6 +31,10 @@ class MilvusConfig:
             Never saved.
         db_name: The server database ("": the default one).
         collection: The collection's name.
+        foreign_collection: The collection may hold other chunks than the corpus the command names
+            (your own collection, filled elsewhere, or a larger one): search it without checking
+            that it was filled from that corpus. False: opening it with a corpus that did not fill
+            it is refused.
         search: ``"dense"`` (the package's encoder), ``"bm25"`` (Milvus's BM25 function) or
             ``"hybrid"`` (both, fused by Milvus's reciprocal-rank ranker).
         store: What indexing writes: ``"dense"``, ``"bm25"`` or ``"both"`` (None: what ``search`` needs).
@@ -62,6 +68,11 @@ class MilvusConfig:
     token: str | None = field(default=None, metadata={"secret": True})
     db_name: str = ""
     collection: str = "efficientrag"
+    # A collection opened together with a corpus (eval; retrieve/serve with --corpus) must have been
+    # filled from that corpus by `efficientrag index`, else its hits are chunks the corpus does not
+    # hold and scores silently drop. True: the collection is meant to differ (your own, filled
+    # elsewhere); it is searched as it is.
+    foreign_collection: bool = field(default=False, metadata={CHECK_ONLY: True})
     # What a search runs: the package's encoder over the dense field, Milvus's BM25 function over
     # the analyzed text field, or both fused by Milvus's reciprocal-rank ranker.
     search: Literal["dense", "bm25", "hybrid"] = "dense"

@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 from efficientrag.atomic import atomic_open
 from efficientrag.data.corpus import Corpus
 from efficientrag.retrieval.config import RetrieverConfig
-from efficientrag.retrieval.errors import IndexMismatchError, IndexNotFoundError
+from efficientrag.retrieval.errors import CorpusMismatchError, IndexMismatchError, IndexNotFoundError
 from efficientrag.retrieval.milvus.config import MilvusConfig
 from efficientrag.run_lock import path_lock
 
@@ -142,6 +142,52 @@ def check_properties(location: str, info: CollectionInfo, wanted: dict[str, str]
             raise IndexMismatchError(
                 location, key.removeprefix(PROP), info.properties.get(key), value, hint=REBUILD_HINT
             )
+
+
+def check_corpus_of(
+    location: str, info: CollectionInfo, cfg: MilvusConfig, corpus: Corpus, name: str
+) -> None:
+    """A collection opened together with a corpus must have been filled from that corpus.
+
+    A collection of another corpus answers every search, with chunks the named corpus does not
+    hold: evaluation then scores them against that corpus's gold ids and reports a normal table.
+    ``efficientrag index`` records what filled the collection; a collection that does not say
+    (filled elsewhere) cannot be vouched for either. ``cfg.foreign_collection`` says the
+    collection is meant to differ, and skips the check.
+
+    Args:
+        location: The collection, as errors name it.
+        info: What the collection records.
+        cfg: The ``retriever.milvus`` settings.
+        corpus: The corpus the command names.
+        name: How errors name that corpus (its file).
+
+    Raises:
+        CorpusMismatchError: Another corpus, or an unknown one, filled the collection.
+    """
+    if cfg.foreign_collection:
+        return
+    props = info.properties
+    saved = (props.get(PROP + "corpus_size"), props.get(PROP + "corpus_fingerprint"))
+    wanted = (str(len(corpus)), corpus.fingerprint())
+    if info.ours and saved == wanted:
+        return
+    known = info.ours and None not in saved
+    raise CorpusMismatchError(
+        location,
+        _filled_from(*saved) if known else None,
+        name,
+        _filled_from(*wanted),
+        hint=(
+            f"index {name} into a collection of its own (`efficientrag index` with "
+            "retriever.milvus.collection=NAME), or set retriever.milvus.foreign_collection=true if "
+            "this collection is meant to hold other chunks"
+        ),
+    )
+
+
+def _filled_from(size: str | None, fingerprint: str | None) -> str:
+    return f"{size} chunks, fingerprint {str(fingerprint)[:12]}"
 
 
 def check_dense_dim(location: str, info: CollectionInfo, cfg: MilvusConfig, dim: int) -> None:

@@ -28,6 +28,7 @@ from efficientrag.retrieval.milvus.client import connect, describe_uri, is_serve
 from efficientrag.retrieval.milvus.index import (
     PROP,
     CollectionInfo,
+    check_corpus_of,
     check_dense_dim,
     check_properties,
     check_text_lengths,
@@ -148,16 +149,22 @@ class MilvusRetriever:
         *,
         encoder: Any | None = None,
         show_progress: bool = True,
+        corpus: Corpus | None = None,
+        corpus_name: str | None = None,
     ) -> MilvusRetriever:
         """Open an existing collection for search; no corpus is needed. A collection written by
         ``efficientrag index`` is checked against the encoder settings and for completeness; one of
-        the user's own only for its fields and vector dimension.
+        the user's own only for its fields and vector dimension. Given a corpus, the collection
+        must have been filled from it (unless ``milvus.foreign_collection``): hits from another
+        corpus would be scored and used as this one's without a word.
 
         Args:
             cfg: The retriever config (``cfg.milvus`` for the collection).
             index_dir: Where Milvus Lite's file is when ``milvus.uri`` is None.
             encoder: An already loaded encoder (dense or hybrid).
             show_progress: Show a bar while loading the encoder.
+            corpus: The corpus the caller searches for (None: search the collection as it is).
+            corpus_name: How errors name ``corpus`` (its file; None: "the given corpus").
 
         Returns:
             The retriever.
@@ -165,6 +172,7 @@ class MilvusRetriever:
         Raises:
             IndexNotFoundError: No such collection, or an interrupted fill.
             IndexMismatchError: Fields, encoder settings or weights differ.
+            CorpusMismatchError: ``corpus`` is not what filled the collection.
             BackendUnavailableError: pymilvus is missing or the server does not answer.
         """
         m = cfg.milvus
@@ -191,6 +199,8 @@ class MilvusRetriever:
                     f"a field {name!r}",
                     hint="set retriever.milvus.*_field to your field names, or a milvus.search the collection supports",
                 )
+        if corpus is not None:
+            check_corpus_of(location, info, m, corpus, corpus_name or "the given corpus")
         if info.ours:
             _check_complete(client, location, info, m.collection)
         if m.search in ("dense", "hybrid"):
