@@ -11,7 +11,9 @@ Mapping, the same for both frameworks:
 - chunk id: the metadata key ``id_key`` (default ``"id"``); a document without it stops the search
   with an error naming the key and the keys it has (``id_key=None`` takes LangChain's
   ``Document.id`` / LlamaIndex's ``node_id`` instead). Evaluation compares these ids to the
-  dataset's gold ids, so they must be the corpus ids.
+  dataset's gold ids, so they must be the corpus ids. An empty id, or one id on two documents of
+  the same result list, stops the search too: the loop keys chunks by id, so it would judge the
+  first and drop the rest as already seen.
 - title: the metadata key ``title_key`` (missing: ""); text: the page content / node content, with
   a leading ``"{title}: "`` removed (what the package's own indexes store).
 - score: LlamaIndex's node score; for LangChain, whose retrievers return none, the metadata key
@@ -41,7 +43,9 @@ log = logging.getLogger(__name__)
 
 
 class MissingChunkIdError(KeyError):
-    """A framework document has no usable chunk id."""
+    """A framework document has no usable chunk id: none, an empty one, or one another document
+    of the same result list has too (the loop would take them for one chunk and judge only the
+    first)."""
 
     def __str__(self) -> str:  # KeyError quotes its message; this one is a sentence
         return str(self.args[0])
@@ -85,7 +89,8 @@ class _FrameworkSearch(ABC):
             One list of hits per query, in the framework's order.
 
         Raises:
-            MissingChunkIdError: A returned document has no chunk id under ``id_key``.
+            MissingChunkIdError: A returned document has no chunk id under ``id_key``, an empty
+                one, or the id of another document in the same result list.
         """
         queries, k = check_search_args(queries, k)
         results: list[list[Hit]] = [[] for _ in queries]
@@ -110,7 +115,8 @@ class _FrameworkSearch(ABC):
             One list of hits per query, in the framework's order.
 
         Raises:
-            MissingChunkIdError: A returned document has no chunk id under ``id_key``.
+            MissingChunkIdError: A returned document has no chunk id under ``id_key``, an empty
+                one, or the id of another document in the same result list.
         """
         queries, k = check_search_args(queries, k)
         results: list[list[Hit]] = [[] for _ in queries]
@@ -122,15 +128,35 @@ class _FrameworkSearch(ABC):
         return results
 
     def _hits(self, query: str, items: Sequence[Any], k: int) -> list[Hit]:
+        """Every framework (the subclasses' ``_fields``) goes through here, so the chunk id is
+        checked in one place: present, not blank, and not shared within the result list."""
         hits = []
+        first_rank: dict[str, int] = {}
         for rank, item in enumerate(items[:k], start=1):
             chunk_id, title, text, score = self._fields(item)
             if chunk_id is None:
                 raise MissingChunkIdError(self._missing_id_message(query, item))
+            chunk_id = str(chunk_id)
+            if not chunk_id.strip():
+                raise MissingChunkIdError(self._bad_id_message(query, rank, f"has an empty id {chunk_id!r}"))
+            if chunk_id in first_rank:
+                shared = f"has the id {chunk_id!r} of result {first_rank[chunk_id]}"
+                raise MissingChunkIdError(self._bad_id_message(query, rank, shared))
+            first_rank[chunk_id] = rank
             score = float(score) if score is not None else 1.0 / rank
-            hits.append(Hit(chunk_from_stored(str(chunk_id), str(title or ""), text), score))
+            hits.append(Hit(chunk_from_stored(chunk_id, str(title or ""), text), score))
         # Hits stay in the framework's order, whatever their scores.
         return hits
+
+    def _bad_id_message(self, query: str, rank: int, what: str) -> str:
+        """An id that is there but cannot name one chunk: the loop keys chunks by id, so every hit
+        sharing it after the first would be taken as already seen and never judged."""
+        source = "its id" if self.id_key is None else f"metadata {self.id_key!r}"
+        return (
+            f"{self.framework} result {rank} for query {query[:60]!r} {what} ({source}): every document "
+            "needs its own chunk id; give each document its corpus id when you index it, or set id_key "
+            "to the key that holds one"
+        )
 
     def _missing_id_message(self, query: str, item: Any) -> str:
         where = f"{self.framework} result for query {query[:60]!r}"
