@@ -43,3 +43,22 @@ class DataFormatError(ValueError):
         if field is not None:
             where.append(f"field '{field}'")
         super().__init__(f"{', '.join(where)}: {message}")
+
+
+def not_a_file(path: str | Path) -> DataFormatError:
+    """The error for a path that should be a file to read and is not one.
+
+    A folder is said to be a folder: "file not found" for a path that plainly exists sends the
+    user looking for a typo that is not there.
+
+    Args:
+        path: The path given.
+
+    Returns:
+        The error to raise (a folder, or nothing there).
+    """
+    if Path(path).is_dir():
+        return DataFormatError(
+            path, "is a directory, not a file; name the file itself (e.g. DIR/corpus.jsonl)"
+        )
+    return DataFormatError(path, "file not found")

@@ -17,7 +17,7 @@ from typing import Any
 
 from efficientrag.atomic import atomic_open
 from efficientrag.closing import Closing
-from efficientrag.errors import DataFormatError
+from efficientrag.errors import DataFormatError, not_a_file
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ def read_jsonl(path: str | Path, *, allow_torn_tail: bool = False) -> Iterator[d
     """Yield one dict per line; a bad line raises :class:`DataFormatError` naming file and line."""
     path = Path(path)
     if not path.is_file():
-        raise DataFormatError(path, "file not found")
+        raise not_a_file(path)
     with path.open("rb") as fh:
         lines = fh.read().split(b"\n")
     last = len(lines)

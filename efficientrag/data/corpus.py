@@ -6,6 +6,7 @@ import hashlib
 import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from efficientrag.data.errors import DataFormatError
 from efficientrag.data.schema import Chunk
@@ -24,13 +25,17 @@ class Corpus:
         chunks: The chunks, in the order indexes will number them.
 
     Raises:
-        ValueError: Two chunks share an id.
+        ValueError: A chunk's id is empty, or two chunks share one.
     """
 
     def __init__(self, chunks: Iterable[Chunk]) -> None:
         self.chunks: list[Chunk] = list(chunks)
         self._index: dict[str, int] = {}
         for i, chunk in enumerate(self.chunks):
+            if not chunk.id.strip():
+                raise ValueError(
+                    f"chunk {i} has an empty id {chunk.id!r}; every chunk needs an id of its own"
+                )
             if chunk.id in self._index:
                 raise ValueError(f"duplicate chunk id {chunk.id!r} in corpus")
             self._index[chunk.id] = i
@@ -123,19 +128,14 @@ class Corpus:
             The corpus, in file order.
 
         Raises:
-            DataFormatError: A line has no id or no text, an id repeats, or the file has no chunk.
+            DataFormatError: A line has no id (or a null or empty one) or no text, has neither a
+                title nor a text, an id repeats, or the file has no chunk.
         """
         chunks = []
         empty_lines: list[int] = []
         first_line: dict[str, int] = {}
         for lineno, rec in enumerate(read_jsonl(path), start=1):
-            if "id" not in rec:
-                raise DataFormatError(path, "missing chunk id", line=lineno, field="id")
-            if "text" not in rec and "contents" not in rec:
-                raise DataFormatError(
-                    path, "chunk has neither 'text' nor 'contents'", line=lineno, field="text"
-                )
-            chunk = Chunk.from_dict(rec)
+            chunk = _chunk_of(path, lineno, rec)
             if chunk.id in first_line:
                 raise DataFormatError(
                     path,
@@ -161,3 +161,35 @@ class Corpus:
                 more,
             )
         return cls(chunks)
+
+
+def _chunk_of(path: str | Path, lineno: int, rec: dict[str, Any]) -> Chunk:
+    """One corpus line as a chunk, refused when it could not be told apart or found: hits, gold
+    labels and the loop's seen-set name chunks by id, so an empty id (or ``null``, which would
+    become the id ``"None"``) makes every later chunk sharing it vanish as "already seen"; a chunk
+    with neither title nor text has nothing to be indexed or found by."""
+    if "id" not in rec:
+        raise DataFormatError(path, "missing chunk id", line=lineno, field="id")
+    cid = rec["id"]
+    if cid is None or isinstance(cid, bool) or not isinstance(cid, (str, int)):
+        got = "null" if cid is None else type(cid).__name__
+        raise DataFormatError(
+            path, f"chunk id must be a string (or an integer), got {got}", line=lineno, field="id"
+        )
+    if not str(cid).strip():
+        raise DataFormatError(
+            path, f"empty chunk id {cid!r}: every chunk needs an id of its own", line=lineno, field="id"
+        )
+    if "text" not in rec and "contents" not in rec:
+        raise DataFormatError(path, "chunk has neither 'text' nor 'contents'", line=lineno, field="text")
+    chunk = Chunk.from_dict(rec)
+    if not chunk.title.strip() and not chunk.text.strip():
+        field = "text" if "text" in rec else "contents"
+        raise DataFormatError(
+            path,
+            "chunk has an empty title and an empty text: nothing to index it or find it by; "
+            "drop the line or fill it",
+            line=lineno,
+            field=field,
+        )
+    return chunk

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.data.errors import DataFormatError, SkippedRecord
+from efficientrag.errors import not_a_file
 from efficientrag.models.inputs import ROW_TYPES, FilterRow, LabelerRow
 
 SPLIT_FILES = {"train": "train.jsonl", "validation": "validation.jsonl"}
@@ -99,7 +100,7 @@ def read_rows(path: str | Path, kind: str, *, limit: int = 0, max_bad_fraction: 
 def numbered_records(path: Path) -> Iterator[tuple[int, dict[str, Any], str | None]]:
     """``(line number, record, parse error)`` for every non-blank line; bad JSON is reported, not raised."""
     if not path.is_file():
-        raise DataFormatError(path, "file not found")
+        raise not_a_file(path)
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():

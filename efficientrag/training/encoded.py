@@ -29,6 +29,7 @@ from datasets import Dataset, Features, List, Value
 from torch.utils.data import Dataset as TorchDataset
 
 from efficientrag.data.errors import DataFormatError, SkippedRecord
+from efficientrag.errors import not_a_file
 from efficientrag.models.tokenization import EncodedInput
 from efficientrag.training.data import (
     ROW_TYPES,
@@ -265,7 +266,7 @@ def _good_rows(
         return rows, folder, key, skipped
     path = folder / SPLIT_FILES[split]
     if not path.is_file():
-        raise DataFormatError(path, "file not found")
+        raise not_a_file(path)
     key = file_digest([path])
     try:
         raw = try_load_jsonl(path, cache_dir=cache_root / "json")

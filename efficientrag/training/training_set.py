@@ -17,6 +17,7 @@ from datasets.exceptions import DatasetGenerationError
 from efficientrag.data.errors import DataFormatError
 from efficientrag.data.readers.hub import is_saved_dataset
 from efficientrag.data.readers.hub import load_saved_split as load_saved_dataset_split
+from efficientrag.errors import not_a_file
 from efficientrag.training.data import SPLIT_FILES, numbered_records
 
 # What a JSON load of a broken file raises, depending on where pyarrow and ``datasets`` give up.
@@ -59,7 +60,7 @@ def load_saved_split(folder: Path, split: str) -> Dataset:
 
 def load_jsonl_split(path: Path, *, cache_dir: str | Path | None = None) -> Dataset:
     if not path.is_file():
-        raise DataFormatError(path, "file not found")
+        raise not_a_file(path)
     try:
         return try_load_jsonl(path, cache_dir=cache_dir)
     except JSON_LOAD_ERRORS as exc:

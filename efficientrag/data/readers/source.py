@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.data.errors import DataFormatError
+from efficientrag.errors import not_a_file
 from efficientrag.jsonl import not_utf8_message
 
 
@@ -31,7 +32,7 @@ class SourceRecord:
 def read_text(path: str | Path) -> str:
     path = Path(path)
     if not path.is_file():
-        raise DataFormatError(path, "file not found")
+        raise not_a_file(path)
     data = path.read_bytes()
     try:
         return data.decode("utf-8-sig")

@@ -43,7 +43,11 @@ def read_title_corpus(path: str | Path) -> list[Chunk]:
     if not isinstance(data, dict):
         raise DataFormatError(path, f"expected a JSON object {{title: text}}, got {type(data).__name__}")
     chunks = []
-    for title, value in data.items():
+    for n, (title, value) in enumerate(data.items()):
+        if not title.strip():  # its id would be "title:" and, with no text, it would hold nothing
+            raise DataFormatError(
+                path, f"empty title {title!r}: titles are the chunk ids", record=n, field="title"
+            )
         where = Where(str(path), None, title)
         where.check_type(value, (str, list), title)
         body = value.strip() if isinstance(value, str) else join_sentences(where.string_list(value, title))
