@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -213,6 +214,19 @@ def test_an_unwritable_lite_folder_is_named_not_blamed_on_another_process(unwrit
         )
         assert "another process" not in msg and "\n" not in msg
     assert list(unwritable_dir.iterdir()) == []
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_lite_uri_on_a_virtual_file_system_says_so_not_no_such_file():
+    """Issue 48: /proc/x.db read "cannot write in /proc (No such file or directory)"."""
+    for uri in ("/proc/efficientrag-test.db", "/proc/efficientrag-test/x.db"):
+        with pytest.raises(BackendUnavailableError) as err:
+            build_retriever(milvus_cfg(uri, search="bm25"), bridge_corpus(), show_progress=False)
+        assert str(err.value) == (
+            f"cannot open the Milvus Lite database {uri}: cannot write in /proc (a virtual file system: "
+            "it takes no new files); set retriever.milvus.uri (or the index folder) to a path under a "
+            "writable folder"
+        )
 
 
 def test_a_lite_uri_under_a_file_or_on_a_file_says_which_file(tmp_path):

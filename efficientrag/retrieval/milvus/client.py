@@ -10,6 +10,7 @@ refused up front when the settings need its missing full-text search (version.py
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import tempfile
@@ -153,13 +154,18 @@ def _check_lite_path(path: Path, uri: str) -> None:
 def _unwritable(folder: Path) -> str | None:
     """Why ``folder`` cannot take a new file, or None. The mode bits first, then a real (unnamed)
     temporary file: root passes ``os.access`` everywhere, yet not on an immutable folder, a
-    read-only mount or /sys."""
+    read-only mount, /sys or /proc. The system's words are kept where they say why; /proc's
+    "No such file or directory" for a folder that is plainly there is said in plain words."""
     if not os.access(folder, os.W_OK | os.X_OK):
         return "permission denied"
     try:
         with tempfile.TemporaryFile(dir=folder):
             return None
     except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return "a virtual file system: it takes no new files"
+        if exc.errno == errno.EROFS:
+            return "a read-only file system"
         return exc.strerror or reason(exc)  # (the probe's own name would only confuse)
 
 
