@@ -291,17 +291,19 @@ def _enough_continue_rows(cfg: AdaptConfig, decisions: Path, counts: dict[str, A
     n = int(counts.get("continue_rows", 0))
     if n >= st.min_continue_rows:
         return
-    why = (
-        "the corpus's title links backed too few of the confident pairs (a corpus without title links backs none)"
-        if st.agreement == "links"
-        else f"too few pairs reached continue_threshold={st.continue_threshold}"
-    )
+    if st.agreement == "links":
+        why = (
+            "a confident Continue pair becomes a row only where the corpus's title links back it, and "
+            "few did (in a corpus whose chunks never name each other's titles, none can)"
+        )
+    else:
+        why = f"few pairs reached self_train.continue_threshold={st.continue_threshold}"
     raise ValueError(
-        f"self-training found {n} Continue rows in {decisions} (fewer than "
-        f"self_train.min_continue_rows={st.min_continue_rows}): {why}, and fine-tuning on Terminate "
-        "rows alone teaches the models to stop early; lower self_train.min_continue_rows or "
-        "self_train.continue_threshold, set self_train.agreement=none, or adapt from the corpus "
-        "alone (drop --questions)"
+        f"self-training found {n} Continue rows in {decisions}, fewer than the "
+        f"self_train.min_continue_rows={st.min_continue_rows} it needs: {why}. Fine-tuning on "
+        "(almost) only Terminate rows would teach the models to stop early, so nothing was fine-tuned. "
+        "To go on: set self_train.agreement=none, lower self_train.continue_threshold or "
+        "self_train.min_continue_rows, or adapt from the corpus alone (drop --questions)"
     )
 
 
