@@ -24,7 +24,7 @@ from efficientrag.baselines.registry import METHODS, check_method_name, register
 from efficientrag.config import ConfigError, to_dict
 from efficientrag.data.config import DataConfig
 from efficientrag.data.corpus import Corpus
-from efficientrag.data.loader import PooledDataset, load_data, load_prepared, save_prepared
+from efficientrag.data.loader import PooledDataset, load_data, load_prepared, report_skipped, save_prepared
 from efficientrag.data.schema import Example
 from efficientrag.eval.run_binding import (  # noqa: F401 (re-exported: their old import path)
     examples_digest,
@@ -131,12 +131,14 @@ def prepare_data(cfg: ExperimentConfig, *, rebuild: bool = False) -> PooledDatas
     files = source_file_digests(cfg.data, saved.get("files", {}) if saved else {})
     wanted = {"config": to_dict(cfg.data), "files": files, "corpus": corpus_files(cfg.data)}
     if not rebuild and saved is not None and saved == wanted:
-        return load_prepared(out)
-    if saved is not None:
-        _refuse_another_corpus(cfg, saved, wanted)
-    pooled = load_data(cfg.data)
-    save_prepared(pooled, out)
-    write_json_atomic(marker, wanted, indent=2)
+        pooled = load_prepared(out)
+    else:
+        if saved is not None:
+            _refuse_another_corpus(cfg, saved, wanted)
+        pooled = load_data(cfg.data)
+        save_prepared(pooled, out)
+        write_json_atomic(marker, wanted, indent=2)
+    report_skipped(pooled, out / "skipped.jsonl")
     return pooled
 
 

@@ -8,6 +8,7 @@ agree on one corpus without re-reading the raw files.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ from efficientrag.data.readers.source import parse_json, read_text
 from efficientrag.data.readers.toy import read_toy_world
 from efficientrag.data.schema import Example
 from efficientrag.jsonl import read_jsonl, write_jsonl
+
+log = logging.getLogger(__name__)
 
 PREPARED_FILES = ("corpus.jsonl", "examples.jsonl", "skipped.jsonl", "id_map.json", "stats.json")
 
@@ -117,6 +120,30 @@ def read_source(
     if src.corpus_path is None:
         return [result]
     return [result, read_corpus_file(src.corpus_path, dataset=name)]
+
+
+def report_skipped(pooled: PooledDataset, listed_in: str | Path | None = None) -> int:
+    """Say, in one line, how many records a lenient read (``data.strict=false``) skipped and where
+    they are listed: otherwise only ``skipped.jsonl`` knew, and a run over fewer questions than the
+    file holds looked complete.
+
+    Args:
+        pooled: The data read.
+        listed_in: The file that lists each skipped record with its reason (None: the first
+            record's reason is given instead).
+
+    Returns:
+        How many records were skipped.
+    """
+    n = len(pooled.skipped)
+    if n:
+        where = (
+            f"each is listed with its reason in {listed_in}"
+            if listed_in
+            else f"the first: {pooled.skipped[0].error}"
+        )
+        log.warning("data.strict=false skipped %d bad record%s; %s", n, "" if n == 1 else "s", where)
+    return n
 
 
 def save_prepared(pooled: PooledDataset, out_dir: str | Path) -> Path:

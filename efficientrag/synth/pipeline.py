@@ -88,9 +88,10 @@ async def run_synthesis_async(
     if (corpus is None) != (examples is None):
         raise ValueError("pass both corpus and examples, or neither")
     if corpus is None:
-        from efficientrag.data.loader import load_data
+        from efficientrag.data.loader import load_data, report_skipped
 
         pooled = load_data(cfg.data)
+        report_skipped(pooled)
         corpus, examples = pooled.corpus, pooled.examples
     assert examples is not None
     run = _Run(cfg, corpus, list(examples), retriever, teacher or get_teacher(cfg, corpus))
