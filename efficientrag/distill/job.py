@@ -26,7 +26,7 @@ from typing import Any
 from efficientrag.adapt.job import SET_FILES, stage_seconds
 from efficientrag.adapt.mix import mix_training_sets
 from efficientrag.adapt.self_training import Question, read_questions, record_decisions
-from efficientrag.config import save_config, to_dict
+from efficientrag.config import ConfigError, save_config, to_dict
 from efficientrag.distill.config import DistillConfig
 from efficientrag.distill.pairs import write_pair_rows
 from efficientrag.fingerprint import folder_digest
@@ -48,6 +48,7 @@ def run_distill(cfg: DistillConfig) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     save_config(cfg, work / "config.yaml")
     teachers = _teachers(cfg)
+    _check_depth(cfg, teachers)
     inputs = inputs_of(cfg, teachers)
     summary: dict[str, Any] = {"inputs": inputs, "stages": {}}
     data = Path(cfg.train_data)
@@ -209,6 +210,22 @@ def _teachers(cfg: DistillConfig) -> dict[str, Path]:
                 f"{folder}: no model.safetensors (pass the trained {kind}'s best/ folder)"
             )
     return teachers
+
+
+def _check_depth(cfg: DistillConfig, teachers: dict[str, Path]) -> None:
+    """Before recording pairs or training anything: every student must be shallower than its
+    teacher (a student of the teacher's own depth is a full-size copy, hours of training for no
+    speed)."""
+    from efficientrag.training.distill import check_student_size
+
+    for kind in cfg.models:
+        try:
+            check_student_size(
+                _kept_layers(teachers[kind]), cfg.layers, cfg.depth, teacher=str(teachers[kind])
+            )
+        except ValueError as exc:
+            setting = f"layers={cfg.layers}" if cfg.layers else f"depth={cfg.depth} (--depth)"
+            raise ConfigError(f"distill {setting}: {exc}") from None
 
 
 def _kept_layers(folder: Path) -> int:

@@ -35,10 +35,44 @@ class DistillWeights:
 
 
 def student_layers(teacher_depth: int, layers: list[int], depth: int) -> list[int]:
-    """The teacher layers the student keeps: ``layers`` when given, else ``depth`` spread evenly."""
-    if layers:
-        return check_layers(layers, teacher_depth)
-    return uniform_layers(depth, teacher_depth)
+    """The teacher layers the student keeps: ``layers`` when given, else ``depth`` spread evenly.
+
+    Raises:
+        ValueError: the layers are not the teacher's, or keep all of them (see :func:`check_student_size`).
+    """
+    chosen = check_layers(layers, teacher_depth) if layers else []
+    check_student_size(teacher_depth, layers, depth)
+    return chosen or uniform_layers(depth, teacher_depth)
+
+
+def check_student_size(teacher_depth: int, layers: list[int], depth: int, *, teacher: str = "") -> None:
+    """Refuse a "student" with as many layers as its teacher, or more: it would be a copy of the
+    teacher trained for hours to be exactly as slow (``--depth 6`` of a 6-layer model started one
+    without a word).
+
+    Args:
+        teacher_depth: the teacher's layer count.
+        layers: the explicit teacher layers to keep ([] when ``depth`` is used).
+        depth: the student's layer count, when ``layers`` is empty.
+        teacher: the teacher's folder, for the message.
+
+    Raises:
+        ValueError: the student would not be smaller than the teacher.
+    """
+    size = len(layers) if layers else depth
+    if size < teacher_depth:
+        return
+    student = f"layers {list(layers)}" if layers else f"{depth} layers"
+    named = f" {teacher}" if teacher else ""
+    fix = (
+        f"keep fewer layers (a depth of 1..{teacher_depth - 1})"
+        if teacher_depth > 1
+        else "a 1-layer teacher has no shallower student"
+    )
+    raise ValueError(
+        f"a student of {student} is no smaller than its teacher{named} ({teacher_depth} layers) and would "
+        f"run exactly as slow; {fix}"
+    )
 
 
 def load_teacher_and_student(
