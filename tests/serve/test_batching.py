@@ -17,6 +17,7 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
+from efficientrag.testing.float_noise import assert_same_up_to_float_noise  # noqa: E402
 from tests.serve.serve_harness import FAIL, HOLD, Server, build_tiny_models, metric, wait_until, write_corpus  # noqa: E402
 
 TOKEN = "s3cret-token-for-tests-only"
@@ -95,7 +96,10 @@ def test_the_api_needs_the_token_but_probes_do_not(served):
     assert ask(client, {"question": "Who directed Film 1?"}).status_code == 200
 
 
+@pytest.mark.numerics
 def test_micro_batched_replies_equal_one_at_a_time_replies(served):
+    """Equal up to float noise: a batch of five runs other kernels than a batch of one (ids, tags
+    and order exactly; probabilities within :data:`~efficientrag.testing.float_noise.FLOAT_TOLERANCE`)."""
     _, client, control = served
     batches, sizes = (
         metric(client, "efficientrag_batch_size_count"),
@@ -111,7 +115,7 @@ def test_micro_batched_replies_equal_one_at_a_time_replies(served):
     together = [without_timings(r.json()) for r in queued[1]]
     alone = [without_timings(ask(client, {"question": q, "trace": True}).json()) for q in QUESTIONS]
     assert [r.status_code for r in queued[1]] == [200] * len(QUESTIONS)
-    assert together == alone
+    assert_same_up_to_float_noise(together, alone)
     assert any(len(r["results"][0]["trace"]) > 1 for r in alone)  # the loop did hop
 
 
