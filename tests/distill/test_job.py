@@ -21,11 +21,13 @@ from efficientrag.distill.pairs import rows_from_pairs
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.models import Filter, Labeler
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE
+from efficientrag.testing.float_noise import assert_same_up_to_float_noise
 from efficientrag.testing.kill_mid_run import kill_when
 from efficientrag.testing.tiny_backbones import tiny_deberta
 from efficientrag.testing.token_tasks import filter_rows, labeler_rows, sentences, write_rows
 
 QUESTIONS = 16
+ONE_UNIT = 1.001e-3  # a recorded word probability's last decimal (and a bit of binary slack)
 SETTINGS = [
     "record_batch_size=1",
     "depth=1",
@@ -105,6 +107,7 @@ def _config(inputs: Path, work: Path) -> DistillConfig:
     return cfg
 
 
+@pytest.mark.numerics
 def test_recorded_pairs_resume_after_kill_with_nothing_lost_or_doubled(inputs, tmp_path, repo_root):
     work = tmp_path / "killed"
     cmd = [sys.executable, "-m", "efficientrag.cli", *_args(inputs, work)]
@@ -125,7 +128,12 @@ def test_recorded_pairs_resume_after_kill_with_nothing_lost_or_doubled(inputs, t
     ids = Counter(d["id"] for d in decisions)
     assert len(ids) == QUESTIONS and set(ids.values()) == {1}  # nothing lost, nothing twice
     assert rows_dir.parent.name == ref_rows.parent.name  # the same fingerprint
-    assert sorted(decisions, key=lambda d: d["id"]) == sorted(reference, key=lambda d: d["id"])
+    # The killed run recorded its questions on one thread, the reference on all: the decisions hold
+    # probabilities rounded to 3 and 4 decimals, which such noise can move by one unit of the last
+    # decimal where it crosses a rounding boundary; words, ids and counts compare exactly.
+    assert_same_up_to_float_noise(
+        sorted(decisions, key=lambda d: d["id"]), sorted(reference, key=lambda d: d["id"]), abs_tol=ONE_UNIT
+    )
     assert counts == ref_counts and counts["questions"] == QUESTIONS
 
 
