@@ -88,6 +88,7 @@ def test_a_second_run_reuses_every_step(tmp_path):
     assert again["efficientrag"]["n"] == len(read_ids(tmp_path / "split" / "eval_ids.txt"))
 
 
+@pytest.mark.numerics
 def test_loaded_models_bind_the_results_to_their_own_folders(tmp_path):
     """The benchmarks hand in models loaded once (behind a prediction cache) and a config with no
     model paths: the run must still be bound to those models' weights, and equal the path run."""

@@ -79,6 +79,7 @@ def _step(work: Path) -> int:
     return 0
 
 
+@pytest.mark.numerics
 @pytest.mark.slow  # ~40 s of CPU: three adapt runs, one of them a subprocess
 def test_adapt_killed_mid_fine_tune_resumes_to_the_uninterrupted_result(inputs, tmp_path, repo_root):
     work = tmp_path / "killed"

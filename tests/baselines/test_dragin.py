@@ -101,6 +101,7 @@ def _first_generation(gen, eager, max_new_tokens=16):
     return prompt, g, ids, attn, entropy
 
 
+@pytest.mark.numerics
 def test_rind_scores_equal_entropy_times_later_attention_times_indicator(gen, eager):
     prompt, g, ids, attn, entropy = _first_generation(gen, eager)
     start, n = len(ids), len(g.tokens)

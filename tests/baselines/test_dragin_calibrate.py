@@ -45,6 +45,7 @@ def _cfg(**kw) -> DraginConfig:
     return DraginConfig(**{"exemplars": "toy", "num_exemplars": 1, "top_k": 2, "max_new_tokens": 12, **kw})
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("variant", ["paper", "official"])
 def test_calibrated_theta_is_the_quantile_of_first_round_maxima(gen, variant):
     method = Dragin(WordOverlapRetriever(CORPUS), gen, _cfg(variant=variant, theta=0.7))

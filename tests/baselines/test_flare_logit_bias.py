@@ -20,6 +20,7 @@ def gen(tiny_lm_path) -> HFGenerator:
     return HFGenerator.from_config(HFGeneratorConfig(model=tiny_lm_path))
 
 
+@pytest.mark.numerics
 def test_bias_steers_the_choice_but_probabilities_stay_the_models(gen):
     plain = gen.generate([PROMPT], max_new_tokens=3, want_token_probs=True)[0]
     ids = gen.encode(PROMPT).ids

@@ -60,6 +60,7 @@ def test_factory_builds_hf_generator_and_it_satisfies_the_protocol(tiny_lm_path)
     assert g.supports.token_probs and g.supports.entropies and g.supports.attention and g.supports.chat
 
 
+@pytest.mark.numerics
 def test_greedy_is_deterministic_and_equals_manual_argmax_loop(gen, eager_model):
     first = gen.generate(PROMPTS[:2], max_new_tokens=12)
     second = gen.generate(PROMPTS[:2], max_new_tokens=12)
@@ -78,6 +79,7 @@ def test_greedy_is_deterministic_and_equals_manual_argmax_loop(gen, eager_model)
         assert out.prompt_tokens == len(ids)
 
 
+@pytest.mark.numerics
 def test_token_probs_and_entropies_match_one_forward_pass(gen, eager_model):
     (out,) = gen.generate([PROMPTS[0]], max_new_tokens=10, want_token_probs=True, want_entropies=True)
     ids = gen.encode(PROMPTS[0]).ids
@@ -100,6 +102,7 @@ def test_probs_not_returned_unless_asked(gen):
     assert out.tokens is not None
 
 
+@pytest.mark.numerics
 def test_attention_equals_eager_output_attentions_last_layer(gen, eager_model):
     before = gen.counters.snapshot()
     (out,) = gen.generate([PROMPTS[3]], max_new_tokens=8, want_attention=True, per_head_attention=True)
@@ -186,6 +189,7 @@ def test_stop_never_seen_changes_nothing(gen):
     )
 
 
+@pytest.mark.numerics
 def test_left_padded_batch_equals_one_by_one(tiny_lm_path, gen):
     single = HFGenerator(gen.model, gen.tokenizer, HFGeneratorConfig(model=tiny_lm_path, batch_size=1))
     batched = gen.generate(PROMPTS, max_new_tokens=10, want_token_probs=True, want_entropies=True)
@@ -201,6 +205,7 @@ def test_left_padded_batch_equals_one_by_one(tiny_lm_path, gen):
     assert single.counters["forward_passes"] == sum(s.completion_tokens for s in one_by_one)
 
 
+@pytest.mark.numerics
 def test_batch_results_keep_input_order(gen):
     outs = gen.generate(list(reversed(PROMPTS)), max_new_tokens=5)
     direct = [gen.generate([p], max_new_tokens=5)[0].text for p in reversed(PROMPTS)]

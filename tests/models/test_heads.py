@@ -86,6 +86,7 @@ def labeler(minilm_path):
     return Labeler.from_backbone(minilm_path, max_length=64, device="cpu")
 
 
+@pytest.mark.numerics
 def test_mean_pooling_ignores_padding(labeler):
     net = labeler.network.eval()
     enc = labeler.encode([(["Who", "?"], ["Paris", "is", "big", "."])])[0]

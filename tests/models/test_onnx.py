@@ -59,6 +59,7 @@ def _max_diff(reference, got, *, tags: bool) -> float:
     return worst
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("kind", [Labeler, Filter])
 def test_onnx_predictions_match_torch_over_batch_and_sequence_sizes(saved, kind):
     folder = saved / kind.kind

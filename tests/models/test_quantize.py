@@ -26,6 +26,7 @@ def saved(saved_minilm_models):
     return saved_minilm_models
 
 
+@pytest.mark.numerics
 def test_int8_replaces_every_linear_layer_and_stays_close(saved):
     float_model = Labeler.from_pretrained(saved / "labeler", device="cpu")
     n_linear = sum(isinstance(m, torch.nn.Linear) for m in float_model.network.modules())
@@ -86,6 +87,7 @@ def test_pipeline_config_quantizes_both_models(saved):
     assert not is_quantized(plain.labeler.network)
 
 
+@pytest.mark.numerics
 def test_bf16_casts_every_weight_and_stays_close(saved):
     reference = Labeler.from_pretrained(saved / "labeler", device="cpu").predict(PAIRS)
     model = Labeler.from_pretrained(saved / "labeler", device="cpu").quantize("bf16")

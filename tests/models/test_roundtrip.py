@@ -77,6 +77,7 @@ def test_wrong_kind_and_missing_folder_are_refused(minilm_path, tmp_path):
         Labeler.from_pretrained(tmp_path / "nothing-here")
 
 
+@pytest.mark.numerics
 def test_batching_and_order_do_not_change_predictions(minilm_path):
     lab = Labeler.from_backbone(minilm_path, max_length=64, device="cpu")
     batched = lab.predict(PAIRS, batch_size=8)

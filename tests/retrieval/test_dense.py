@@ -257,6 +257,7 @@ def test_ivf_clamps_list_count_to_training_rows(tmp_path, flat_dir, corpus, enco
     assert retriever.search(["tallest peak"], 1)[0][0].id == "t03"
 
 
+@pytest.mark.numerics
 def test_batch_search_equals_one_by_one(flat):
     queries = list(QUERIES)
     batched = flat.search(queries, 5)

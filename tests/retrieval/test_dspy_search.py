@@ -49,6 +49,7 @@ def ids(results):
     return [[h.id for h in hits] for hits in results]
 
 
+@pytest.mark.numerics
 def test_dspy_embeddings_give_faiss_flat_chunks_and_scores(encoder, faiss):
     search = DSPySearch(embeddings(encoder), id_key="index", id_map=CORPUS_IDS)
     got, want = search.search(QUERIES, 3), faiss.search(QUERIES, 3)
@@ -60,6 +61,7 @@ def test_dspy_embeddings_give_faiss_flat_chunks_and_scores(encoder, faiss):
     assert ids(asyncio.run(search.asearch(QUERIES, 3))) == ids(got)
 
 
+@pytest.mark.numerics
 def test_efficientrag_on_dspy_embeddings_equals_faiss(encoder, faiss):
     search = DSPySearch(embeddings(encoder), id_key="index", id_map=CORPUS_IDS)
     cfg = EfficientRAGConfig(top_k=3, max_hops=3)

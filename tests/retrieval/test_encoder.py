@@ -24,6 +24,7 @@ def encoder(minilm_path: str) -> Encoder:
     return Encoder(minilm_path, batch_size=3, show_progress=False)
 
 
+@pytest.mark.numerics
 def test_passages_match_plain_sentence_transformers_in_input_order(encoder):
     ours = encoder.encode_passages(TEXTS)
     plain = encoder.model.encode(TEXTS, batch_size=3, convert_to_numpy=True, show_progress_bar=False)

@@ -60,6 +60,7 @@ def ids(results):
     return [[h.id for h in hits] for hits in results]
 
 
+@pytest.mark.numerics
 def test_langchain_vector_store_gives_faiss_flat_chunks(encoder, faiss):
     search = LangChainSearch(lc_store(encoder).as_retriever())
     got = search.search(QUERIES, 3)
@@ -72,6 +73,7 @@ def test_langchain_vector_store_gives_faiss_flat_chunks(encoder, faiss):
     assert [h.score for h in got[0]] == [1.0, 0.5, pytest.approx(1 / 3)]
 
 
+@pytest.mark.numerics
 def test_llamaindex_vector_index_gives_faiss_flat_chunks_and_scores(llama_index, faiss):
     search = LlamaIndexSearch(llama_index.as_retriever())
     got, want = search.search(QUERIES, 3), faiss.search(QUERIES, 3)
@@ -134,6 +136,7 @@ def test_missing_id_metadata_is_a_clear_error_and_id_key_none_uses_document_ids(
         LangChainSearch(store)
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("backend", ["langchain", "llamaindex"])
 def test_efficientrag_on_a_framework_retriever_equals_faiss(backend, encoder, faiss, llama_index):
     from efficientrag.pipeline.config import EfficientRAGConfig

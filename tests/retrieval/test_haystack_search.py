@@ -81,6 +81,7 @@ def ids(results):
     return [[h.id for h in hits] for hits in results]
 
 
+@pytest.mark.numerics
 def test_in_memory_embedding_store_gives_faiss_flat_chunks_and_scores(st_embedders, embedded_store, faiss):
     text_embedder, _ = st_embedders
     search = HaystackSearch(InMemoryEmbeddingRetriever(embedded_store), text_embedder=text_embedder)
@@ -95,6 +96,7 @@ def test_in_memory_embedding_store_gives_faiss_flat_chunks_and_scores(st_embedde
     assert ids(HaystackSearch(embedded_store, text_embedder=text_embedder).search(QUERIES, 3)) == ids(got)
 
 
+@pytest.mark.numerics
 def test_efficientrag_on_a_haystack_store_equals_faiss(st_embedders, embedded_store, faiss):
     search = HaystackSearch(InMemoryEmbeddingRetriever(embedded_store), text_embedder=st_embedders[0])
     assert not hasattr(search, "corpus")

@@ -52,6 +52,7 @@ def ids(results):
     return [[h.id for h in hits] for hits in results]
 
 
+@pytest.mark.numerics
 def test_dense_search_equals_faiss_flat_with_the_same_encoder(filled, encoder):
     _, milvus = filled
     faiss = build_retriever(RetrieverConfig(), bridge_corpus(), encoder=encoder, show_progress=False)
@@ -100,6 +101,7 @@ def test_hybrid_fuses_both_routes_by_reciprocal_rank(filled, encoder):
     assert got[1][0].score == pytest.approx(2 / 61, rel=1e-4)
 
 
+@pytest.mark.numerics
 def test_batch_search_equals_one_query_at_a_time(filled, encoder):
     uri, _ = filled
     for mode in ("dense", "bm25", "hybrid"):
@@ -291,6 +293,7 @@ def test_config_rejects_a_store_the_search_cannot_use():
     assert MilvusConfig(search="hybrid").stored == "both" and MilvusConfig().has_bm25 is False
 
 
+@pytest.mark.numerics
 def test_efficientrag_on_milvus_gives_the_in_process_backends_chunks(filled, encoder, saved_minilm_models):
     """Scripted models (exact hop behaviour) and real MiniLM Labeler/Filter with random heads: the
     loop keeps the same chunks on Milvus dense as on FAISS Flat, and on Milvus BM25 as on bm25s

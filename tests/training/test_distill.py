@@ -99,6 +99,7 @@ def test_divergence_is_zero_when_the_student_equals_the_teacher(teachers):
     assert torch.allclose(both.total, 1.5 + 2.0 * divergence(h_out, t_out, batch, 2.0))
 
 
+@pytest.mark.numerics
 def test_student_folder_loads_quantizes_and_exports_unchanged(teachers, tmp_path, monkeypatch):
     pytest.importorskip("onnxruntime")
     monkeypatch.setenv("EFFICIENTRAG_ONNX_CACHE", str(tmp_path / "onnx-cache"))

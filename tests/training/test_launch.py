@@ -41,6 +41,7 @@ def _log(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.numerics
 def test_accelerate_launch_killed_mid_run_resumes_with_the_same_batches(tmp_path, repo_root):
     backbone = tiny_deberta(tmp_path / "deberta", sentences(300))
     data = write_rows(tmp_path / "data", labeler_rows(64, seed=1), labeler_rows(16, seed=2, prefix="v"))

@@ -37,6 +37,7 @@ def _model(**kw) -> TreeHop:
     return TreeHop.new(TreeHopConfig(**{**base, **kw}), device="cpu")
 
 
+@pytest.mark.numerics
 def test_results_agree_with_their_trace(pool):
     search = TreeHopRetriever(pool.retriever, _model(), TreeHopRetrievalConfig(top_k=4, hops=3))
     questions = [ex.question for ex in pool.examples[:6]]
