@@ -4,7 +4,9 @@ A model's prediction depends only on its input words (and the input length), so 
 that runs the loop under several settings (a threshold or top-k grid on validation questions)
 sees the same (question, chunk) pairs again and again: the question's own top-k at hop 0, and
 every next-hop query the settings have in common. Wrapping the models in this cache makes a grid
-cost about one run plus what the settings do differently, with identical results.
+cost about one run plus what the settings do differently, with the same results up to float
+noise: a cached prediction was computed in another batch, whose shape changes the kernels'
+rounding, so its probabilities may differ from an uncached call's in the last float32 digits.
 """
 
 from __future__ import annotations
