@@ -3,7 +3,8 @@
 ``create_app`` takes an already loaded ``EfficientRAG`` (``startup`` opens the index and the models
 before the port opens); no request can name a file, a model folder or a backend. Every refusal is
 a ``RequestError`` (``errors``) naming its field, and every request that reaches the loop goes
-through the micro-batcher, so its reply equals a one-at-a-time ``retrieve_batch`` call.
+through the micro-batcher, so its reply equals a one-at-a-time ``retrieve_batch`` call (floats up
+to float32 noise: see ``batcher``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ index are not shared between threads, and the event loop stays free to accept an
 The queue is bounded (``max_queue`` questions waiting): past it ``submit`` raises ``QueueFull``
 at once. A request whose deadline passes is dropped from the queue (or, if its batch already runs,
 its result is discarded) and gets ``DeadlineExceeded``. The results of a batch are the library's
-own, so a reply equals a one-at-a-time call's.
+own, so a reply equals a one-at-a-time call's: the same chunks, order, hops and tags, and the same
+probabilities and scores up to float32 noise (another batch shape adds its sums in another order).
 """
 
 from __future__ import annotations
