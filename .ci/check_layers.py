@@ -71,8 +71,13 @@ LAYERS: dict[str, int] = {
 # Modules whose layer is not their package's. Each is the library side of a command-line entry
 # (``train/treehop.py``) that assembles a job from the layers below the CLI, as the quickstart does.
 MODULE_LAYERS: dict[str, int] = {
-    # Prepares TreeHop's training files as an experiment does (efficientrag.experiment), then trains.
+    # Prepares TreeHop's training files (through training.open_pools), then trains.
     "efficientrag.treehop.script": 7,
+    # Prepares the training files of TreeHop and the reranker as an experiment does
+    # (efficientrag.experiment), one pool per file.
+    "efficientrag.training.open_pools": 7,
+    # Prepares the reranker's training files (through training.open_pools), then trains.
+    "efficientrag.training.reranker_script": 7,
 }
 
 # The package root only installs the Auto-class hook and names lazy exports (strings, not imports).

@@ -12,8 +12,8 @@
   says which fate a chunk met (``efficientrag.eval.gold_fate`` for EfficientRAG,
   ``efficientrag.treehop.gold_fate`` for TreeHop), and :func:`tally_fates` counts them.
 
-They sit here, under the retrieval layer, because TreeHop's training scores its checkpoints with
-them and TreeHop sits below the evaluation layer; ``efficientrag.eval.retrieval_metrics`` re-exports
+They sit here, under the retrieval layer, because TreeHop's and the reranker's training score
+their checkpoints with them (:func:`protocol_score`) below the evaluation layer; ``efficientrag.eval.retrieval_metrics`` re-exports
 them for the evaluation runner.
 """
 
@@ -114,6 +114,24 @@ def mean_scores(scores: Sequence[RetrievalScores]) -> dict[str, float]:
         "num_chunks": sum(s.num_chunks for s in scores) / n,
         "num_chunks_with_dups": sum(s.num_chunks_with_dups for s in scores) / n,
     }
+
+
+def protocol_score(per_pool: Mapping[str, Mapping[str, float]]) -> float:
+    """The score the EfficientRAG protocol chooses settings and checkpoints by.
+
+    Every training file counts the same however many questions it has, and a method must find
+    whole evidence sets (all-gold), not only single chunks (recall).
+
+    Args:
+        per_pool: Per training file, :func:`mean_scores` of its validation questions (``recall``
+            and ``all_gold`` in %).
+
+    Returns:
+        The mean over files of (recall + all-gold) / 2; 0.0 for no files.
+    """
+    if not per_pool:
+        return 0.0
+    return sum((s["recall"] + s["all_gold"]) / 2 for s in per_pool.values()) / len(per_pool)
 
 
 def tally_fates(fates_per_record: Iterable[Mapping[str, str]], fates: Iterable[str]) -> dict[str, int]:

@@ -1,9 +1,10 @@
 """Command-line entry of ``train/treehop.py`` (``accelerate launch train/treehop.py -c PRESET``).
 
 The script is where a TreeHop run meets the data files: it prepares each training file the way an
-experiment does (pooled once under ``work_dir``, re-read when a file changes), indexes it densely,
-and hands the pools to :func:`efficientrag.treehop.training.train_treehop`. Reaching the experiment
-settings makes this module an entry point (layer 7 in ``.ci/check_layers.py``), above the rest of
+experiment does (:func:`efficientrag.training.open_pools.open_pools`: pooled once under
+``work_dir``, re-read when a file changes, indexed densely) and hands the pools to
+:func:`efficientrag.treehop.training.train_treehop`. Reaching the experiment settings through them
+makes this module an entry point (layer 7 in ``.ci/check_layers.py``), above the rest of
 ``treehop/``, whose training takes the pools it is given.
 """
 
@@ -14,16 +15,10 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
+from efficientrag.training.open_pools import open_pools
 from efficientrag.training.threads import configure_cpu_threads
-
-if TYPE_CHECKING:
-    from efficientrag.treehop.config import TreeHopTrainConfig
-    from efficientrag.treehop.training_data import Pool
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,38 +44,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"cpu threads: {threads}", file=sys.stderr)
         from efficientrag.treehop.training import train_treehop  # heavy imports once the config is valid
 
-        metrics = train_treehop(cfg, resume=args.resume, pools=open_pools(cfg))
+        pools = open_pools(cfg.train_sets, cfg.retriever, cfg.work_dir, progress=cfg.progress)
+        metrics = train_treehop(cfg, resume=args.resume, pools=pools)
     except (ConfigError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     summary = {k: metrics.get(k) for k in ("completed", "global_step", "best_epoch", "best_score")}
     print(json.dumps(summary), file=sys.stdout)
     return 0 if metrics.get("completed") or metrics.get("global_step") else 1
-
-
-def open_pools(cfg: TreeHopTrainConfig) -> list[Pool]:
-    """Every training file pooled into its own corpus with a dense index (built once, cached).
-
-    Args:
-        cfg: the run's settings; pool ``i`` of ``cfg.train_sets`` is prepared and indexed under
-            ``cfg.work_dir/pools/<i>-<dataset>`` with ``cfg.retriever``.
-
-    Returns:
-        One pool per training file, in the order of ``cfg.train_sets``.
-    """
-    from efficientrag.experiment import ExperimentConfig, prepare_data
-    from efficientrag.retrieval.factory import build_retriever
-    from efficientrag.treehop.training_data import Pool
-
-    pools = []
-    for i, data in enumerate(cfg.train_sets):
-        name = f"{i}-{data.dataset}"
-        exp = ExperimentConfig(
-            work_dir=str(Path(cfg.work_dir) / "pools" / name),
-            data=data,
-            retriever=replace(cfg.retriever, index_dir=None),
-        )
-        pooled = prepare_data(exp)
-        retriever = build_retriever(exp.retriever, pooled.corpus, exp.index_dir, show_progress=cfg.progress)
-        pools.append(Pool(name, pooled.corpus, list(pooled.examples), retriever))
-    return pools

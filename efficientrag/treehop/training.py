@@ -16,7 +16,7 @@ a step, evaluation and checkpoints on schedule, finish. Run folder (``output_dir
     final_metrics.json     written when training completes
 
 The pools (each training file with its dense index) come from the caller: the training script
-(:func:`efficientrag.treehop.script.open_pools`) or a benchmark that shares them with EfficientRAG.
+(:func:`efficientrag.training.open_pools.open_pools`) or a benchmark that shares them with EfficientRAG.
 Batches are questions (with all their chain paths), shuffled per epoch by ``seed + epoch`` and
 dealt round-robin to the processes. Each epoch ends with the tree search on the validation
 questions of every training file; the best score keeps ``best/``.
@@ -37,11 +37,12 @@ from tqdm.auto import tqdm
 from efficientrag.atomic import write_text_atomic
 from efficientrag.config import ConfigError
 from efficientrag.jsonl import JsonlAppender
+from efficientrag.retrieval.metrics import protocol_score
 from efficientrag.training.checkpoint import save_last
+from efficientrag.training.pool import Pool
 from efficientrag.treehop.config import TreeHopTrainConfig
 from efficientrag.treehop.loss import LossParts, chain_loss
 from efficientrag.treehop.model import TreeHop
-from efficientrag.treehop.training_data import Pool
 from efficientrag.treehop.training_setup import (
     TreeHopRun,
     TreeHopState,
@@ -49,7 +50,7 @@ from efficientrag.treehop.training_setup import (
     completed,
     setup_treehop_run,
 )
-from efficientrag.treehop.validation import protocol_score, search_scores
+from efficientrag.treehop.validation import search_scores
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def train_treehop(
         resume: continue from ``checkpoints/last`` (network, optimizer, scheduler, RNG, data
             position); a completed run returns its metrics without training again.
         pools: the training files opened with their dense indexes; build them from ``cfg`` with
-            :func:`efficientrag.treehop.script.open_pools`.
+            :func:`efficientrag.training.open_pools.open_pools`.
 
     Returns:
         The final metrics; ``{"completed": False, ...}`` when ``cfg.stop_after_steps`` ended
@@ -77,7 +78,8 @@ def train_treehop(
     """
     if pools is None:
         raise ConfigError(
-            "train_treehop needs pools=: open them with efficientrag.treehop.script.open_pools(cfg)"
+            "train_treehop needs pools=: open them with efficientrag.training.open_pools.open_pools"
+            "(cfg.train_sets, cfg.retriever, cfg.work_dir)"
         )
     # Setup: the checkpoint to resume from, then everything a step needs (training_setup.py).
     out = Path(cfg.output_dir)

@@ -26,10 +26,10 @@ import numpy as np
 from safetensors.numpy import load_file, save_file
 
 from efficientrag.atomic import atomic_path, write_text_atomic
-from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 from efficientrag.jsonl import write_jsonl
 from efficientrag.synth.split import VALIDATION, split_of
+from efficientrag.training.pool import Pool
 from efficientrag.treehop.chains import HopChain, derive_chains
 from efficientrag.treehop.vectors import IndexVectors
 
@@ -37,16 +37,6 @@ log = logging.getLogger(__name__)
 
 # Bump when the chain rules or the cached layout change: old caches are then rebuilt.
 CACHE_VERSION = 1
-
-
-@dataclass
-class Pool:
-    """One training file: its pooled corpus, its questions and the dense index over the corpus."""
-
-    name: str
-    corpus: Corpus
-    examples: list[Example]
-    retriever: Any
 
 
 @dataclass

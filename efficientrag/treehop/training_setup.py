@@ -26,12 +26,13 @@ from efficientrag.atomic import write_text_atomic
 from efficientrag.config import ConfigError, load_config, to_dict
 from efficientrag.data.schema import Example
 from efficientrag.training.checkpoint import TrainerState, last_checkpoint
+from efficientrag.training.pool import Pool
 from efficientrag.training.setup import open_run_outputs, parameter_groups, resolve_mixed_precision
 from efficientrag.training.trackers import available_trackers
 from efficientrag.treehop.config import DATA_ORDER_KEYS, TreeHopRetrievalConfig, TreeHopTrainConfig
 from efficientrag.treehop.configuration import TreeHopConfig
 from efficientrag.treehop.modeling import TreeHopNetwork
-from efficientrag.treehop.training_data import Pool, TrainingSet, build_training_sets
+from efficientrag.treehop.training_data import TrainingSet, build_training_sets
 from efficientrag.treehop.vectors import IndexVectors
 
 logger = logging.getLogger(__name__)

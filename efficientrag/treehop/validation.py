@@ -1,6 +1,7 @@
 """Scores a TreeHop model by the search it will be used for: the tree search over each pool's own
 index, on questions training never saw, with the protocol's score (mean over pools of
-(recall + all-gold) / 2). Checkpoints and settings are chosen with it, never with a loss."""
+(recall + all-gold) / 2, :func:`efficientrag.retrieval.metrics.protocol_score`). Checkpoints and
+settings are chosen with it, never with a loss."""
 
 from __future__ import annotations
 
@@ -54,10 +55,3 @@ def search_scores(
                 )
         out[name] = mean_scores(scores)
     return out
-
-
-def protocol_score(per_pool: Mapping[str, Mapping[str, float]]) -> float:
-    """Mean over pools of (recall + all-gold) / 2: what the EfficientRAG protocol chooses by."""
-    if not per_pool:
-        return 0.0
-    return sum((s["recall"] + s["all_gold"]) / 2 for s in per_pool.values()) / len(per_pool)

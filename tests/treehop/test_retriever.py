@@ -17,10 +17,11 @@ from efficientrag.data.loader import load_data
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.testing.hashed_dense import HashedDenseRetriever
 from efficientrag.testing.word_overlap import WordOverlapRetriever
+from efficientrag.training.pool import Pool
 from efficientrag.treehop import TreeHop, TreeHopConfig, TreeHopRetrievalConfig, TreeHopRetriever
 from efficientrag.treehop.config import TreeHopModelSettings, TreeHopTrainConfig
 from efficientrag.treehop.training import train_treehop
-from efficientrag.treehop.training_data import Pool, build_training_sets, pool_vectors
+from efficientrag.treehop.training_data import build_training_sets, pool_vectors
 
 DIM = 32
 

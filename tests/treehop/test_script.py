@@ -7,14 +7,14 @@ import pytest
 from efficientrag.config import ConfigError
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.retrieval.config import RetrieverConfig
+from efficientrag.training.open_pools import open_pools
 from efficientrag.treehop.config import TreeHopTrainConfig
-from efficientrag.treehop.script import open_pools
 from efficientrag.treehop.training import train_treehop
 
 
 def test_training_without_pools_names_where_they_come_from(tmp_path):
     cfg = TreeHopTrainConfig(work_dir=str(tmp_path / "work"), output_dir=str(tmp_path / "model"))
-    with pytest.raises(ConfigError, match=r"needs pools=.*efficientrag\.treehop\.script\.open_pools"):
+    with pytest.raises(ConfigError, match=r"needs pools=.*efficientrag\.training\.open_pools\.open_pools"):
         train_treehop(cfg)
     assert not (tmp_path / "model").exists()
 
@@ -27,7 +27,7 @@ def test_script_pools_each_training_file_into_its_own_indexed_corpus(tmp_path, m
         work_dir=str(tmp_path / "work"),
         progress=False,
     )
-    pools = open_pools(cfg)
+    pools = open_pools(cfg.train_sets, cfg.retriever, cfg.work_dir, progress=False)
     assert [p.name for p in pools] == ["0-toy", "1-toy"]
     for pool in pools:
         assert len(pool.examples) == 6
@@ -35,5 +35,5 @@ def test_script_pools_each_training_file_into_its_own_indexed_corpus(tmp_path, m
         folder = tmp_path / "work" / "pools" / pool.name
         assert (folder / "data" / "corpus.jsonl").is_file() and any((folder / "index").iterdir())
     # A second run reads the prepared data and the saved index back.
-    again = open_pools(cfg)
+    again = open_pools(cfg.train_sets, cfg.retriever, cfg.work_dir, progress=False)
     assert [len(p.corpus) for p in again] == [len(p.corpus) for p in pools]

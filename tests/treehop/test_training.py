@@ -18,10 +18,10 @@ from efficientrag.eval.chunk_curve import value_at
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.retrieval.factory import build_retriever
 from efficientrag.retrieval.metrics import mean_scores, score_retrieval
+from efficientrag.training.pool import Pool
 from efficientrag.treehop import TreeHop, TreeHopRetrievalConfig
 from efficientrag.treehop.config import TreeHopModelSettings, TreeHopTrainConfig
 from efficientrag.treehop.training import train_treehop
-from efficientrag.treehop.training_data import Pool
 from efficientrag.treehop.validation import search_scores
 
 pytestmark = pytest.mark.slow
