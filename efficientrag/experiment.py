@@ -287,28 +287,40 @@ def select_examples(cfg: ExperimentConfig, examples: list[Example]) -> list[Exam
 
 
 def model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:
-    """The trained model folders a method reads (checked before long work, hashed into its runs)."""
-    if registered_name(method) != "efficientrag":
+    """The trained model folders a method reads (checked before long work, hashed into its runs),
+    by kind: the folders its settings name in the fields its class lists in ``model_fields``."""
+    cls = METHODS.get(registered_name(method))
+    if cls is None or not cls.model_fields:
         return {}
-    if not cfg.efficientrag.labeler or not cfg.efficientrag.filter:
+    section = cls.settings(cfg)
+    missing = [name for name in cls.model_fields if not getattr(section, name)]
+    if registered_name(method) == "efficientrag" and missing:
         raise ConfigError(
             "EfficientRAG needs trained models: set efficientrag.labeler and efficientrag.filter "
             "(--labeler/--filter) to the folders written by `efficientrag train labeler|filter` (their best/)"
         )
-    return {"labeler": cfg.efficientrag.labeler, "filter": cfg.efficientrag.filter}
+    if missing:
+        names = " and ".join(f"{cls.section_key()}.{name}" for name in missing)
+        raise ConfigError(f"{cls.name} needs trained models: set {names} to a trained folder (its best/)")
+    return {kind: getattr(section, name) for name, kind in cls.model_fields.items()}
 
 
 def check_model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:
     """Fail on a missing or damaged model folder now, before a corpus is encoded; returns each
     folder's content hash."""
+    from efficientrag.models.cross_encoder import check_cross_encoder_folder
     from efficientrag.models.model_folder import check_model_folder
 
+    cls = METHODS.get(registered_name(method))
+    fields = {kind: name for name, kind in cls.model_fields.items()} if cls is not None else {}
     out = {}
     for kind, path in model_folders(cfg, method).items():
         try:
-            folder = check_model_folder(path, kind)
+            folder = (
+                check_cross_encoder_folder(path) if kind == "reranker" else check_model_folder(path, kind)
+            )
         except (FileNotFoundError, NotADirectoryError) as exc:
-            raise FileNotFoundError(f"efficientrag.{kind}: {exc}") from None
+            raise FileNotFoundError(f"{cls.section_key()}.{fields[kind]}: {exc}") from None
         out[kind] = folder_digest(folder)
     return out
 

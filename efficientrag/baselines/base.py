@@ -82,6 +82,10 @@ class Method(ABC):
     # Makes no LLM call unless the run asks for answers; its answering run is named "<name>_qa",
     # so the two never share an output folder.
     retrieval_only: ClassVar[bool] = False
+    # The settings fields that name trained model folders, and each folder's kind ("labeler",
+    # "filter", "reranker"): the folders are checked before long work and their content, not
+    # their path, goes into a run's fingerprint.
+    model_fields: ClassVar[dict[str, str]] = {}
     # The papers report this method's numbers per generator model (DRAGIN's tables): a report
     # matches a run to the paper's row for the run's model.
     paper_rows_per_model: ClassVar[bool] = False

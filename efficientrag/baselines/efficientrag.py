@@ -8,7 +8,7 @@ Its settings are the loop's own section, ``efficientrag:`` (``answer_top_k`` and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from efficientrag.baselines.answering import answer_if_asked
 from efficientrag.baselines.base import Counters, GeneratorSource, Method, Prediction, SharedSettings
@@ -29,6 +29,7 @@ class EfficientRAGRetrieval(Method):
     config_key = "efficientrag"
     cfg: EfficientRAGConfig
     retrieval_only = True
+    model_fields: ClassVar[dict[str, str]] = {"labeler": "labeler", "filter": "filter"}
 
     @classmethod
     def settings(cls, cfg: Any) -> EfficientRAGConfig:

@@ -17,6 +17,8 @@ from efficientrag.baselines.fl_rag import FLRAG
 from efficientrag.baselines.flare import Flare, FlareInstruct
 from efficientrag.baselines.fs_rag import FSRAG
 from efficientrag.baselines.iter_retgen import IterRetGen
+from efficientrag.baselines.labeler_rerank import LabelerRerank
+from efficientrag.baselines.rerank import Rerank
 from efficientrag.baselines.self_ask import SelfAsk
 from efficientrag.baselines.sr_rag import SRRAG
 from efficientrag.baselines.treehop import TreeHopRetrieval
@@ -33,6 +35,9 @@ METHODS: dict[str, type[Method]] = {
     "efficientrag": EfficientRAGRetrieval,
     # The LLM-free peer (docs/treehop.md).
     "treehop": TreeHopRetrieval,
+    # Retrieve-then-rerank, the practitioner's default: a cross-encoder, or the Labeler alone.
+    "rerank": Rerank,
+    "labeler_rerank": LabelerRerank,
     # Active retrieval: FLARE, DRAGIN and DRAGIN's baselines.
     "wo_rag": WoRAG,
     "sr_rag": SRRAG,

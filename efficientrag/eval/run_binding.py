@@ -181,13 +181,12 @@ def method_settings(cfg: ExperimentConfig, method: str) -> dict[str, Any]:
         settings["baselines"] = to_dict(cfg.baselines)
     else:
         own = to_dict(cls.settings(cfg))
-        if key == "efficientrag":
-            for path_key in ("labeler", "filter"):  # their content is hashed under models.*
-                own.pop(path_key)
-            if own.get("quantize") == "auto":  # what ran, not the wish: bf16 and float32 differ
-                from efficientrag.models.export import resolve_quantize
+        for path_key in cls.model_fields:  # their content is hashed under models.*
+            own.pop(path_key)
+        if key == "efficientrag" and own.get("quantize") == "auto":  # what ran, not the wish
+            from efficientrag.models.export import resolve_quantize
 
-                own["quantize"] = resolve_quantize("auto", cfg.efficientrag.device)
+            own["quantize"] = resolve_quantize("auto", cfg.efficientrag.device)
         settings[cls.section_key()] = own
     if cls is None or not cls.retrieval_only or cfg.eval.answer:
         settings["baselines.prompts"] = to_dict(cfg.baselines.prompts)

@@ -26,7 +26,7 @@ from efficientrag.testing.word_overlap import WordOverlapRetriever
 
 def test_every_registered_class_carries_its_name_and_a_section_of_the_config():
     cfg = ExperimentConfig()
-    assert len(METHODS) == 15
+    assert len(METHODS) == 17
     for name, cls in METHODS.items():
         assert issubclass(cls, Method) and cls.name == name
         section = cls.settings(cfg)

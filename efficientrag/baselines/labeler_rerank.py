@@ -1,0 +1,83 @@
+"""The trained Labeler as a reranker: one hop, no Filter.
+
+The Labeler/Tagger is itself a cross-encoder over (query, chunk) pairs: its tag head's Continue
+probability says whether the chunk helps the query. Ranking the question's top ``top_n`` hits by it
+shows what the Labeler alone gives without the loop, so a comparison can tell the hops' share of
+EfficientRAG's gain from the reranking's. Everything else (the ranked list, the counters, the
+answer call) is :class:`~efficientrag.baselines.rerank.Rerank`'s.
+
+Importing this module (the registry does) imports neither torch nor spaCy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from efficientrag.baselines.rerank import Rerank
+from efficientrag.baselines.settings import Settings, bounded
+from efficientrag.data.schema import Chunk
+
+
+@dataclass
+class LabelerRerankConfig(Settings):
+    """``labeler_rerank``: the question's top ``top_n`` hits, ranked by the Labeler's Continue probability.
+
+    Attributes:
+        labeler: The trained Labeler folder (``efficientrag train labeler``'s best/).
+        top_n: Hits of the question's search that are ranked.
+        batch_size: Pairs per forward pass.
+        max_length: The Labeler's input length (None: the length it was trained with).
+        device: ``"cpu"``, ``"cuda"``... (None: CUDA when available).
+        top_k: With ``eval.answer=true``: the chunks the answer call reads.
+        max_new_tokens: With ``eval.answer=true``: the answer call's budget.
+    """
+
+    labeler: str = ""
+    top_n: int = bounded(20, low=1)
+    batch_size: int = bounded(32, low=1)
+    max_length: int | None = bounded(None, low=8)
+    device: str | None = None
+    top_k: int = bounded(6, low=1)
+    max_new_tokens: int = bounded(128, low=1)
+
+
+class LabelerRerank(Rerank):
+    name = "labeler_rerank"
+    config_class = LabelerRerankConfig
+    cfg: LabelerRerankConfig  # type: ignore[assignment]
+    model_fields: ClassVar[dict[str, str]] = {"labeler": "labeler"}
+
+    def load_scorer(self) -> Any:
+        """The Labeler of ``cfg.labeler``, in float32 as the loop's default runs it."""
+        from efficientrag.models import Labeler
+
+        if not self.cfg.labeler:
+            raise ValueError(
+                f"{self.section_key()}.labeler is empty: set it to a trained Labeler folder "
+                "(`efficientrag train labeler` writes one to its output_dir/best)"
+            )
+        return Labeler.from_pretrained(self.cfg.labeler, device=self.cfg.device)
+
+    def score(self, pairs: Sequence[tuple[str, Chunk]]) -> list[float]:
+        """The Labeler's Continue probability of each (question, chunk) pair, read as the loop reads
+        its first hop: the question's words against the chunk's words.
+
+        Args:
+            pairs: The pairs of every question of the batch.
+
+        Returns:
+            One probability per pair, in the order of ``pairs``.
+        """
+        from efficientrag.text.words import split_words_batch  # spaCy: only once a run scores
+
+        if not pairs:
+            return []
+        questions = split_words_batch([question for question, _ in pairs])
+        chunks = split_words_batch([chunk.contents for _, chunk in pairs])
+        words = list(zip(questions, chunks, strict=True))
+        predictions = self.scorer.predict(
+            words, batch_size=self.cfg.batch_size, max_length=self.cfg.max_length
+        )
+        return [float(p.continue_prob) for p in predictions]

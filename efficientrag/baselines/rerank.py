@@ -1,0 +1,125 @@
+"""Retrieve-then-rerank: what a practitioner puts in front of an LLM instead of a hop loop.
+
+The question's top ``top_n`` hits from the run's search are scored by a cross-encoder (trained with
+sentence-transformers' ``CrossEncoder`` on the same training questions as the Labeler: ``efficientrag
+train reranker``) and sorted by that score. The result is one ranked list, scored like Direct-R's at
+every cut-off K of ``eval.ks``, so one run gives "rerank@K" for every K at the cost of one search
+and ``top_n`` pair scorings per question. This is the bar the hop loop must clear at equal chunks:
+it shows how much of a gain comes from reranking alone, and how much only the hops find (evidence
+outside the question's own top N). With ``eval.answer=true`` one answer call reads the top ``top_k``.
+
+:class:`~efficientrag.baselines.labeler_rerank.LabelerRerank` is the same method with the trained
+Labeler's Continue probability as the score.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from efficientrag.baselines.answering import answer_if_asked
+from efficientrag.baselines.base import Counters, Method, Prediction
+from efficientrag.baselines.settings import Settings, bounded
+from efficientrag.data.schema import Chunk, Example
+
+
+@dataclass
+class RerankConfig(Settings):
+    """``rerank``: the question's top ``top_n`` hits, reranked by a cross-encoder.
+
+    Attributes:
+        model: The cross-encoder folder (``output_dir/best`` of ``efficientrag train reranker``, or
+            any saved ``CrossEncoder``).
+        top_n: Hits of the question's search that are reranked (the rest are never returned).
+        batch_size: Pairs per forward pass.
+        max_length: Tokens per (question, chunk) pair; longer pairs are cut.
+        device: ``"cpu"``, ``"cuda"``... (None: CUDA when available).
+        top_k: With ``eval.answer=true``: the chunks the answer call reads.
+        max_new_tokens: With ``eval.answer=true``: the answer call's budget.
+    """
+
+    model: str = ""
+    top_n: int = bounded(20, low=1)
+    batch_size: int = bounded(64, low=1)
+    max_length: int = bounded(256, low=8)
+    device: str | None = None
+    top_k: int = bounded(6, low=1)
+    max_new_tokens: int = bounded(128, low=1)
+
+
+class Rerank(Method):
+    """Search once, score the ``top_n`` hits of every question in one batch, sort by the score."""
+
+    name = "rerank"
+    config_class = RerankConfig
+    cfg: RerankConfig
+    retrieval_only = True
+    # The settings that name model folders (field -> kind): their content is hashed into runs.
+    model_fields: ClassVar[dict[str, str]] = {"model": "reranker"}
+
+    def setup(self) -> None:
+        if self.retriever is None:
+            raise ValueError(f"{self.name} needs a retriever: it reranks the question's own hits")
+        self.scorer = self.load_scorer()
+
+    def load_scorer(self) -> Any:
+        """The model that scores (question, chunk) pairs: here the cross-encoder of ``cfg.model``."""
+        from efficientrag.models.cross_encoder import load_cross_encoder
+
+        if not self.cfg.model:
+            raise ValueError(
+                f"{self.section_key()}.model is empty: set it to a cross-encoder folder "
+                "(`efficientrag train reranker` writes one to its output_dir/best)"
+            )
+        return load_cross_encoder(self.cfg.model, device=self.cfg.device, max_length=self.cfg.max_length)
+
+    def score(self, pairs: Sequence[tuple[str, Chunk]]) -> list[float]:
+        """One score per (question, chunk) pair, higher meaning more useful to the question.
+
+        Args:
+            pairs: The pairs of every question of the batch.
+
+        Returns:
+            The cross-encoder's scores, in the order of ``pairs``.
+        """
+        if not pairs:
+            return []
+        inputs = [(question, chunk.contents) for question, chunk in pairs]
+        scores = self.scorer.predict(inputs, batch_size=self.cfg.batch_size, show_progress_bar=False)
+        return [float(s) for s in scores]
+
+    def run_batch(self, examples: Sequence[Example]) -> list[Prediction]:
+        questions = [ex.question for ex in examples]
+        start = time.perf_counter()
+        hits = self.retriever.search(questions, self.cfg.top_n)  # type: ignore[union-attr]
+        searched = time.perf_counter()
+        pairs = [(q, h.chunk) for q, hs in zip(questions, hits, strict=True) for h in hs]
+        scores = iter(self.score(pairs))
+        scored = time.perf_counter()
+        n = max(1, len(examples))
+        out = []
+        for ex, hs in zip(examples, hits, strict=True):
+            own = [next(scores) for _ in hs]
+            # Best first; equal scores keep the search's order.
+            order = sorted(range(len(hs)), key=lambda i: (-own[i], i))
+            counters = Counters(
+                retrieval_calls=1,
+                reranked_pairs=len(hs),
+                time_retrieval_s=(searched - start) / n,
+                time_rerank_s=(scored - searched) / n,
+            )
+            out.append(
+                Prediction(
+                    example_id=ex.id,
+                    chunks=[hs[i].chunk for i in order],
+                    scores=[own[i] for i in order],
+                    ranked=True,
+                    trace={"search_rank": order, "search_scores": [hs[i].score for i in order]},
+                    counters=counters,
+                )
+            )
+        return answer_if_asked(
+            self, examples, out, top_k=self.cfg.top_k, max_new_tokens=self.cfg.max_new_tokens
+        )

@@ -1,0 +1,72 @@
+"""A trained cross-encoder reranker folder: sentence-transformers' ``CrossEncoder`` layout.
+
+The ``rerank`` method and the reranker's training read and write the layout ``CrossEncoder(path)``
+loads anywhere (``config.json`` of a sequence-classification model with one label, safetensors
+weights, the tokenizer), so a folder trained here works in LangChain's, LlamaIndex's or Haystack's
+cross-encoder rerankers too. Checked before long work (a typo in a path fails in a second, not
+after a corpus is searched); loaded offline, from safetensors only, with remote code off.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from efficientrag.models.model_folder import CONFIG_FILE, check_safetensors
+
+WEIGHTS_FILE = "model.safetensors"
+PICKLE_WEIGHTS = ("pytorch_model.bin", "model.bin")
+TRAIN_HINT = "train one with `efficientrag train reranker -c configs/reranker/minilm-cpu.yaml` (its best/)"
+
+
+def check_cross_encoder_folder(path: str | Path) -> Path:
+    """Everything about a saved cross-encoder folder that can go wrong, checked without loading it.
+
+    Args:
+        path: The folder (``output_dir/best`` of a reranker training run, or any saved CrossEncoder).
+
+    Returns:
+        The folder.
+
+    Raises:
+        FileNotFoundError: No such folder, or no ``config.json`` or weights in it.
+        NotADirectoryError: ``path`` is a file.
+        ValueError: The weights are pickled (never loaded) or the safetensors file is damaged.
+    """
+    folder = Path(path).expanduser()
+    if not folder.exists():
+        raise FileNotFoundError(f"{folder}: no such cross-encoder folder; {TRAIN_HINT}")
+    if not folder.is_dir():
+        raise NotADirectoryError(f"{folder} is a file; a saved cross-encoder is a folder")
+    if not (folder / CONFIG_FILE).is_file():
+        raise FileNotFoundError(f"{folder} holds no {CONFIG_FILE}: not a saved cross-encoder; {TRAIN_HINT}")
+    weights = folder / WEIGHTS_FILE
+    if not weights.is_file():
+        pickled = [name for name in PICKLE_WEIGHTS if (folder / name).is_file()]
+        if pickled:
+            raise ValueError(
+                f"{folder}: its weights are pickled ({pickled[0]}), which this package never loads; "
+                f"save them as {WEIGHTS_FILE} (model.save_pretrained(folder, safe_serialization=True))"
+            )
+        raise FileNotFoundError(f"{folder} holds no {WEIGHTS_FILE}; {TRAIN_HINT}")
+    check_safetensors(weights)
+    return folder
+
+
+def load_cross_encoder(path: str | Path, *, device: str | None = None, max_length: int | None = None) -> Any:
+    """A saved cross-encoder, ready to ``predict`` (query, passage) pairs.
+
+    Args:
+        path: The folder (checked with :func:`check_cross_encoder_folder` first).
+        device: ``"cpu"``, ``"cuda"``... (None: CUDA when available).
+        max_length: Tokens per pair; longer pairs are cut (None: the folder's own limit).
+
+    Returns:
+        A ``sentence_transformers.CrossEncoder``.
+    """
+    folder = check_cross_encoder_folder(path)
+    from sentence_transformers import CrossEncoder
+
+    return CrossEncoder(
+        str(folder), device=device, max_length=max_length, trust_remote_code=False, local_files_only=True
+    )
