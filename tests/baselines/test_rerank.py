@@ -184,3 +184,40 @@ def test_eval_runs_rerank_at_every_k_and_binds_the_models_content(cross_encoder,
     fingerprint = read_fingerprint(summary.run_dir)
     assert set(fingerprint["models"]) == {"reranker"}
     assert "model" not in fingerprint["settings"]["baselines.rerank"]  # the content, not the path
+
+
+def test_a_rerank_job_run_resumes_only_for_the_same_model_and_settings(cross_encoder, tmp_path):
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from efficientrag.eval.job_runs import evaluate_rerank_run
+
+    retriever = WordOverlapRetriever(bridge_corpus())
+    qs = examples(ALPHA_QUESTION, OMEGA_QUESTION)
+    for ex in qs:
+        ex.gold_chunk_ids.append("bob" if ex.question == ALPHA_QUESTION else "carla")
+    method = Rerank(retriever, None, RerankConfig(model=str(cross_encoder), top_n=5, device="cpu"))
+    first = evaluate_rerank_run(method, qs, tmp_path / "run", ks=[2, 5], progress=False)
+    assert first["n"] == 2 and first["retrieval"]["5"]["recall"] == 100.0
+    fingerprint = read_fingerprint(tmp_path / "run")
+    assert fingerprint["method"] == "rerank" and set(fingerprint["models"]) == {"reranker"}
+    assert (
+        "device" not in fingerprint["settings"]["rerank"] and fingerprint["settings"]["rerank"]["top_n"] == 5
+    )
+    # The same inputs resume the run: nothing is scored again.
+    method.scorer = TitleScores({})
+    evaluate_rerank_run(method, qs, tmp_path / "run", ks=[2, 5], progress=False)
+    assert method.scorer.calls == []
+    # Another model's weights under the same path make it another run, scored again.
+    other = tmp_path / "other"
+    shutil.copytree(cross_encoder, other)
+    weights = load_file(other / "model.safetensors")
+    save_file(
+        {k: v + 0.01 if v.is_floating_point() else v for k, v in weights.items()}, other / "model.safetensors"
+    )
+    changed = Rerank(retriever, None, RerankConfig(model=str(other), top_n=5, device="cpu"))
+    changed.scorer = TitleScores({})
+    evaluate_rerank_run(changed, qs, tmp_path / "run", ks=[2, 5], progress=False)
+    assert len(changed.scorer.calls) == 1
+    assert read_fingerprint(tmp_path / "run")["models"] != fingerprint["models"]
