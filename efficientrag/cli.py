@@ -130,7 +130,8 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 
 
 def _delegate(argv: list[str]) -> int | None:
-    """``efficientrag synth|train ...`` run the same entry as ``synth/run.py`` / ``train/*.py``."""
+    """``efficientrag synth|train ...`` run the same entry as ``synth/run.py`` / ``train/*.py``
+    (``train reranker``: ``train/reranker.py``, the cross-encoder of the ``rerank`` method)."""
     if not argv or argv[0] not in _DELEGATED:
         return None
     if argv[0] == "synth":
@@ -138,10 +139,17 @@ def _delegate(argv: list[str]) -> int | None:
 
         return synth_main(argv[1:], prog="efficientrag synth")
     from efficientrag.models.inputs import KINDS
+
+    if len(argv) >= 2 and argv[1] == "reranker":
+        from efficientrag.training.reranker_script import main as reranker_main
+
+        return reranker_main(argv[2:], prog="efficientrag train reranker")
     from efficientrag.training.script import main as train_main
 
     if len(argv) < 2 or argv[1] not in KINDS:
-        print("usage: efficientrag train {labeler,filter} --config PRESET.yaml [--resume] [key=value ...]")
+        print(
+            "usage: efficientrag train {labeler,filter,reranker} --config PRESET.yaml [--resume] [key=value ...]"
+        )
         return 2
     try:
         return train_main(argv[1], argv[2:])

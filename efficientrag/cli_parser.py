@@ -143,7 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     # Listed for --help; the arguments are parsed by the commands' own entries (efficientrag.cli._delegate).
     sub.add_parser("synth", help="synthesize Labeler/Filter training data (same as synth/run.py)")
     sub.add_parser(
-        "train", help="train the labeler or the filter (same as train/labeler.py, train/filter.py)"
+        "train",
+        help="train the labeler, the filter or the reranker (same as train/labeler.py, train/filter.py, "
+        "train/reranker.py)",
     )
 
     _add_report_args(sub.add_parser("report", help=_REPORT_HELP))
