@@ -1,0 +1,146 @@
+"""Tables of ``benchmarks/retrieval_rerank.py``: EfficientRAG beside the rerankers at equal chunks.
+
+Every comparison is read at the loop's own chunk count (a ranked method's curve interpolated
+between its measured cut-offs), on all questions of a dev set and per question type, with the
+seconds per question beside each method.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from efficientrag.eval.chunk_curve import curve_from_ranked, value_at
+from efficientrag.eval.summary import aggregate_retrieval
+
+ALL = "all"
+SHOWN_KS = ("2", "4", "6", "7", "8", "10")
+METRICS = ("recall", "all_gold", "answer_recall")
+
+
+def question_type(record: Mapping[str, Any]) -> str:
+    """HotpotQA and 2Wiki name their question types; MuSiQue's id says how many hops (``2hop__``)."""
+    rid = str(record.get("id") or "")
+    if "hop" in rid.split("__")[0]:
+        return rid.split("__")[0][:4]  # 2hop, 3hop, 4hop
+    return str(record.get("type") or "?")
+
+
+def seconds_per_question(summary: Mapping[str, Any]) -> float:
+    """Every timed stage of a run, per question (search, scoring, Labeler, Filter ...)."""
+    counters = summary.get("counters_mean") or {}
+    return sum(float(v) for k, v in counters.items() if k.startswith("time_") and k.endswith("_s"))
+
+
+def retrieval_by_cut(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """``summary["retrieval"]`` of a subset of a run's records: the means at each cut-off."""
+    cuts: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        for cut, scores in (r.get("retrieval") or {}).items():
+            cuts.setdefault(cut, []).append(scores)
+    return {cut: aggregate_retrieval(rows) for cut, rows in cuts.items()}
+
+
+def at_chunks(retrieval: Mapping[str, Mapping[str, float]], chunks: float) -> dict[str, float] | None:
+    """A ranked run read at ``chunks`` (None where that is outside its measured cut-offs)."""
+    try:
+        return {m: value_at(curve_from_ranked(retrieval, m), chunks) for m in METRICS}
+    except ValueError:
+        return None
+
+
+def render(
+    *,
+    command: str,
+    retriever: str,
+    train_on: Sequence[str],
+    setting: tuple[str, list[str]],
+    validation_n: Mapping[str, int],
+    reranker: Mapping[str, Any],
+    results: Mapping[str, Mapping[str, Any]],
+    minutes: float,
+) -> str:
+    label, overrides = setting
+    recipes = ", ".join(f"{n} {r['best_score']:.2f}" for n, r in reranker["recipes"].items())
+    lines = [
+        f"## EfficientRAG beside retrieve-then-rerank on dev questions (search: {retriever})",
+        "",
+        f"Command: `{command}` ({minutes:.0f} min)",
+        "",
+        f"Trained on the train files of {', '.join(train_on)}. EfficientRAG's setting, chosen on their "
+        f"validation questions ({', '.join(f'{k} {v}' for k, v in validation_n.items())}): `{label}` = "
+        f"`{','.join(overrides)}`. Cross-encoder recipe chosen on the same questions (validation score, "
+        f"mean of recall and all-gold@6 of the top 20): {recipes}; used: {reranker['recipe']}. No dev "
+        "question chose anything. Numbers in %; s/q: seconds per question on this machine.",
+    ]
+    for dataset, runs in results.items():
+        where = "in domain" if dataset in train_on else "left out"
+        lines += ["", *dataset_tables(dataset, where, runs)]
+    return "\n".join(lines) + "\n"
+
+
+def dataset_tables(dataset: str, where: str, runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    eff = runs["EfficientRAG"]["summary"]
+    e = eff["retrieval"][ALL]
+    chunks = float(e["num_chunks"])
+    lines = [
+        f"### {dataset} ({eff['n']} dev questions, {where})",
+        "",
+        "Recall / all-gold at K chunks:",
+        "",
+        "| method | " + " | ".join(f"K={k}" for k in SHOWN_KS) + " | s/q |",
+        "|---|" + "---|" * (len(SHOWN_KS) + 1),
+    ]
+    ranked = {name: r for name, r in runs.items() if name != "EfficientRAG"}
+    for name, run in ranked.items():
+        ret = run["summary"]["retrieval"]
+        cells = [f"{ret[k]['recall']:.1f} / {ret[k]['all_gold']:.1f}" if k in ret else "–" for k in SHOWN_KS]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {seconds_per_question(run['summary']):.3f} |")
+    lines += [
+        "",
+        f"At EfficientRAG's own chunk count ({chunks:.2f} per question):",
+        "",
+        "| method | recall | all-gold | answer recall | s/q |",
+        "|---|---|---|---|---|",
+        f"| **EfficientRAG** | {e['recall']:.1f} | {e['all_gold']:.1f} | {e['answer_recall']:.1f} | "
+        f"{seconds_per_question(eff):.3f} |",
+    ]
+    for name, run in ranked.items():
+        read = at_chunks(run["summary"]["retrieval"], chunks)
+        if read is not None:
+            lines.append(
+                f"| {name} @{chunks:.2f} | {read['recall']:.1f} | {read['all_gold']:.1f} | "
+                f"{read['answer_recall']:.1f} | {seconds_per_question(run['summary']):.3f} |"
+            )
+    lines += ["", *type_table(runs)]
+    return lines
+
+
+def type_table(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Recall / all-gold per question type, every ranked method read at the loop's chunk count for
+    that type."""
+    types = sorted({question_type(r) for r in runs["EfficientRAG"]["records"]})
+    names = [n for n in runs if n != "EfficientRAG"]
+    lines = [
+        "By question type (recall / all-gold; the ranked methods at EfficientRAG's chunk count for the type):",
+        "",
+        "| type | n | chunks | EfficientRAG | " + " | ".join(names) + " |",
+        "|---|---|---|---|" + "---|" * len(names),
+    ]
+    for t in types:
+        own = [r for r in runs["EfficientRAG"]["records"] if question_type(r) == t and r.get("retrieval")]
+        agg = aggregate_retrieval([r["retrieval"][ALL] for r in own])
+        if not agg:
+            continue
+        chunks = float(agg["num_chunks"])
+        cells = []
+        for name in names:
+            mine = [r for r in runs[name]["records"] if question_type(r) == t]
+            read = at_chunks(retrieval_by_cut(mine), chunks)
+            cells.append("–" if read is None else f"{read['recall']:.1f} / {read['all_gold']:.1f}")
+        lines.append(
+            f"| {t} | {agg['n']} | {chunks:.2f} | {agg['recall']:.1f} / {agg['all_gold']:.1f} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return lines

@@ -1,0 +1,232 @@
+"""Does the loop earn its hops? Retrieve-then-rerank beside EfficientRAG, at equal chunks (issue 49).
+
+A practitioner does not put Direct-R in front of an LLM: they retrieve wider (top 20-50) and rerank
+with a cross-encoder, then keep the top few. This benchmark puts those rerankers beside the hop loop
+under the honest protocol of ``benchmarks/retrieval_efficientrag.py``:
+
+1. For each direction (training files -> dev sets), the Labeler and Filter trained on the training
+   files' synthesized data and EfficientRAG's setting chosen on their validation questions (both
+   cached in, and shared with, ``retrieval_efficientrag.py``'s work folder).
+2. A MiniLM cross-encoder trained on the same training questions (``efficientrag train reranker``,
+   ``configs/reranker/minilm-cpu.yaml``; gold chunks positive, hard negatives from the same search).
+   With several ``--reranker-grid`` recipes, the one with the best validation score (mean over the
+   training files of (recall + all-gold) / 2 of the top 20 reranked, K=6) is used.
+3. On every dev question of each evaluated dataset, over its pooled dev corpus: Direct-R, ``rerank``
+   (the cross-encoder over the question's top N) and ``labeler_rerank`` (the Labeler's Continue
+   probability over the same top N, one hop, no Filter) at N = 20 and 50, each at K = 2 to 10, and
+   EfficientRAG with its chosen setting.
+4. Reported: recall, all-gold and answer recall against K; each reranker read at EfficientRAG's own
+   chunk count (interpolated); the same split by question type (HotpotQA bridge / comparison; 2Wiki
+   compositional / comparison / inference / bridge_comparison; MuSiQue by hop count); seconds per
+   question beside each (the loop's own stage timings; a reranker's search + scoring).
+
+    python benchmarks/retrieval_rerank.py --retriever bm25 --train-on 2wikimultihopqa,musique
+    python benchmarks/retrieval_rerank.py --retriever bm25 --leave-one-out
+    python benchmarks/retrieval_rerank.py --retriever dense --leave-one-out
+
+No dev question chooses anything. Everything is cached under ``--work-dir``: a rerun redoes only
+what is missing, and a run made under other inputs (a retrained model, another setting) is redone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from rerank_tables import render  # noqa: E402
+from retrieval_efficientrag import (  # noqa: E402
+    DATASETS,
+    DEV_FILES,
+    REPO,
+    TRAIN_FILES,
+    Pool,
+    _names,
+    choose,
+    load_rag,
+    open_pool,
+    protocol_parser,
+    quick_config,
+    run_setting,
+    train,
+)
+
+KS = [2, 3, 4, 5, 6, 7, 8, 10, 20]
+NS = (20, 50)
+PRESET = REPO / "configs" / "reranker" / "minilm-cpu.yaml"
+# Cross-encoder recipes (overrides of the preset), each trained and scored on the validation
+# questions; the best is reported. "neg4" is the preset.
+RECIPES = {
+    "neg4": [],
+    "neg8": ["negatives=8", "top_negatives=6"],
+}
+
+
+def train_cross_encoder(
+    args: argparse.Namespace, work: Path, train_on: list[str], pools: dict[str, Pool]
+) -> tuple[Path, dict]:
+    """Every recipe on the training side of ``train_on``; the best validation score wins."""
+    from efficientrag.config import load_config
+    from efficientrag.data.config import DataConfig
+    from efficientrag.training.pool import Pool as TrainPool
+    from efficientrag.training.reranker import train_reranker
+    from efficientrag.training.reranker_config import RerankerTrainConfig
+
+    train_pools = [TrainPool(d, p.corpus, p.examples, p.retriever) for d, p in pools.items()]
+    root = work / "rerankers" / "+".join(train_on)
+    runs = {}
+    for name in args.reranker_grid:
+        cfg = load_config(
+            RerankerTrainConfig,
+            PRESET,
+            [
+                f"work_dir={root}",
+                f"output_dir={root / name}",
+                f"retriever.kind={args.retriever}",
+                f"validation_ratio={args.validation_ratio}",
+                f"progress={not args.quiet}",
+                *RECIPES[name],
+                *args.reranker_overrides,
+            ],
+        )
+        cfg.train_sets = [
+            DataConfig(dataset=d, path=str(Path(args.shared_data) / TRAIN_FILES[d])) for d in train_on
+        ]
+        runs[name] = train_reranker(cfg, resume=True, pools=train_pools)
+    best = max(runs, key=lambda n: runs[n]["best_score"])
+    table = {n: {k: m.get(k) for k in ("best_score", "best_epoch", "best", "pairs")} for n, m in runs.items()}
+    return root / best / "best", {"recipe": best, "recipes": table}
+
+
+def evaluate_dev(
+    args: argparse.Namespace,
+    pool: Pool,
+    models: Path,
+    reranker: Path,
+    setting: tuple[str, list[str]],
+    out: Path,
+) -> dict[str, Any]:
+    """Every method on the pool's dev questions, each run cached in its own folder under ``out``.
+
+    Returns:
+        Per method: its summary and its per-question records.
+    """
+    from efficientrag.baselines.labeler_rerank import LabelerRerank, LabelerRerankConfig
+    from efficientrag.baselines.rerank import Rerank, RerankConfig
+    from efficientrag.eval.job_runs import evaluate_direct_r_run, evaluate_rerank_run
+
+    examples, progress = pool.examples, not args.quiet
+    label, overrides = setting
+    direct = evaluate_direct_r_run(pool.retriever, examples, out / "direct_r_k", ks=KS, progress=progress)
+    runs = {"Direct-R": (dict(direct), out / "direct_r_k")}
+    cfg = quick_config(out, pool.name.removeprefix("dev-"), args)
+    eff = run_setting(pool, load_rag(pool, models), examples, label, overrides, out, cfg)
+    runs["EfficientRAG"] = (dict(eff), out / label)
+    for n in NS:
+        methods = {
+            f"rerank N={n}": (
+                Rerank(pool.retriever, None, RerankConfig(model=str(reranker), top_n=n)),
+                "rerank",
+            ),
+            f"Labeler rerank N={n}": (
+                LabelerRerank(
+                    pool.retriever,
+                    None,
+                    LabelerRerankConfig(labeler=str(models / "labeler" / "best"), top_n=n),
+                ),
+                "labeler-rerank",
+            ),
+        }
+        for name, (method, folder) in methods.items():
+            run_dir = out / f"{folder}-n{n}"
+            runs[name] = (
+                dict(evaluate_rerank_run(method, examples, run_dir, ks=KS, progress=progress)),
+                run_dir,
+            )
+    return {
+        name: {"summary": summary, "records": _records(run_dir)} for name, (summary, run_dir) in runs.items()
+    }
+
+
+def _records(run_dir: Path) -> list[dict[str, Any]]:
+    """The per-question records a run wrote (type, scores at each K, counters)."""
+    from efficientrag.jsonl import read_jsonl
+
+    keep = ("id", "type", "retrieval", "counters")
+    return [{k: r.get(k) for k in keep} for r in read_jsonl(run_dir / "predictions.jsonl")]
+
+
+def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eval_on: list[str]) -> str:
+    t0 = time.perf_counter()
+    models, counts, pools = train(args, work, train_on)
+    label, overrides, validation = choose(args, work, models, pools)
+    reranker, reranker_info = train_cross_encoder(args, work, train_on, pools)
+    results = {}
+    for name in eval_on:
+        pool = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args)
+        results[name] = evaluate_dev(args, pool, models, reranker, (label, overrides), models / "dev" / name)
+    command = "python benchmarks/retrieval_rerank.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    report = render(
+        command=command.strip(),
+        retriever=args.retriever,
+        train_on=train_on,
+        setting=(label, overrides),
+        validation_n=validation["n"],
+        reranker=reranker_info,
+        results=results,
+        minutes=(time.perf_counter() - t0) / 60,
+    )
+    tag = "+".join(train_on) + "_to_" + "+".join(eval_on)
+    (work / f"rerank-{tag}.md").write_text(report, encoding="utf-8")
+    summaries = {d: {m: r["summary"] for m, r in per.items()} for d, per in results.items()}
+    (work / f"rerank-{tag}.json").write_text(
+        json.dumps(
+            {"setting": [label, overrides], "reranker": reranker_info, "results": summaries}, indent=1
+        ),
+        encoding="utf-8",
+    )
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = protocol_parser(__doc__)
+    parser.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), default="bm25")
+    parser.add_argument("--epochs", type=int, default=3, help="Labeler epochs (retrieval_efficientrag.py's)")
+    parser.add_argument("--labeler-overrides", nargs="*", default=[])
+    parser.add_argument("--filter-overrides", nargs="*", default=[])
+    parser.add_argument("--reranker-grid", nargs="+", default=list(RECIPES), choices=list(RECIPES))
+    parser.add_argument("--reranker-overrides", nargs="*", default=[], metavar="key=value")
+    parser.add_argument(
+        "--leave-one-out",
+        action="store_true",
+        help="for each dataset: train on the others, report on all three",
+    )
+    args = parser.parse_args(argv)
+    # What retrieval_efficientrag.choose reads besides these: its grid and diagnostics, as it defaults them.
+    from retrieval_efficientrag import GRID
+
+    args.grid, args.no_token_stage, args.diagnose = GRID, False, []
+    if not Path(args.shared_data).is_dir():
+        print(f"shared data not found at {args.shared_data}", file=sys.stderr)
+        return 2
+    work = Path(args.work_dir) / args.retriever
+    directions = (
+        [([d for d in DATASETS if d != held], list(DATASETS)) for held in DATASETS]
+        if args.leave_one_out
+        else [(_names(parser, args.train_on), _names(parser, args.eval_on))]
+    )
+    reports = []
+    for train_on, eval_on in directions:
+        reports.append(run_direction(args, work, train_on, eval_on))
+        print(reports[-1], flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The rerank benchmark's reading of results: every ranked method at the loop's own chunk count, per
+dataset and per question type, with seconds per question."""
+
+import pytest
+
+BENCHMARK = "rerank_tables"  # the conftest fixture `bench` imports it
+
+
+def _agg(recall, all_gold, k, n=2):
+    return {"recall": recall, "all_gold": all_gold, "answer_recall": recall, "num_chunks": k, "n": n}
+
+
+def _ranked_record(rid, qtype, by_k):
+    """A per-question record: its scores are fractions (the summaries' are percentages)."""
+    return {"id": rid, "type": qtype, "retrieval": {k: _agg(r, a, float(k), 1) for k, (r, a) in by_k.items()}}
+
+
+def runs():
+    eff_records = [
+        {"id": "2hop__1", "type": None, "retrieval": {"all": _agg(1.0, 1.0, 5.0, 1)}},
+        {"id": "3hop1__2", "type": None, "retrieval": {"all": _agg(0.5, 0.0, 7.0, 1)}},
+    ]
+    rr_records = [
+        _ranked_record("2hop__1", None, {"4": (0.5, 0.0), "6": (1.0, 1.0)}),
+        _ranked_record("3hop1__2", None, {"4": (0.0, 0.0), "6": (0.4, 0.0), "8": (0.6, 0.0)}),
+    ]
+    return {
+        "EfficientRAG": {
+            "summary": {"n": 2, "retrieval": {"all": _agg(75.0, 50.0, 6.0)}, "counters_mean": {"time_labeler_s": 0.2, "time_retrieval_s": 0.05, "labeler_pairs": 9.0}},
+            "records": eff_records,
+        },
+        "rerank N=20": {
+            "summary": {"n": 2, "retrieval": {"4": _agg(25.0, 0.0, 4), "6": _agg(70.0, 50.0, 6), "8": _agg(80.0, 50.0, 8)},
+                        "counters_mean": {"time_retrieval_s": 0.01, "time_rerank_s": 0.1}},
+            "records": rr_records,
+        },
+    }  # fmt: skip
+
+
+def test_question_types_come_from_the_record_or_musiques_hop_count(bench):
+    assert bench.question_type({"id": "2hop__13548_13529", "type": None}) == "2hop"
+    assert bench.question_type({"id": "3hop1__9285_5188_23307"}) == "3hop"
+    assert bench.question_type({"id": "5a8b57f25542995d1e6f1371", "type": "bridge"}) == "bridge"
+
+
+def test_seconds_count_every_timed_stage_and_nothing_else(bench):
+    assert bench.seconds_per_question(runs()["EfficientRAG"]["summary"]) == pytest.approx(0.25)
+    assert bench.seconds_per_question(runs()["rerank N=20"]["summary"]) == pytest.approx(0.11)
+
+
+def test_a_ranked_run_is_read_at_the_loops_chunk_count_overall_and_per_type(bench):
+    lines = bench.dataset_tables("musique", "in domain", runs())
+    text = "\n".join(lines)
+    assert "| rerank N=20 @6.00 | 70.0 | 50.0 | 70.0 | 0.110 |" in text
+    # Per type: the loop kept 5 chunks for the 2-hop question (the reranker at 5: between @4 and @6)
+    # and 7 for the 3-hop one (between @6 and @8).
+    assert "| 2hop | 1 | 5.00 | 100.0 / 100.0 | 75.0 / 50.0 |" in text
+    assert "| 3hop | 1 | 7.00 | 50.0 / 0.0 | 50.0 / 0.0 |" in text
+    # Outside the measured cut-offs there is nothing to compare with, and the table says so.
+    far = runs()
+    far["EfficientRAG"]["summary"]["retrieval"]["all"]["num_chunks"] = 12.0
+    assert not any(
+        line.startswith("| rerank N=20 @12") for line in bench.dataset_tables("x", "left out", far)
+    )
+
+
+def test_the_report_names_the_choice_and_where_each_dataset_stands(bench):
+    text = bench.render(
+        command="python benchmarks/retrieval_rerank.py --retriever bm25",
+        retriever="bm25",
+        train_on=["2wikimultihopqa", "musique"],
+        setting=("k6-t0.2-f3", ["top_k=6"]),
+        validation_n={"2wikimultihopqa": 50, "musique": 45},
+        reranker={
+            "recipe": "neg4",
+            "recipes": {"neg4": {"best_score": 61.234}, "neg8": {"best_score": 60.0}},
+        },
+        results={"musique": runs(), "hotpotqa": runs()},
+        minutes=12.0,
+    )
+    assert "neg4 61.23, neg8 60.00; used: neg4" in text
+    assert (
+        "### musique (2 dev questions, in domain)" in text
+        and "### hotpotqa (2 dev questions, left out)" in text
+    )
