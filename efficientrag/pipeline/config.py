@@ -23,6 +23,9 @@ class EfficientRAGConfig:
         labeler: Folder of the trained Labeler (``EfficientRAG.from_config`` loads it).
         filter: Folder of the trained Filter.
         top_k: Hits retrieved per query and hop.
+        first_top_k: Hits of the question's own search at the first hop (None: ``top_k``). A wider
+            first hop lets the Labeler rank more of the question's hits, as a reranker would; later
+            hops stay at ``top_k``.
         max_hops: Hops at most per question.
         query_mode: ``"merged"``: one next query per question and hop from all its Continue chunks
             (the official code); ``"branch"``: one per Continue chunk (the paper's Figure 3).
@@ -49,6 +52,10 @@ class EfficientRAGConfig:
     labeler: str | None = None
     filter: str | None = None
     top_k: int = 10
+    # The first hop searches the question itself: this many hits there (None: top_k). Wider, the
+    # Labeler ranks more of the question's own hits (the chunk budget keeps the surest, and in branch
+    # mode the next hops start from the most probable max_branches), at the cost of labeling them.
+    first_top_k: int | None = None
     max_hops: int = 4
     # "merged": one next query per question and hop from all Continue chunks (official code);
     # "branch": one next query per Continue chunk (the paper's Figure 3), at most max_branches.
@@ -92,13 +99,23 @@ class EfficientRAGConfig:
             raise ValueError(f"quantize must be one of {modes}, got {self.quantize!r}")
         if self.fill_budget and self.chunk_budget is None:
             raise ValueError("fill_budget needs a chunk_budget (the number of chunks to fill up to)")
-        if self.floor_k > self.top_k:
-            raise ValueError(f"floor_k ({self.floor_k}) cannot exceed top_k ({self.top_k})")
+        if self.first_top_k is not None and self.first_top_k < 1:
+            raise ValueError(f"first_top_k must be >= 1 (or None: top_k), got {self.first_top_k}")
+        if self.floor_k > self.first_hop_k:
+            which = "top_k" if self.first_top_k is None else "first_top_k"
+            raise ValueError(
+                f"floor_k ({self.floor_k}) cannot exceed the first hop's hits ({which}={self.first_hop_k})"
+            )
         if (self.answer_top_k is not None and self.answer_top_k < 1) or self.answer_max_new_tokens < 1:
             raise ValueError(
                 f"answer_top_k and answer_max_new_tokens must be >= 1, got {self.answer_top_k}, "
                 f"{self.answer_max_new_tokens}"
             )
+
+    @property
+    def first_hop_k(self) -> int:
+        """Hits of the first hop's search: ``first_top_k``, else ``top_k``."""
+        return self.top_k if self.first_top_k is None else self.first_top_k
 
     batch_size: int = 32
     # None: the saved model's training length; set a number to override it.

@@ -210,9 +210,10 @@ class EfficientRAG:
         self._record(work)
 
     def _search(self, work: HopWork) -> list[list[Hit]]:
-        """Top-k for every branch, in one batched search."""
+        """Top-k for every branch, in one batched search (the first hop: ``first_top_k``)."""
+        k = self.config.first_hop_k if work.hop == 0 else self.config.top_k
         with work.timed("retrieval"):
-            hits = self.retriever.search([b.query for _, b in work.branches], self.config.top_k)
+            hits = self.retriever.search([b.query for _, b in work.branches], k)
         work.retrieval_split = getattr(self.retriever, "last_timings", None) or {}
         return hits
 

@@ -15,6 +15,7 @@ from efficientrag.experiment import ExperimentConfig
 # of them names a file, a model folder, a device or a backend.
 ALLOWED_SETTINGS = (
     "top_k",
+    "first_top_k",
     "max_hops",
     "chunk_budget",
     "budget_policy",
@@ -43,7 +44,7 @@ class ServeConfig:
         max_questions: Questions per request at most.
         max_body_bytes: Bytes of request body at most.
         deadline_s: Seconds after which an unanswered request gets 504 (a request may ask for less).
-        max_top_k: The largest ``top_k`` a request may ask for.
+        max_top_k: The largest ``top_k`` (and ``first_top_k``) a request may ask for.
         max_hops: The largest ``max_hops`` a request may ask for.
         probe_timeout_s: Seconds a readiness probe of the backend may take before ``/readyz``
             reports it down.

@@ -28,6 +28,9 @@ class LoopSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     top_k: int | None = Field(None, ge=1, description="hits per query and hop")
+    first_top_k: int | None = Field(
+        None, ge=1, description="hits of the question's own search at the first hop"
+    )
     max_hops: int | None = Field(None, ge=1)
     chunk_budget: int | None = Field(None, ge=1, description="at most this many chunks per question")
     budget_policy: Literal["first", "best"] | None = None
@@ -121,7 +124,7 @@ def settings_config(
     """The request's loop config and a hashable key for it (requests batch together only under the
     same key). Caps first, then the config's own consistency checks, each naming the setting."""
     chosen = {k: v for k, v in settings.items() if v is not None}
-    caps = {"top_k": cfg.max_top_k, "max_hops": cfg.max_hops}
+    caps = {"top_k": cfg.max_top_k, "first_top_k": cfg.max_top_k, "max_hops": cfg.max_hops}
     for name, cap in caps.items():
         if name in chosen and chosen[name] > cap:
             raise RequestError(422, f"{field}.{name}", f"at most {cap} on this server, got {chosen[name]}")

@@ -184,6 +184,29 @@ def test_best_budget_keeps_the_most_probable_chunks_and_lets_the_loop_run(corpus
     assert len(res.trace) == 3  # the loop ran to its natural end before trimming
 
 
+def test_a_wider_first_hop_searches_the_question_deeper_and_later_hops_at_top_k(corpus):
+    # The question's top 1 is alpha alone; at top 3 the first hop also labels bob and carla there.
+    retriever = WordOverlapRetriever(corpus, STOP)
+    searched = []
+    search = retriever.search
+    retriever.search = lambda queries, k: searched.append(k) or search(queries, k)
+    labeler = ScriptedLabeler(USEFUL)
+    cfg = EfficientRAGConfig(top_k=1, first_top_k=3, max_hops=3, floor_k=3)
+    res = EfficientRAG(retriever, labeler, InfoOnlyFilter(), cfg).retrieve(Q1)
+    assert searched[0] == 3 and set(searched[1:]) == {1}
+    assert len(res.trace[0].hits[0]) == 3 and all(len(h) <= 1 for hop in res.trace[1:] for h in hop.hits)
+    assert (
+        EfficientRAGConfig(top_k=2, first_top_k=5).first_hop_k == 5
+        and EfficientRAGConfig(top_k=2).first_hop_k == 2
+    )
+    with pytest.raises(
+        ValueError, match=r"floor_k \(4\) cannot exceed the first hop's hits \(first_top_k=3\)"
+    ):
+        EfficientRAGConfig(top_k=10, first_top_k=3, floor_k=4)
+    with pytest.raises(ValueError, match="first_top_k must be >= 1"):
+        EfficientRAGConfig(first_top_k=0)
+
+
 def test_best_budget_puts_floor_chunks_first(corpus):
     retriever = WordOverlapRetriever(corpus, STOP)
     labeler = ScriptedLabeler(USEFUL, confidence={"Alpha": 0.6, "Bob": 0.9})
@@ -220,7 +243,7 @@ def test_fill_budget_adds_nothing_when_the_loop_spends_the_budget(corpus):
         ({"budget_policy": "most"}, "budget_policy"),
         ({"floor_k": -1}, "floor_k"),
         ({"floor_k": 4, "chunk_budget": 3}, "chunk_budget"),
-        ({"floor_k": 11, "top_k": 10}, "cannot exceed top_k"),
+        ({"floor_k": 11, "top_k": 10}, r"cannot exceed the first hop's hits \(top_k=10\)"),
     ],
 )
 def test_bad_loop_settings_are_refused(kw, match):

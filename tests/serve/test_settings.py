@@ -1,0 +1,26 @@
+"""A request's loop settings: allow-listed, capped by the server and checked by the loop's own config,
+each refusal naming the setting (here: the wider first hop, ``first_top_k``)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("fastapi")
+
+from efficientrag.pipeline.config import EfficientRAGConfig  # noqa: E402
+from efficientrag.serve.config import ALLOWED_SETTINGS, ServeConfig  # noqa: E402
+from efficientrag.serve.errors import RequestError  # noqa: E402
+from efficientrag.serve.requests import LoopSettings, settings_config  # noqa: E402
+
+
+def test_a_request_may_widen_the_first_hop_within_the_servers_cap():
+    base = EfficientRAGConfig(top_k=6)
+    key, cfg = settings_config(base, {"first_top_k": 20, "top_k": None}, ServeConfig(max_top_k=50))
+    assert "first_top_k" in ALLOWED_SETTINGS and "first_top_k" in LoopSettings.model_fields
+    assert key == (("first_top_k", 20),) and cfg.first_hop_k == 20 and cfg.top_k == 6
+    with pytest.raises(RequestError) as over:
+        settings_config(base, {"first_top_k": 51}, ServeConfig(max_top_k=50))
+    assert (over.value.status, over.value.field) == (422, "settings.first_top_k")
+    with pytest.raises(RequestError) as floor:
+        settings_config(base, {"first_top_k": 3, "floor_k": 4}, ServeConfig())
+    assert floor.value.field == "settings" and "first_top_k=3" in str(floor.value)
