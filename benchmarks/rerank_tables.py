@@ -55,6 +55,7 @@ def render(
     retriever: str,
     train_on: Sequence[str],
     setting: tuple[str, list[str]],
+    loop_scores: Mapping[str, float],
     validation_n: Mapping[str, int],
     reranker: Mapping[str, Any],
     results: Mapping[str, Mapping[str, Any]],
@@ -68,7 +69,8 @@ def render(
         f"Command: `{command}` ({minutes:.0f} min)",
         "",
         f"Trained on the train files of {', '.join(train_on)}. EfficientRAG's setting, chosen on their "
-        f"validation questions ({', '.join(f'{k} {v}' for k, v in validation_n.items())}): `{label}` = "
+        f"validation questions ({', '.join(f'{k} {v}' for k, v in validation_n.items())}; protocol score "
+        f"{', '.join(f'{k} {v:.2f}' for k, v in loop_scores.items())}): `{label}` = "
         f"`{','.join(overrides)}`. Cross-encoder recipe chosen on the same questions (validation score, "
         f"mean of recall and all-gold@6 of the top 20): {recipes}; used: {reranker['recipe']}. No dev "
         "question chose anything. Numbers in %; s/q: seconds per question on this machine.",
@@ -91,7 +93,10 @@ def dataset_tables(dataset: str, where: str, runs: Mapping[str, Mapping[str, Any
         "| method | " + " | ".join(f"K={k}" for k in SHOWN_KS) + " | s/q |",
         "|---|" + "---|" * (len(SHOWN_KS) + 1),
     ]
-    ranked = {name: r for name, r in runs.items() if name != "EfficientRAG"}
+    ranked = {name: r for name, r in runs.items() if ALL not in r["summary"]["retrieval"]}
+    loops = {
+        name: r for name, r in runs.items() if ALL in r["summary"]["retrieval"] and name != "EfficientRAG"
+    }
     for name, run in ranked.items():
         ret = run["summary"]["retrieval"]
         cells = [f"{ret[k]['recall']:.1f} / {ret[k]['all_gold']:.1f}" if k in ret else "–" for k in SHOWN_KS]
@@ -105,6 +110,12 @@ def dataset_tables(dataset: str, where: str, runs: Mapping[str, Mapping[str, Any
         f"| **EfficientRAG** | {e['recall']:.1f} | {e['all_gold']:.1f} | {e['answer_recall']:.1f} | "
         f"{seconds_per_question(eff):.3f} |",
     ]
+    for name, run in loops.items():
+        o = run["summary"]["retrieval"][ALL]
+        lines.append(
+            f"| {name} ({float(o['num_chunks']):.2f} chunks) | {o['recall']:.1f} | {o['all_gold']:.1f} | "
+            f"{o['answer_recall']:.1f} | {seconds_per_question(run['summary']):.3f} |"
+        )
     for name, run in ranked.items():
         read = at_chunks(run["summary"]["retrieval"], chunks)
         if read is not None:
@@ -120,7 +131,7 @@ def type_table(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """Recall / all-gold per question type, every ranked method read at the loop's chunk count for
     that type."""
     types = sorted({question_type(r) for r in runs["EfficientRAG"]["records"]})
-    names = [n for n in runs if n != "EfficientRAG"]
+    names = [n for n in runs if ALL not in runs[n]["summary"]["retrieval"]]
     lines = [
         "By question type (recall / all-gold; the ranked methods at EfficientRAG's chunk count for the type):",
         "",

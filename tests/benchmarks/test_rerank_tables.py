@@ -69,7 +69,8 @@ def test_the_report_names_the_choice_and_where_each_dataset_stands(bench):
         command="python benchmarks/retrieval_rerank.py --retriever bm25",
         retriever="bm25",
         train_on=["2wikimultihopqa", "musique"],
-        setting=("k6-t0.2-f3", ["top_k=6"]),
+        setting=("k6-t0.2-f3+first20", ["top_k=6", "first_top_k=20"]),
+        loop_scores={"k6-t0.2-f3": 60.0, "k6-t0.2-f3+first20": 62.5},
         validation_n={"2wikimultihopqa": 50, "musique": 45},
         reranker={
             "recipe": "neg4",
@@ -79,6 +80,7 @@ def test_the_report_names_the_choice_and_where_each_dataset_stands(bench):
         minutes=12.0,
     )
     assert "neg4 61.23, neg8 60.00; used: neg4" in text
+    assert "protocol score k6-t0.2-f3 60.00, k6-t0.2-f3+first20 62.50): `k6-t0.2-f3+first20`" in text
     assert (
         "### musique (2 dev questions, in domain)" in text
         and "### hotpotqa (2 dev questions, left out)" in text
