@@ -53,11 +53,7 @@ class KeepBest(TrainerCallback):
     ) -> None:
         if not state.is_world_process_zero or SCORE_KEY not in metrics:
             return
-        record = {
-            "step": state.global_step,
-            "epoch": round(state.epoch or 0.0, 4),
-            **evaluation_record(metrics),
-        }
+        record = {"step": state.global_step, "epoch": epoch_of(state), **evaluation_record(metrics)}
         with JsonlAppender(self.out / EVAL_LOG) as log:
             log.write(record)
         if self.best_score is not None and record["score"] <= self.best_score:

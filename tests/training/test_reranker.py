@@ -95,6 +95,7 @@ def test_the_best_epoch_is_a_cross_encoder_folder_that_loads_and_scores_anywhere
     assert not list(best.glob("*.bin")) and not list(best.glob("*.pt"))
     evals = _log(out / "eval_log.jsonl")
     assert [e["epoch"] for e in evals] == list(range(1, 11))  # one validation per epoch
+    assert all(isinstance(e["epoch"], int) for e in evals)
     chosen = max(evals, key=lambda e: e["score"])
     saved = json.loads((best / "metrics.json").read_text())
     assert saved["score"] == chosen["score"] == final["best_score"] and final["best_epoch"] == chosen["epoch"]
