@@ -68,14 +68,9 @@ LAYERS: dict[str, int] = {
     "data_flags": 8,
 }
 
-# Modules whose layer is not their package's. Most are the library side of a command-line entry
+# Modules whose layer is not their package's. Each is the library side of a command-line entry
 # (``train/treehop.py``) that assembles a job from the layers below the CLI, as the quickstart does.
 MODULE_LAYERS: dict[str, int] = {
-    # The reranker's pairs split questions as the synthesis does (synth.split, layer 4), so the
-    # validation questions are the Labeler's and TreeHop's; they and the training that reads them
-    # sit beside TreeHop's training.
-    "efficientrag.training.reranker_pairs": 4,
-    "efficientrag.training.reranker": 4,
     # Prepares TreeHop's training files (through training.open_pools), then trains.
     "efficientrag.treehop.script": 7,
     # Prepares the training files of TreeHop and the reranker as an experiment does

@@ -136,7 +136,7 @@ def quick_config(root: Path, dataset: str, args: argparse.Namespace) -> Any:
 
 
 def validation_examples(pool: Pool, cfg: Any) -> list:
-    from efficientrag.synth.split import VALIDATION, split_of
+    from efficientrag.data.split import VALIDATION, split_of
 
     # The synthesis's own split (quickstart.synthesize seeds it with split_seed + 1).
     seed = cfg.split_seed + 1

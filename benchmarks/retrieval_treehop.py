@@ -92,9 +92,9 @@ SPLIT_SEED = 1  # the synthesis's: quick_config's split_seed + 1
 def train(args: argparse.Namespace, work: Path, train_on: list[str]) -> tuple[Path, dict[str, Pool], dict]:
     """Every training variant on the training side; the best validation search score wins."""
     from efficientrag.config import load_config
+    from efficientrag.training.pool import Pool as TrainPool
     from efficientrag.treehop.config import TreeHopTrainConfig
     from efficientrag.treehop.training import train_treehop
-    from efficientrag.treehop.training_data import Pool as TrainPool
 
     pools = {d: open_pool(f"train-{d}", [(d, TRAIN_FILES[d])], work / "pools", args) for d in train_on}
     train_pools = [TrainPool(d, p.corpus, p.examples, p.retriever) for d, p in pools.items()]

@@ -27,12 +27,12 @@ from efficientrag.config import ConfigError, from_dict, save_config
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
+from efficientrag.data.split import VALIDATION, split_of
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.presets import preset_path, read_preset
 from efficientrag.retrieval.base import Retriever
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.synth.config import SynthConfig
-from efficientrag.synth.split import VALIDATION, split_of
 from efficientrag.training.config import TrainConfig
 from efficientrag.training.run import train_model
 
@@ -126,7 +126,7 @@ class QuickstartPaths:
 def split_examples(
     examples: Sequence[Example], eval_ratio: float, seed: int = 0
 ) -> tuple[list[Example], list[Example]]:
-    """(training pool, held-out) by question id; see :func:`efficientrag.synth.split.split_of`."""
+    """(training pool, held-out) by question id; see :func:`efficientrag.data.split.split_of`."""
     train, held_out = [], []
     for ex in examples:
         side = split_of(ex.id, validation_ratio=eval_ratio, seed=seed)

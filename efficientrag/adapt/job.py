@@ -33,8 +33,8 @@ from efficientrag.adapt.validation import read_validation
 from efficientrag.config import save_config, to_dict
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
+from efficientrag.data.split import TRAIN, VALIDATION
 from efficientrag.jsonl import read_jsonl, write_jsonl
-from efficientrag.synth.split import TRAIN, VALIDATION
 from efficientrag.training.fingerprint import file_digest, fingerprint
 from efficientrag.training.run import brief_metrics
 

@@ -28,12 +28,12 @@ from efficientrag.adapt.links import LinkConfig, build_chains, mine_links, title
 from efficientrag.adapt.pseudo_questions import PseudoConfig, PseudoQuestion, make_question
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
+from efficientrag.data.split import TRAIN, VALIDATION, split_of
 from efficientrag.jsonl import write_jsonl
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
 from efficientrag.retrieval.base import Retriever
 from efficientrag.synth.negatives import choose_negatives
 from efficientrag.synth.records import Reject
-from efficientrag.synth.split import TRAIN, VALIDATION, split_of
 from efficientrag.text.words import join_words
 
 PSEUDO_DATASET = "pseudo-corpus"

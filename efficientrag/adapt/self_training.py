@@ -27,10 +27,10 @@ from tqdm.auto import tqdm
 from efficientrag.adapt.link_agreement import LinkView
 from efficientrag.config import check_probabilities, probability
 from efficientrag.data.errors import DataFormatError
+from efficientrag.data.split import TRAIN, VALIDATION, split_of
 from efficientrag.jsonl import JsonlAppender, drop_duplicate_ids, read_done_ids, read_jsonl
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
 from efficientrag.run_lock import folder_lock
-from efficientrag.synth.split import TRAIN, VALIDATION, split_of
 
 SELF_DATASET = "self-training"
 QUESTION_PREFIX = "self/"

@@ -21,9 +21,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from efficientrag.data.split import TRAIN, VALIDATION
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
-from efficientrag.synth.split import TRAIN, VALIDATION
 
 TEACHER_DATASET = "teacher-loop"
 QUESTION_PREFIX = "teacher/"

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from efficientrag.data.split import TRAIN, VALIDATION, split_of
 from efficientrag.jsonl import write_jsonl
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
 from efficientrag.synth.records import sub_question_id
-from efficientrag.synth.split import TRAIN, VALIDATION, split_of
 from efficientrag.text.words import split_words
 
 SPLITS = (TRAIN, VALIDATION)

@@ -4,7 +4,7 @@ Positives are the question's gold chunks (``Example.gold_chunk_ids``). Negatives
 from the search the reranker will rerank: the question's top ``mine_depth`` hits that are not gold,
 at most ``negatives`` of them, the ``top_negatives`` best-ranked first and the rest drawn at random
 (seeded by the run's seed and the question id) from the non-gold hits below them. Only questions on
-the training side of :func:`efficientrag.synth.split.split_of` give pairs; the validation side
+the training side of :func:`efficientrag.data.split.split_of` give pairs; the validation side
 chooses the epoch (:mod:`efficientrag.training.reranker_validation`).
 
 The text is ``Chunk.contents`` (``"{title}: {text}"``), what BM25 and the dense index read and
@@ -31,10 +31,10 @@ from tqdm.auto import tqdm
 from efficientrag.atomic import write_text_atomic
 from efficientrag.config import to_dict
 from efficientrag.data.schema import Chunk, Example
+from efficientrag.data.split import TRAIN, VALIDATION, split_of
 from efficientrag.fingerprint import json_digest
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.retrieval.fingerprint import retriever_fingerprint
-from efficientrag.synth.split import TRAIN, VALIDATION, split_of
 from efficientrag.training.pool import Pool
 from efficientrag.training.reranker_config import RerankerTrainConfig
 

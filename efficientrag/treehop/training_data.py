@@ -27,8 +27,8 @@ from safetensors.numpy import load_file, save_file
 
 from efficientrag.atomic import atomic_path, write_text_atomic
 from efficientrag.data.schema import Example
+from efficientrag.data.split import VALIDATION, split_of
 from efficientrag.jsonl import write_jsonl
-from efficientrag.synth.split import VALIDATION, split_of
 from efficientrag.training.pool import Pool
 from efficientrag.treehop.chains import HopChain, derive_chains
 from efficientrag.treehop.vectors import IndexVectors

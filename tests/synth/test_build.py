@@ -1,6 +1,6 @@
+from efficientrag.data.split import TRAIN, VALIDATION, split_of
 from efficientrag.models.inputs import FilterRow, LabelerRow
 from efficientrag.synth.build import build_rows, write_sets
-from efficientrag.synth.split import TRAIN, VALIDATION, split_of
 from efficientrag.training import load_training_set
 
 

@@ -10,8 +10,8 @@ from collections import defaultdict
 import pytest
 
 from efficientrag.data.config import DataConfig, ToyWorldConfig
+from efficientrag.data.split import TRAIN, VALIDATION, split_of
 from efficientrag.retrieval.config import RetrieverConfig
-from efficientrag.synth.split import TRAIN, VALIDATION, split_of
 from efficientrag.training import reranker_pairs
 from efficientrag.training.open_pools import open_pools
 from efficientrag.training.pool import Pool

@@ -61,7 +61,7 @@ def trained(toy):
 
 
 def _held_out(pool: Pool) -> list:
-    from efficientrag.synth.split import VALIDATION, split_of
+    from efficientrag.data.split import VALIDATION, split_of
 
     return [ex for ex in pool.examples if split_of(ex.id, validation_ratio=0.3, seed=1) == VALIDATION]
 
