@@ -157,3 +157,19 @@ def tiny_bert(folder: str | Path, texts: Sequence[str], *, vocab_size: int = 300
     BertModel(config).save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
     return folder
+
+
+def tiny_cross_encoder(folder: str | Path, texts: Sequence[str], *, seed: int = 0) -> Path:
+    """A randomly initialized one-label reranker in the ``CrossEncoder`` layout (a tiny BERT with a
+    sequence-classification head and its tokenizer): what ``efficientrag train reranker`` writes, for
+    tests of the code that loads one (our ``rerank`` method, LangChain's, LlamaIndex's and
+    Haystack's rerankers)."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    folder = Path(folder)
+    backbone = tiny_bert(folder.parent / f"{folder.name}-backbone", texts, seed=seed)
+    torch.manual_seed(seed)
+    model = AutoModelForSequenceClassification.from_pretrained(str(backbone), num_labels=1)
+    model.save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(str(backbone)).save_pretrained(str(folder))
+    return folder
