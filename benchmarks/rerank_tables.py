@@ -155,3 +155,20 @@ def type_table(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
             + " |"
         )
     return lines
+
+
+def plot_dataset(dataset: str, where: str, runs: Mapping[str, Mapping[str, Any]], path: Any) -> Any:
+    """Recall against chunks per question: each ranked method's curve up to K=10, the loop's points."""
+    from efficientrag.eval.plots import Point, plot_recall_vs_chunks
+
+    curves = {
+        name: [(float(k), float(v["recall"])) for k, v in run["summary"]["retrieval"].items() if int(k) <= 10]
+        for name, run in runs.items()
+        if ALL not in run["summary"]["retrieval"]
+    }
+    points = [
+        Point(name, float(r["num_chunks"]), float(r["recall"]))
+        for name, run in runs.items()
+        if (r := run["summary"]["retrieval"].get(ALL))
+    ]
+    return plot_recall_vs_chunks(curves, points, [], path, title=f"{dataset} dev ({where}): recall vs chunks")

@@ -40,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from rerank_tables import render  # noqa: E402
+from rerank_tables import plot_dataset, render  # noqa: E402
 from retrieval_efficientrag import (  # noqa: E402
     DATASETS,
     DEV_FILES,
@@ -223,6 +223,11 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
         minutes=(time.perf_counter() - t0) / 60,
     )
     tag = "+".join(train_on) + "_to_" + "+".join(eval_on)
+    plots = []
+    for dataset, runs in results.items():
+        where = "in domain" if dataset in train_on else "left out"
+        plots.append(plot_dataset(dataset, where, runs, work / f"rerank-{tag}-{dataset}.png"))
+    report += "\n" + "\n".join(f"![{p.stem}]({p.name})" for p in plots) + "\n"
     (work / f"rerank-{tag}.md").write_text(report, encoding="utf-8")
     summaries = {d: {m: r["summary"] for m, r in per.items()} for d, per in results.items()}
     (work / f"rerank-{tag}.json").write_text(

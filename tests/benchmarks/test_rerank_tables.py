@@ -85,3 +85,8 @@ def test_the_report_names_the_choice_and_where_each_dataset_stands(bench):
         "### musique (2 dev questions, in domain)" in text
         and "### hotpotqa (2 dev questions, left out)" in text
     )
+
+
+def test_the_plot_draws_each_ranked_curve_and_the_loops_point(bench, tmp_path):
+    path = bench.plot_dataset("musique", "in domain", runs(), tmp_path / "plot.png")
+    assert path.is_file() and path.stat().st_size > 1000
