@@ -3,13 +3,14 @@
 The loop calls ``retriever.search`` deep inside ``retrieve_batch``; a Milvus server that went away
 would surface as some gRPC or socket error that says nothing of where it came from. The guard
 turns any exception from the backend into ``BackendFailure`` naming the backend, so the reply can
-be 502/503 with that name instead of a 500, and ``probe`` asks the backend the smallest question
+be 502/503 with that name instead of a 500 (and, being the loop's one call per hop, is where a
+batch nobody waits for any more stops), and ``probe`` asks the backend the smallest question
 so that ``/readyz`` reports whether it answers now (it turns green again by itself once it does).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from efficientrag.retrieval.base import Hit, Retriever
@@ -36,15 +37,28 @@ class BackendFailure(RuntimeError):
         return 503 if self.unavailable else 502
 
 
+class BatchStopped(Exception):
+    """The batch gave up at a hop boundary: every caller in it had left or run out of time."""
+
+
 class GuardedRetriever:
     """``retriever`` with its failures named (see the module docstring); every other attribute
-    (``last_timings``, ``encoder``, ``corpus`` ...) is the wrapped retriever's."""
+    (``last_timings``, ``encoder``, ``corpus`` ...) is the wrapped retriever's.
+
+    ``stop``, when set, is asked before every search: the loop begins each hop with one, so this is
+    where a batch whose callers have all gone stops, at the next hop boundary and before that hop's
+    search, Labeler and Filter work (``BatchStopped``). The loop has no hook of its own for this;
+    its search backend is the one call it makes at every hop boundary.
+    """
 
     def __init__(self, retriever: Retriever, backend: str) -> None:
         self.inner = retriever
         self.backend = backend
+        self.stop: Callable[[], bool] | None = None
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        if self.stop is not None and self.stop():
+            raise BatchStopped("every caller of this batch has left")
         try:
             return self.inner.search(queries, k)
         except Exception as exc:

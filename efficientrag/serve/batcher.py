@@ -1,17 +1,30 @@
-"""Micro-batching: concurrent requests gathered into one ``retrieve_batch`` call.
+"""Micro-batching: concurrent requests gathered into ``retrieve_batch`` calls, and no work for callers
+that left.
 
 The loop is far cheaper per question in a batch (every model call and search is batched across
-questions), so a request waits at most ``max_wait_ms`` for others to join it, and a batch takes
-at most ``max_batch`` questions. Only requests with the same loop settings share a batch (the
-settings key); a request is never split. While a batch runs, new requests queue and form the next
-batch as soon as it ends. One worker thread runs the batches, one at a time: the models and the
-index are not shared between threads, and the event loop stays free to accept and refuse.
+questions), so a request waits at most ``max_wait_ms`` for others to join it, and a batch takes at
+most ``max_batch`` questions. Only requests with the same loop settings share a batch (the settings
+key). A request with more questions than one batch holds (a Search-R1 rollout sends hundreds) is
+split into pieces of ``max_batch``, queued in order and answered together, under the request's one
+deadline. One worker thread runs the batches, one at a time: the models and the index are not
+shared between threads, and the event loop stays free to accept and refuse.
 
-The queue is bounded (``max_queue`` questions waiting): past it ``submit`` raises ``QueueFull``
-at once. A request whose deadline passes is dropped from the queue (or, if its batch already runs,
-its result is discarded) and gets ``DeadlineExceeded``. The results of a batch are the library's
-own, so a reply equals a one-at-a-time call's: the same chunks, order, hops and tags, and the same
-probabilities and scores up to float32 noise (another batch shape adds its sums in another order).
+Every request is a ``Caller``: its deadline, and whether its client is still connected. Before it is
+queued, ``admission.admit`` refuses what the queue ahead would make late (503 + Retry-After) and
+what is past ``max_queue``. Once queued:
+
+- its deadline passing drops its pieces from the queue (``DeadlineExceeded``, 504);
+- its client leaving (``leave``, from the connection's ``http.disconnect``) drops them too, before
+  any batch takes them;
+- a batch whose callers have all left or run out of time stops at its next hop boundary: the
+  ``stop`` the batch runs with is asked before every search of the loop (``service.Service.run``);
+- a batch that ends with some of its callers gone computed their questions for nobody.
+
+Each of these is counted by stage in ``efficientrag_abandoned_total{stage,reason}`` (``queued``,
+``hop``, ``finished``; ``gone`` or ``deadline``), in questions. The results of a batch are the
+library's own, so a reply equals a one-at-a-time call's: the same chunks, order, hops and tags,
+and the same probabilities and scores up to float32 noise (another batch shape adds its sums in
+another order).
 """
 
 from __future__ import annotations
@@ -19,25 +32,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from efficientrag.serve.admission import RateMeter, admit, batch_room, running_left
+from efficientrag.serve.backend import BatchStopped
 from efficientrag.serve.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
-RunBatch = Callable[[Hashable, list[str]], list[Any]]
+# run(key, questions, stop): one batch in the worker thread; ``stop()`` says whether to give up.
+RunBatch = Callable[[Hashable, list[str], Callable[[], bool]], list[Any]]
 
-
-class QueueFull(Exception):
-    """No room for the request's questions in the queue."""
+GONE, DEADLINE = "gone", "deadline"
 
 
 class DeadlineExceeded(Exception):
-    """The request's deadline passed; ``running`` says whether its batch had started."""
+    """The request's deadline passed; ``running`` says whether a batch had taken it."""
 
     def __init__(self, seconds: float, running: bool) -> None:
         self.seconds = seconds
@@ -46,27 +61,56 @@ class DeadlineExceeded(Exception):
         super().__init__(f"no answer within {seconds * 1000:.0f} ms (the deadline passed {where})")
 
 
-@dataclass
+class CallerGone(Exception):
+    """The request's client closed its connection; nobody will read a reply."""
+
+
+@dataclass(eq=False)
+class Caller:
+    """One request's stake in the queue. ``deadline``: ``time.monotonic()`` seconds by which it must
+    be answered. ``gone``: its client disconnected (set on the event loop, read by the worker)."""
+
+    deadline: float
+    gone: bool = False
+    future: asyncio.Future | None = None
+    jobs: list[_Job] = field(default_factory=list)
+    parts_left: int = 0
+
+    def abandoned(self, now: float) -> bool:
+        return self.gone or now >= self.deadline
+
+    @property
+    def reason(self) -> str:
+        return GONE if self.gone else DEADLINE
+
+
+@dataclass(eq=False)
 class _Job:
+    """One piece of a request: at most ``max_batch`` of its questions."""
+
     key: Hashable
     questions: list[str]
-    future: asyncio.Future
+    caller: Caller
     arrived: float
     started: bool = False
     dropped: bool = False
+    result: list[Any] = field(default_factory=list)
 
 
 @dataclass
 class MicroBatcher:
-    """``run(key, questions)`` is called in the worker thread with one batch of same-key questions."""
+    """``run(key, questions, stop)`` is called in the worker thread with one batch of same-key
+    questions; it raises ``BatchStopped`` when ``stop()`` said to give up."""
 
     run: RunBatch
     max_batch: int
     max_wait_s: float
     max_queue: int
     metrics: Metrics
+    meter: RateMeter = field(default_factory=RateMeter)
     _pending: deque[_Job] = field(default_factory=deque)
     _queued: int = 0
+    _running: tuple[int, float] | None = None  # (questions, time.monotonic() it started)
 
     async def start(self) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="efficientrag-batch")
@@ -84,36 +128,68 @@ class MicroBatcher:
     def queued(self) -> int:
         return self._queued
 
-    async def submit(self, key: Hashable, questions: list[str], deadline_s: float) -> list[Any]:
-        """The questions' results, in order, from the batch they joined."""
-        if self._queued + len(questions) > self.max_queue:
-            raise QueueFull(f"{self._queued} questions are waiting (at most {self.max_queue})")
-        loop = asyncio.get_running_loop()
-        job = _Job(key, list(questions), loop.create_future(), loop.time())
-        self._pending.append(job)
+    def busy_s(self, now: float) -> float:
+        """Seconds the running batch still needs, at the measured rate (0 when idle or unmeasured)."""
+        rate = self.meter.rate
+        if self._running is None or rate is None:
+            return 0.0
+        size, started = self._running
+        return running_left(rate, size, now - started)
+
+    async def submit(self, key: Hashable, questions: list[str], caller: Caller) -> list[Any]:
+        """The questions' results, in order. Raises ``admission.Refused`` (not queued),
+        ``DeadlineExceeded``, ``CallerGone`` (after ``leave``), or what the batch raised."""
+        now = time.monotonic()
+        admit(questions=len(questions), queued=self._queued, max_queue=self.max_queue,
+              deadline_s=caller.deadline - now, rate=self.meter.rate, busy_s=self.busy_s(now),
+              window_s=self.max_wait_s)  # fmt: skip
+        caller.future = asyncio.get_running_loop().create_future()
+        caller.jobs = [
+            _Job(key, questions[lo : lo + self.max_batch], caller, now)
+            for lo in range(0, len(questions), self.max_batch)
+        ]
+        caller.parts_left = len(caller.jobs)
+        self._pending.extend(caller.jobs)
         self._set_queued(self._queued + len(questions))
         self._wakeup.set()
         try:
-            return await asyncio.wait_for(asyncio.shield(job.future), deadline_s)
+            await asyncio.wait_for(asyncio.shield(caller.future), caller.deadline - now)
         except asyncio.TimeoutError:
-            self._drop(job)
-            raise DeadlineExceeded(deadline_s, job.started) from None
+            self._drop(caller, DEADLINE)
+            raise DeadlineExceeded(caller.deadline - now, any(j.started for j in caller.jobs)) from None
         except asyncio.CancelledError:
-            self._drop(job)  # the client went away
+            self._drop(caller, GONE)  # the handler was cancelled: nobody waits for it
             raise
+        return [r for job in caller.jobs for r in job.result]
 
-    def _drop(self, job: _Job) -> None:
-        job.dropped = True
-        if not job.started and job in self._pending:
-            self._pending.remove(job)
-            self._set_queued(self._queued - len(job.questions))
+    def leave(self, caller: Caller) -> None:
+        """The caller's client disconnected: drop its queued pieces, let its batch stop if nobody
+        else waits, and end its ``submit`` with ``CallerGone``."""
+        if caller.gone or caller.future is None or caller.future.done():
+            return
+        caller.gone = True
+        self.metrics.disconnects.inc()
+        self._drop(caller, GONE)
+        caller.future.set_exception(CallerGone())
+
+    def _drop(self, caller: Caller, reason: str) -> None:
+        """Take the caller's pieces that no batch has taken out of the queue (counted as
+        abandoned while queued)."""
+        dropped = 0
+        for job in caller.jobs:
+            if not job.started and not job.dropped:
+                job.dropped = True
+                self._pending.remove(job)
+                dropped += len(job.questions)
+        if dropped:
+            self._set_queued(self._queued - dropped)
+            self.metrics.abandoned.labels("queued", reason).inc(dropped)
 
     def _set_queued(self, n: int) -> None:
         self._queued = n
         self.metrics.queue_depth.set(n)
 
     async def _dispatch(self) -> None:
-        loop = asyncio.get_running_loop()
         while True:
             while not self._pending:
                 self._wakeup.clear()
@@ -121,7 +197,7 @@ class MicroBatcher:
             first = self._pending[0]
             # Wait for others to join, up to max_wait after the first arrived, or until full.
             while self._same_key(first.key) < self.max_batch:
-                left = first.arrived + self.max_wait_s - loop.time()
+                left = first.arrived + self.max_wait_s - time.monotonic()
                 if left <= 0 or first.dropped:
                     break
                 self._wakeup.clear()
@@ -135,19 +211,27 @@ class MicroBatcher:
         return sum(len(j.questions) for j in self._pending if j.key == key)
 
     def _take(self, key: Hashable) -> list[_Job]:
-        """The oldest same-key jobs that fit in one batch (the first always does)."""
+        """The oldest same-key pieces that fit in one batch: at most ``max_batch`` questions, and
+        no more than can be answered before the earliest deadline among them (the first piece
+        always goes)."""
+        now, rate = time.monotonic(), self.meter.rate
         taken: list[_Job] = []
-        size = 0
+        size, earliest = 0, float("inf")
         for job in list(self._pending):
-            if job.key != key:
+            if job.dropped or job.key != key:
                 continue
-            if taken and size + len(job.questions) > self.max_batch:
+            if job.caller.abandoned(now):  # its own timeout would drop it a moment later
+                self._drop(job.caller, job.caller.reason)
+                continue
+            sooner = min(earliest, job.caller.deadline - now)
+            if taken and size + len(job.questions) > batch_room(rate, sooner, self.max_batch):
                 break
             taken.append(job)
             size += len(job.questions)
-            self._pending.remove(job)
+            earliest = sooner
         for job in taken:
             job.started = True
+            self._pending.remove(job)
         self._set_queued(self._queued - size)
         return taken
 
@@ -156,19 +240,54 @@ class MicroBatcher:
         self.metrics.batch_size.observe(len(questions))
         self.metrics.in_flight.set(len(questions))
         loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        self._running = (len(questions), started)
+
+        def stop() -> bool:  # asked in the worker thread at every hop boundary
+            now = time.monotonic()
+            return all(job.caller.abandoned(now) for job in batch)
+
         try:
-            results = await loop.run_in_executor(self._executor, self.run, batch[0].key, questions)
-        except Exception as exc:
+            results = await loop.run_in_executor(self._executor, self.run, batch[0].key, questions, stop)
+        except BatchStopped:
             for job in batch:
-                if not job.future.done() and not job.dropped:  # nobody waits on a dropped job
-                    job.future.set_exception(exc)
+                self.metrics.abandoned.labels("hop", job.caller.reason).inc(len(job.questions))
+            return
+        except Exception as exc:
+            self._fail(batch, exc)
             return
         finally:
+            self._running = None
             self.metrics.in_flight.set(0)
+        self.meter.record(len(questions), time.monotonic() - started)
+        self.metrics.rate.set(self.meter.rate or 0.0)
         self.metrics.questions.inc(len(questions))
-        at = 0
+        self._deliver(batch, results)
+
+    def _deliver(self, batch: list[_Job], results: list[Any]) -> None:
+        now, at = time.monotonic(), 0
         for job in batch:
-            part = results[at : at + len(job.questions)]
+            job.result = results[at : at + len(job.questions)]
             at += len(job.questions)
-            if not job.future.done() and not job.dropped:
-                job.future.set_result(part)
+            caller = job.caller
+            if caller.abandoned(now):
+                self.metrics.abandoned.labels("finished", caller.reason).inc(len(job.questions))
+                continue
+            if caller.future is None or caller.future.done():
+                continue  # another piece of the request failed: its error is the reply
+            caller.parts_left -= 1
+            if caller.parts_left == 0:
+                caller.future.set_result(None)
+
+    def _fail(self, batch: list[_Job], exc: Exception) -> None:
+        """The batch raised: its callers get the error, and their other pieces leave the queue
+        (an answer with a hole in it is no answer)."""
+        for job in batch:
+            caller = job.caller
+            if caller.future is not None and not caller.future.done():
+                caller.future.set_exception(exc)
+            for other in caller.jobs:
+                if not other.started and not other.dropped:
+                    other.dropped = True
+                    self._pending.remove(other)
+                    self._set_queued(self._queued - len(other.questions))

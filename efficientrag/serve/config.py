@@ -39,11 +39,23 @@ class ServeConfig:
         port: The port (0: any free one).
         max_wait_ms: Milliseconds the first waiting request waits for others to join its batch.
         max_batch: Questions per batch at most.
-        max_queue: Questions waiting for a batch at most; beyond it a request gets 503 with
-            Retry-After.
-        max_questions: Questions per request at most.
+        max_queue: Questions waiting for a batch at most, a hard cap on memory; beyond it a
+            request gets 503 with Retry-After. Admission by deadline refuses long before it under
+            overload (:mod:`efficientrag.serve.admission`).
+        max_questions: Questions per ``/v1/retrieve`` request (and per MCP call) at most.
+        max_queries: Queries per Search-R1 ``/retrieve`` request at most: a rollout's whole batch,
+            split into the batcher's own batches.
         max_body_bytes: Bytes of request body at most.
-        deadline_s: Seconds after which an unanswered request gets 504 (a request may ask for less).
+        deadline_s: Seconds within which a request must be answered when it names no deadline of its
+            own (``deadline_ms`` or the ``X-Envoy-Expected-Rq-Timeout-Ms`` header; a request may
+            ask for less, never more). A request the queue ahead cannot let through in time is
+            refused at once with 503; one that runs late gets 504 at its deadline. The default
+            sits below the 30 s client timeout of RL trainers (verl's SearchTool), so that they
+            read a refusal instead of timing out.
+        workers: Server processes sharing the port, each with its own loaded loop
+            (:mod:`efficientrag.serve.workers`).
+        threads: Torch threads per process (0: the process's cores divided by ``workers``).
+        mcp: Mount the MCP endpoint (``/mcp``, the ``retrieve`` tool; needs the ``mcp`` package).
         max_top_k: The largest ``top_k`` (and ``first_top_k``) a request may ask for.
         max_hops: The largest ``max_hops`` a request may ask for.
         probe_timeout_s: Seconds a readiness probe of the backend may take before ``/readyz``
@@ -62,13 +74,22 @@ class ServeConfig:
     max_wait_ms: float = 10.0
     max_batch: int = 32
     # Questions waiting for a batch (not yet running); a request that would exceed it gets 503 with
-    # Retry-After, so memory stays bounded however many clients call.
-    max_queue: int = 256
-    # One request: at most this many questions, this many bytes of body.
+    # Retry-After, so memory stays bounded however many clients call. Under overload the deadline
+    # refuses first; this is the cap behind it.
+    max_queue: int = 4096
+    # One request: at most this many questions (/v1/retrieve, MCP) or queries (Search-R1
+    # /retrieve, a rollout's batch), this many bytes of body.
     max_questions: int = 64
+    max_queries: int = 2048
     max_body_bytes: int = 1_000_000
-    # A request not answered within this many seconds gets 504 (a request may ask for less).
-    deadline_s: float = 60.0
+    # A request must be answered within this many seconds unless it asks for less: what the queue
+    # cannot let through in time is refused at once (503), what runs late gets 504.
+    deadline_s: float = 25.0
+    # Processes sharing the port (each loads the loop) and torch threads per process (0: auto).
+    workers: int = 1
+    threads: int = 0
+    # The MCP endpoint at /mcp (the `retrieve` tool).
+    mcp: bool = True
     # Caps on what a request may ask of the loop (memory and time per question).
     max_top_k: int = 100
     max_hops: int = 8
@@ -85,6 +106,8 @@ class ServeConfig:
             "max_batch": self.max_batch,
             "max_queue": self.max_queue,
             "max_questions": self.max_questions,
+            "max_queries": self.max_queries,
+            "workers": self.workers,
             "max_body_bytes": self.max_body_bytes,
             "max_top_k": self.max_top_k,
             "max_hops": self.max_hops,
@@ -98,6 +121,10 @@ class ServeConfig:
             raise ValueError(
                 "serve.max_wait_ms must be >= 0 and serve.deadline_s, serve.probe_timeout_s > 0; got "
                 f"{self.max_wait_ms}, {self.deadline_s}, {self.probe_timeout_s}"
+            )
+        if self.threads < 0:
+            raise ValueError(
+                f"serve.threads must be >= 0 (0: the cores divided by serve.workers), got {self.threads}"
             )
         if "*" in self.cors_origins:
             raise ValueError("serve.cors_origins: list the origins; '*' would let any web page call the API")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from efficientrag.serve.admission import Overloaded, QueueFull, Refused
 from efficientrag.serve.backend import BackendFailure
 
 # Error kinds, as counted by /metrics (efficientrag_errors_total{kind=...}).
@@ -16,7 +17,10 @@ INVALID = "invalid_request"
 UNAUTHORIZED = "unauthorized"
 BODY_TOO_LARGE = "body_too_large"
 QUEUE_FULL = "queue_full"
+OVERLOADED = "overloaded"
+IMPOSSIBLE_DEADLINE = "impossible_deadline"
 DEADLINE = "deadline"
+CLIENT_GONE = "client_gone"
 BACKEND = "backend"
 INTERNAL = "internal"
 
@@ -48,6 +52,13 @@ def from_backend(exc: BackendFailure) -> RequestError:
     """502 when the backend answered wrongly, 503 (with Retry-After) when it cannot be reached."""
     headers = {"Retry-After": "5"} if exc.unavailable else None
     return RequestError(exc.status, "backend", str(exc), kind=BACKEND, headers=headers)
+
+
+def from_refusal(exc: Refused) -> RequestError:
+    """503 for a request refused before it was queued; with ``Retry-After`` when waiting helps."""
+    kind = {QueueFull: QUEUE_FULL, Overloaded: OVERLOADED}.get(type(exc), IMPOSSIBLE_DEADLINE)
+    headers = {"Retry-After": str(exc.retry_after_s)} if exc.retry_after_s is not None else None
+    return RequestError(503, exc.field, str(exc), kind=kind, headers=headers)
 
 
 def validation_error(errors: list[dict[str, Any]], allowed_settings: tuple[str, ...]) -> RequestError:

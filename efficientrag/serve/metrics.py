@@ -16,7 +16,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-API_PATHS = ("/v1/retrieve", "/retrieve")
+API_PATHS = ("/v1/retrieve", "/retrieve", "/mcp")
 
 _LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -47,6 +47,24 @@ class Metrics:
         self.in_flight = Gauge("efficientrag_in_flight", "questions in the running batch", registry=r)
         self.errors = Counter(
             "efficientrag_errors", "refused or failed requests, by kind", ["kind"], registry=r
+        )
+        self.abandoned = Counter(
+            "efficientrag_abandoned",
+            "questions whose answer nobody would read (client gone, or deadline passed), by where the "
+            "server let go of them: queued (never computed), hop (its batch stopped at a hop boundary), "
+            "finished (computed in full for nobody)",
+            ["stage", "reason"],
+            registry=r,
+        )
+        self.disconnects = Counter(
+            "efficientrag_disconnects",
+            "requests whose client closed the connection before its answer",
+            registry=r,
+        )
+        self.rate = Gauge(
+            "efficientrag_rate",
+            "questions per second over the last batches (admission's estimate)",
+            registry=r,
         )
 
     def observe_request(self, path: str, status: int, seconds: float) -> None:

@@ -55,17 +55,55 @@ class RetrieveRequest(BaseModel):
     questions: list[str] | None = None
     settings: LoopSettings = Field(default_factory=LoopSettings)
     trace: bool = Field(False, description="add each question's per-hop trace to its result")
-    deadline_ms: int | None = Field(None, ge=1, description="answer within this many ms or get 504")
+    deadline_ms: int | None = Field(None, ge=1, description="answer within this many ms or get 503/504")
 
 
 class SearchR1Request(BaseModel):
-    """``POST /retrieve`` in the Search-R1 / FlashRAG retrieval-server shape."""
+    """``POST /retrieve`` in the Search-R1 / FlashRAG retrieval-server shape: a rollout's whole batch
+    of queries; an empty one (an empty ``<search></search>``) gets an empty list."""
 
     model_config = ConfigDict(extra="forbid")
 
     queries: list[str]
     topk: int | None = Field(None, ge=1, description="at most this many chunks per query (chunk_budget)")
     return_scores: bool = False
+    deadline_ms: int | None = Field(None, ge=1, description="answer within this many ms or get 503/504")
+
+
+# The header that carries a caller's deadline when its body cannot: Envoy (and so Istio and most
+# service meshes built on it) sets it on every request it forwards, to the route's timeout, and a
+# client may send it itself. Milliseconds, as an integer.
+DEADLINE_HEADER = "x-envoy-expected-rq-timeout-ms"
+
+
+def request_deadline_s(cfg: ServeConfig, deadline_ms: int | None, header: str | None) -> float:
+    """Seconds the request may take: the least of ``serve.deadline_s``, the body's ``deadline_ms``
+    and the deadline header (a header that is not a positive integer is refused, naming it)."""
+    chosen = [cfg.deadline_s]
+    if deadline_ms is not None:
+        chosen.append(deadline_ms / 1000)
+    if header is not None:
+        value = header.strip()
+        if not value.isdigit() or int(value) < 1:
+            raise RequestError(
+                400, DEADLINE_HEADER, f"expected a whole number of milliseconds >= 1, got {value[:40]!r}"
+            )
+        chosen.append(int(value) / 1000)
+    return min(chosen)
+
+
+def search_r1_queries(body: SearchR1Request, cfg: ServeConfig) -> list[int]:
+    """The positions of the queries to run: every non-blank one (a blank query gets an empty list
+    in its place, as Search-R1's own server would find nothing for it). A query longer than the
+    Labeler reads is run on its first words, as Search-R1's server truncates what its encoder
+    cannot read: a refusal would fail the whole rollout batch."""
+    if not body.queries:
+        raise RequestError(422, "queries", "no queries")
+    if len(body.queries) > cfg.max_queries:
+        raise RequestError(
+            422, "queries", f"{len(body.queries)} queries in one request; at most {cfg.max_queries}"
+        )
+    return [i for i, q in enumerate(body.queries) if q.strip()]
 
 
 def request_questions(body: RetrieveRequest) -> tuple[list[str], list[str]]:

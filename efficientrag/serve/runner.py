@@ -33,16 +33,26 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run_server(app: Any, cfg: ServeConfig, *, log_level: str = "info") -> int:
-    """Serve until SIGTERM or SIGINT; 0 after a drained stop."""
-    import uvicorn
-
-    sock = bind(cfg.host, cfg.port)
+def listening(sock: socket.socket, cfg: ServeConfig, workers: int = 1) -> None:
+    """The line the operator (and the tests) read the address from."""
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    log.info("listening on http://%s:%d", shown, port)
+    log.info("listening on http://%s:%d%s", shown, port, f" ({workers} workers)" if workers > 1 else "")
     if cfg.host not in ("127.0.0.1", "::1", "localhost"):
         log.warning("serve.host=%s: reachable from other machines; see docs/serve.md (token, TLS)", cfg.host)
+
+
+def run_server(
+    app: Any, cfg: ServeConfig, *, log_level: str = "info", sock: socket.socket | None = None
+) -> int:
+    """Serve until SIGTERM or SIGINT; 0 after a drained stop. ``sock``: a socket already bound (a
+    worker process of ``serve.workers`` gets its parent's); None: bind ``cfg.host:cfg.port`` here."""
+    import uvicorn
+
+    own = sock is None
+    if sock is None:
+        sock = bind(cfg.host, cfg.port)
+        listening(sock, cfg)
     config = uvicorn.Config(
         app,
         log_config=None,  # keep the CLI's logging; uvicorn's own would replace it
@@ -62,7 +72,8 @@ def run_server(app: Any, cfg: ServeConfig, *, log_level: str = "info") -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        sock.close()
+        if own:
+            sock.close()
     if not server.started:
         return 1
     log.info("stopped after finishing the requests in flight")

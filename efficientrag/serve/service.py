@@ -2,7 +2,8 @@
 
 A request's settings make a loop of their own (``EfficientRAG`` is cheap: it shares the retriever,
 Labeler and Filter), kept in a small cache so repeated settings reuse it and its chunk-word cache.
-Only the batcher's worker thread touches the loops, so the cache needs no lock.
+Only the batcher's worker thread touches the loops (and the guard's per-batch ``stop``), so
+neither needs a lock.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from efficientrag.pipeline.efficientrag import EfficientRAG, RetrievalResult
@@ -26,16 +27,20 @@ class Service:
 
     def __init__(self, rag: EfficientRAG, backend: str, *, trim_memory: bool = False) -> None:
         self.trim_memory = trim_memory
-        guarded = GuardedRetriever(rag.retriever, backend)
-        self.base = EfficientRAG(guarded, rag.labeler, rag.filter, rag.config)
+        self.guard = GuardedRetriever(rag.retriever, backend)
+        self.base = EfficientRAG(self.guard, rag.labeler, rag.filter, rag.config)
         self.backend = backend
         self._loops: OrderedDict[Hashable, EfficientRAG] = OrderedDict({(): self.base})
         self.last_backend_error: str | None = None
         self._probe_lock = asyncio.Lock()
 
-    def run(self, key: Hashable, questions: list[str]) -> list[RetrievalResult]:
+    def run(
+        self, key: Hashable, questions: list[str], stop: Callable[[], bool] | None = None
+    ) -> list[RetrievalResult]:
         """One batch (in the batcher's worker thread). ``key`` is the sorted ``(setting, value)``
-        pairs the request checked (``requests.settings_config``), so it rebuilds its config."""
+        pairs the request checked (``requests.settings_config``), so it rebuilds its config.
+        ``stop`` is asked at every hop boundary (``backend.GuardedRetriever``): True raises
+        ``BatchStopped`` there."""
         loop = self._loops.get(key)
         if loop is None:
             config = dataclasses.replace(self.base.config, **dict(key))  # type: ignore[call-overload]
@@ -44,9 +49,11 @@ class Service:
             while len(self._loops) > _LOOPS_KEPT:
                 self._loops.popitem(last=False)
         self._loops.move_to_end(key)
+        self.guard.stop = stop
         try:
             return loop.retrieve_batch(questions)
         finally:
+            self.guard.stop = None
             if self.trim_memory:
                 release_freed_memory()
 

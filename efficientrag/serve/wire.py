@@ -8,7 +8,7 @@ as the library, equal to it except for the trace's timings. JSON turns the trace
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from efficientrag.data.schema import Chunk
@@ -33,11 +33,16 @@ def result_to_json(result: RetrievalResult, *, trace: bool) -> dict[str, Any]:
     return out
 
 
-def search_r1_json(result: RetrievalResult, *, return_scores: bool) -> list[Any]:
+def search_r1_json(
+    result: RetrievalResult | None, *, return_scores: bool, contents: Callable[[Chunk], str]
+) -> list[Any]:
     """One query's list in the Search-R1 retrieval-server shape: documents ``{"id", "contents"}``
-    with ``contents`` = ``"title\\ntext"`` (FlashRAG's corpus rows), wrapped with their score when
-    asked: ``{"document": doc, "score": s}``."""
-    docs = [{"id": c.id, "contents": f"{c.title}\n{c.text}"} for c in result.chunks]
+    with ``contents`` the corpus row's own (``serve.contents``: ``"title\\ntext"``, quotes and
+    all), wrapped with their score when asked: ``{"document": doc, "score": s}``. None (an empty
+    query) is an empty list."""
+    if result is None:
+        return []
+    docs = [{"id": c.id, "contents": contents(c)} for c in result.chunks]
     if not return_scores:
         return docs
     return [{"document": d, "score": s} for d, s in zip(docs, result.scores, strict=True)]

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
-HOLD, FAIL = "hold", "fail"
+HOLD, FAIL, SEARCHED = "hold", "fail", "searched"
 BACKEND = "word-overlap (test)"
 START_TIMEOUT_S = 180  # a cold start imports torch and transformers on a shared 2-core machine
 
@@ -106,6 +107,31 @@ def metric(client: httpx.Client, name: str) -> float:
     return 0.0
 
 
+def labeled_metric(client: httpx.Client, name: str, **labels: str) -> float:
+    """One labeled sample of /metrics (0 when absent), e.g. ``labeled_metric(c, "x_total", stage="hop")``."""
+    for line in client.get("/metrics").text.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', line[len(name) : line.rindex("}") + 1]))
+        if found == labels:
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def open_request(url: str, path: str, body: dict, token: str | None = None) -> socket.socket:
+    """Send one POST on a socket of its own and return the socket unread, so that a test can close
+    the connection while the request waits (a client that gives up)."""
+    host, port = url.removeprefix("http://").split(":")
+    payload = json.dumps(body).encode("utf-8")
+    head = [f"POST {path} HTTP/1.1", f"Host: {host}:{port}", "Content-Type: application/json",
+            f"Content-Length: {len(payload)}"]  # fmt: skip
+    if token:
+        head.append(f"Authorization: Bearer {token}")
+    sock = socket.create_connection((host, int(port)), timeout=30)
+    sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
+    return sock
+
+
 def wait_until(check, what: str, timeout: float = 60) -> None:
     """Poll ``check`` (bounded); the condition is a state of the server, never a duration."""
     deadline = time.monotonic() + timeout
@@ -116,9 +142,16 @@ def wait_until(check, what: str, timeout: float = 60) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def searched(control: Path) -> list[str]:
+    """Every query the test backend was asked, in order (``GatedRetriever`` appends them)."""
+    log = control / SEARCHED
+    return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+
+
 class GatedRetriever:
     """Word-overlap search that waits while ``control/hold`` exists and raises while ``control/fail``
-    does (``ConnectionError`` when it holds "down", else ``RuntimeError``)."""
+    does (``ConnectionError`` when it holds "down", else ``RuntimeError``). Every query it is asked
+    is appended to ``control/searched``, so a test can tell which questions reached the loop."""
 
     def __init__(self, corpus, control: Path) -> None:
         from efficientrag.testing.word_overlap import WordOverlapRetriever
@@ -128,6 +161,8 @@ class GatedRetriever:
         self.control = control
 
     def search(self, queries, k):
+        with (self.control / SEARCHED).open("a", encoding="utf-8") as log:
+            log.writelines(q.replace("\n", " ") + "\n" for q in queries)
         deadline = time.monotonic() + 120
         while (self.control / HOLD).exists() and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -149,19 +184,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     from efficientrag.pipeline.efficientrag import EfficientRAG
     from efficientrag.serve.app import create_app
     from efficientrag.serve.config import ServeConfig
+    from efficientrag.serve.contents import read_contents
     from efficientrag.serve.runner import run_server
     from efficientrag.serve.security import api_key_from_env
 
     parser = argparse.ArgumentParser()
     for name in ("corpus", "labeler", "filter", "control"):
         parser.add_argument(f"--{name}", required=True)
+    parser.add_argument("--floor-k", type=int, default=0, help="the loop's floor_k (kept whatever the tags)")
+    parser.add_argument("--top-k", type=int, default=10, help="the loop's top_k (hits per query and hop)")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     cfg = load_config(ServeConfig, None, ["port=0", *args.overrides])
     retriever = GatedRetriever(Corpus.load(args.corpus), Path(args.control))
-    rag = EfficientRAG.from_config(retriever, EfficientRAGConfig(labeler=args.labeler, filter=args.filter))
-    return run_server(create_app(rag, cfg, backend=BACKEND, token=api_key_from_env()), cfg)
+    rag = EfficientRAG.from_config(
+        retriever,
+        EfficientRAGConfig(labeler=args.labeler, filter=args.filter, floor_k=args.floor_k, top_k=args.top_k),
+    )
+    app = create_app(
+        rag, cfg, backend=BACKEND, token=api_key_from_env(), contents=read_contents([args.corpus])
+    )
+    return run_server(app, cfg)
 
 
 if __name__ == "__main__":

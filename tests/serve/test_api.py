@@ -31,7 +31,7 @@ from tests.serve.serve_harness import Server, build_tiny_models, write_corpus  #
 
 QUESTION = "Where was the director of Film 3 born?"
 QUESTIONS = [QUESTION, "Who directed Film 7?", "Where was Person 2 born?"]
-MAX_QUESTIONS, MAX_BODY = 4, 20_000
+MAX_QUESTIONS, MAX_QUERIES, MAX_BODY = 4, 8, 20_000
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def served(tmp_path_factory):
     argv = [sys.executable, "-m", "efficientrag.cli", "serve", "--corpus", str(corpus),
             "--work-dir", str(root / "work"), "--labeler", models["labeler"], "--filter", models["filter"],
             "retriever.kind=bm25", "--port", "0", f"serve.max_questions={MAX_QUESTIONS}",
-            f"serve.max_body_bytes={MAX_BODY}"]  # fmt: skip
+            f"serve.max_queries={MAX_QUERIES}", f"serve.max_body_bytes={MAX_BODY}"]  # fmt: skip
     server = Server(argv, root / "server.log", unset=("EFFICIENTRAG_API_KEY",))
     client = httpx.Client(base_url=server.url, timeout=120)
     # The same loop in this process, over its own copy of the same bm25 index settings.
@@ -159,8 +159,9 @@ def test_every_bad_request_is_a_4xx_naming_its_field(served, case, body, status,
 
 def test_the_search_r1_endpoint_refuses_the_same_way_and_the_server_stays_up(served):
     _, client, _ = served
-    for body, field in [({"queries": []}, "queries"), ({"queries": ["a", ""]}, "queries[1]"),
-                        ({"queries": ["a"], "topk": 0}, "topk"), ({"query": "a"}, "queries")]:  # fmt: skip
+    for body, field in [({"queries": []}, "queries"), ({"queries": ["a"] * (MAX_QUERIES + 1)}, "queries"),
+                        ({"queries": ["a", 3]}, "queries[1]"), ({"queries": ["a"], "topk": 0}, "topk"),
+                        ({"query": "a"}, "queries")]:  # fmt: skip
         reply = client.post("/retrieve", json=body)
         assert reply.status_code == 422 and reply.json()["field"] == field, reply.text
     form = client.post(
@@ -169,6 +170,17 @@ def test_the_search_r1_endpoint_refuses_the_same_way_and_the_server_stays_up(ser
     assert form.status_code == 415 and form.json()["field"] == "content-type"
     assert client.get("/healthz").json() == {"status": "alive"}
     assert client.post("/retrieve", json={"queries": ["Who directed Film 1?"]}).status_code == 200
+
+
+def test_an_empty_search_r1_query_gets_an_empty_list_in_its_place(served):
+    """Search-R1 sends '' for an empty <search></search>; the rest of the rollout's batch is answered."""
+    _, client, _ = served
+    reply = client.post("/retrieve", json={"queries": ["", QUESTION, "  ", QUESTIONS[1]], "topk": 3})
+    assert reply.status_code == 200, reply.text
+    result = reply.json()["result"]
+    alone = client.post("/retrieve", json={"queries": [QUESTION, QUESTIONS[1]], "topk": 3}).json()["result"]
+    assert result[0] == [] and result[2] == [] and [result[1], result[3]] == alone
+    assert all(alone)
 
 
 def test_health_readiness_metrics_and_schema(served):

@@ -1,0 +1,140 @@
+"""Admission by deadline: the server's measured rate, and what the queue ahead of a request costs it.
+
+A queue sized by hand admits what it cannot serve: under 120 callers with 30 s timeouts the old
+server queued requests that waited past their callers' patience and computed answers nobody read
+(issue 50). Here every request carries a deadline, and before it is queued the server asks whether
+the questions ahead of it, plus its own, can be answered in time at the rate it has been answering
+lately. If not, it is refused at once with 503 and a ``Retry-After`` saying when the queue ahead
+will have drained enough for it; if no queue could ever make it (its own questions alone, plus the
+batching window, take longer than its deadline), it is refused naming ``deadline_ms``.
+
+The rate is questions per second of the worker's own compute time over the last few batches: the
+cost of the batch sizes the server actually runs at, which under overload are full ones. The same
+rate caps how large a batch grows (``batch_room``): a batch is cut where it would no longer finish
+before the earliest deadline among its requests, so a request admitted on time is not made late by
+the requests that join its batch after it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+# Batches whose rate is averaged: enough to smooth one odd batch, few enough to follow a change of
+# load (a different mix of settings, another process taking the cores) within a few batches.
+RATE_WINDOW = 8
+
+
+class Refused(Exception):
+    """A request refused before it was queued. ``retry_after_s``: when trying again can succeed
+    (None: not by waiting; the request itself must change)."""
+
+    def __init__(self, message: str, retry_after_s: int | None, *, field: str) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+        self.field = field
+
+
+class QueueFull(Refused):
+    """No room for the request's questions under ``max_queue``."""
+
+
+class Overloaded(Refused):
+    """The queue ahead of the request would make it miss its deadline."""
+
+
+class DeadlineImpossible(Refused):
+    """Even alone, the request's questions take longer than its deadline."""
+
+
+@dataclass
+class RateMeter:
+    """Questions per second over the last ``window`` batches (compute time only: the time a batch
+    took in the worker, not the time the worker waited for requests)."""
+
+    window: int = RATE_WINDOW
+
+    def __post_init__(self) -> None:
+        self._batches: deque[tuple[int, float]] = deque(maxlen=self.window)
+
+    def record(self, questions: int, seconds: float) -> None:
+        if questions > 0 and seconds > 0:
+            self._batches.append((questions, seconds))
+
+    @property
+    def rate(self) -> float | None:
+        """Questions per second, or None before the first batch (nothing is refused by deadline
+        then: the queue's hard cap still holds)."""
+        if not self._batches:
+            return None
+        return sum(q for q, _ in self._batches) / sum(s for _, s in self._batches)
+
+
+def running_left(rate: float, size: int, elapsed_s: float) -> float:
+    """Seconds the running batch of ``size`` questions still needs at ``rate`` (0 once it has run
+    longer than that: it is about to end, or slower than measured, and no guess is better)."""
+    return max(0.0, size / rate - elapsed_s)
+
+
+def admit(
+    *,
+    questions: int,
+    queued: int,
+    max_queue: int,
+    deadline_s: float,
+    rate: float | None,
+    busy_s: float,
+    window_s: float,
+) -> None:
+    """Raise ``Refused`` unless ``questions`` more can be queued and answered within ``deadline_s``.
+
+    Args:
+        questions: The request's questions.
+        queued: Questions already waiting for a batch.
+        max_queue: The queue's hard cap.
+        deadline_s: Seconds the request may take from now.
+        rate: The measured questions per second (None: not measured yet; only the cap applies).
+        busy_s: Seconds the running batch still needs (``running_left``; 0 when idle).
+        window_s: The batching window (``max_wait_ms``): the least a request waits for others.
+    """
+    if queued + questions > max_queue:
+        wait = None if rate is None else (queued + questions - max_queue) / rate
+        raise QueueFull(
+            f"the server is busy: {queued} questions are waiting (at most {max_queue})",
+            _seconds(wait if wait is not None else 1.0),
+            field="queue",
+        )
+    if rate is None:
+        return
+    alone = window_s + questions / rate
+    if alone > deadline_s:
+        raise DeadlineImpossible(
+            f"{questions} question(s) take about {alone * 1000:.0f} ms on this server even with no "
+            f"queue ({rate:.1f} questions/s lately), longer than the deadline of "
+            f"{deadline_s * 1000:.0f} ms; allow more time or send fewer questions",
+            None,
+            field="deadline_ms",
+        )
+    eta = busy_s + (queued + questions) / rate
+    if eta > deadline_s:
+        raise Overloaded(
+            f"the server is busy: the {queued} questions ahead and this request's {questions} would be "
+            f"answered in about {eta:.1f} s at {rate:.1f} questions/s, past the deadline of "
+            f"{deadline_s:.1f} s",
+            _seconds(eta - deadline_s),
+            field="queue",
+        )
+
+
+def batch_room(rate: float | None, deadline_left_s: float, max_batch: int) -> int:
+    """The most questions a batch may hold and still end within ``deadline_left_s`` (the earliest
+    deadline among its requests) at ``rate``: at least 1, at most ``max_batch``."""
+    if rate is None:
+        return max_batch
+    return max(1, min(max_batch, int(deadline_left_s * rate)))
+
+
+def _seconds(wait_s: float) -> int:
+    """A ``Retry-After`` value: whole seconds, at least 1."""
+    return max(1, math.ceil(wait_s))

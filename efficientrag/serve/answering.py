@@ -1,0 +1,78 @@
+"""From checked questions to results, for every entrance (``/v1/retrieve``, ``/retrieve``, the MCP
+tool): the request's loop settings, admission by deadline, the batcher, the client's disconnect,
+and the one refusal each failure becomes.
+
+Admission is asked twice: ``admit`` first, before the per-question checks (which tokenize every
+question), so that an overloaded server refuses at the cost of parsing a body; then by
+``batcher.submit`` itself, which decides on the same state (nothing awaits in between).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from efficientrag.pipeline.efficientrag import RetrievalResult
+from efficientrag.serve import errors
+from efficientrag.serve.admission import Refused, admit
+from efficientrag.serve.backend import BackendFailure
+from efficientrag.serve.batcher import Caller, CallerGone, DeadlineExceeded, MicroBatcher
+from efficientrag.serve.config import ServeConfig
+from efficientrag.serve.disconnect import Receive, watch_disconnect
+from efficientrag.serve.errors import RequestError
+from efficientrag.serve.requests import settings_config
+from efficientrag.serve.service import Service
+
+log = logging.getLogger(__name__)
+
+
+class Answerer:
+    """``await answerer(questions, settings, deadline_s, receive)``: the results in order, or a
+    ``RequestError`` (503 refused, 504 late, 499 the client left, 502/503 backend, 500)."""
+
+    def __init__(self, service: Service, batcher: MicroBatcher, cfg: ServeConfig) -> None:
+        self.service = service
+        self.batcher = batcher
+        self.cfg = cfg
+
+    def admit(self, questions: int, deadline_s: float, *, field: str) -> None:
+        """Refuse now what cannot be queued or answered in time (before the per-question checks)."""
+        if questions > self.cfg.max_queue:
+            raise RequestError(
+                422, field, f"{questions} questions; this server queues at most {self.cfg.max_queue}"
+            )
+        now = time.monotonic()
+        try:
+            admit(questions=questions, queued=self.batcher.queued, max_queue=self.cfg.max_queue,
+                  deadline_s=deadline_s, rate=self.batcher.meter.rate, busy_s=self.batcher.busy_s(now),
+                  window_s=self.batcher.max_wait_s)  # fmt: skip
+        except Refused as exc:
+            raise errors.from_refusal(exc) from None
+
+    async def __call__(
+        self, questions: list[str], settings: dict[str, Any], deadline_s: float, receive: Receive | None
+    ) -> list[RetrievalResult]:
+        key, _ = settings_config(self.service.base.config, settings, self.cfg)
+        caller = Caller(deadline=time.monotonic() + deadline_s)
+        try:
+            if receive is None:
+                return await self.batcher.submit(key, questions, caller)
+            async with watch_disconnect(receive, lambda: self.batcher.leave(caller)):
+                return await self.batcher.submit(key, questions, caller)
+        except Refused as exc:
+            raise errors.from_refusal(exc) from None
+        except DeadlineExceeded as exc:
+            raise RequestError(504, "deadline_ms", str(exc), kind=errors.DEADLINE) from None
+        except CallerGone:
+            raise RequestError(
+                499, "client", "the client closed the connection before its answer", kind=errors.CLIENT_GONE
+            ) from None
+        except BackendFailure as exc:
+            log.warning("%s", exc)
+            raise errors.from_backend(exc) from None
+        except Exception:
+            log.exception("retrieve_batch failed")
+            raise RequestError(
+                500, "server", "retrieval failed; see the server log", kind=errors.INTERNAL
+            ) from None
