@@ -146,7 +146,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     Args:
         args: the parsed command line (``--config``, the data and model flags, ``--host``,
-            ``--port``, overrides; ``--host``/``--port`` win over both).
+            ``--port``, ``--workers``, overrides; those three win over both).
 
     Returns:
         The server's exit status (0 after a drained stop).
@@ -154,8 +154,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from efficientrag.serve.config import ServeExperimentConfig
     from efficientrag.serve.startup import serve
 
-    # --host/--port given on the command line win over the preset and key=value.
-    ports = [f"serve.{k}={getattr(args, k)}" for k in ("host", "port") if getattr(args, k) is not None]
+    # --host/--port/--workers given on the command line win over the preset and key=value.
+    flags = ("host", "port", "workers")
+    ports = [f"serve.{k}={getattr(args, k)}" for k in flags if getattr(args, k) is not None]
     return serve(
         load_config(ServeExperimentConfig, args.config, [*_overrides(args, ServeExperimentConfig), *ports])
     )

@@ -138,6 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_experiment_args(p, MODEL_FLAGS)
     p.add_argument("--host", help="address to listen on (serve.host; default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (serve.port; default 8000, 0: any free port)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        help="server processes sharing the port, each with its own loop (serve.workers)",
+    )
     p.set_defaults(handler=cmd_serve)
 
     # Listed for --help; the arguments are parsed by the commands' own entries (efficientrag.cli._delegate).

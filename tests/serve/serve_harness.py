@@ -174,19 +174,33 @@ class GatedRetriever:
         return self.inner.search(queries, k)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    import argparse
-    import logging
-
-    from efficientrag.config import load_config
+def open_app(args, cfg):
+    """The app over a ``GatedRetriever`` (in each worker process when ``cfg.workers`` > 1)."""
     from efficientrag.data.corpus import Corpus
     from efficientrag.pipeline.config import EfficientRAGConfig
     from efficientrag.pipeline.efficientrag import EfficientRAG
     from efficientrag.serve.app import create_app
-    from efficientrag.serve.config import ServeConfig
     from efficientrag.serve.contents import read_contents
-    from efficientrag.serve.runner import run_server
     from efficientrag.serve.security import api_key_from_env
+
+    retriever = GatedRetriever(Corpus.load(args.corpus), Path(args.control))
+    loop = EfficientRAGConfig(
+        labeler=args.labeler, filter=args.filter, floor_k=args.floor_k, top_k=args.top_k
+    )
+    rag = EfficientRAG.from_config(retriever, loop)
+    contents = read_contents([args.corpus])
+    return create_app(rag, cfg, backend=BACKEND, token=api_key_from_env(), contents=contents)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+    import functools
+    import logging
+
+    from efficientrag.config import load_config
+    from efficientrag.serve.config import ServeConfig
+    from efficientrag.serve.runner import run_server
+    from efficientrag.serve.workers import run_workers
 
     parser = argparse.ArgumentParser()
     for name in ("corpus", "labeler", "filter", "control"):
@@ -197,15 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     cfg = load_config(ServeConfig, None, ["port=0", *args.overrides])
-    retriever = GatedRetriever(Corpus.load(args.corpus), Path(args.control))
-    rag = EfficientRAG.from_config(
-        retriever,
-        EfficientRAGConfig(labeler=args.labeler, filter=args.filter, floor_k=args.floor_k, top_k=args.top_k),
-    )
-    app = create_app(
-        rag, cfg, backend=BACKEND, token=api_key_from_env(), contents=read_contents([args.corpus])
-    )
-    return run_server(app, cfg)
+    if cfg.workers > 1:
+        return run_workers(functools.partial(open_app, args, cfg), cfg)
+    return run_server(open_app(args, cfg), cfg)
 
 
 if __name__ == "__main__":
