@@ -47,6 +47,13 @@ def resolve(serve_args: list[str]):
     return load_config(ServeExperimentConfig, ns.config, _overrides(ns, ServeExperimentConfig))
 
 
+def questions_of(cfg) -> list[str]:
+    """The config's questions (``eval.ids_file`` / ``exclude_ids_file`` / ``--limit`` apply)."""
+    from efficientrag.experiment import prepare_data, select_examples
+
+    return [ex.question for ex in select_examples(cfg, prepare_data(cfg).examples)]
+
+
 def open_library(cfg):
     from efficientrag.experiment import (
         check_model_folders,
@@ -88,14 +95,32 @@ class Served:
         raise SystemExit("server did not start within 30 minutes")
 
     def rss_mib(self) -> float:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return float("nan")
+        """The server's resident memory: its own and its worker processes' (``serve.workers``)."""
+        return sum(_rss_mib(pid) for pid in _process_tree(self.proc.pid))
 
     def stop(self) -> int:
         self.proc.terminate()
         return self.proc.wait(timeout=600)
+
+
+def _process_tree(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*/children"):
+            todo += [int(c) for c in task.read_text().split()]
+    return out
+
+
+def _rss_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except FileNotFoundError:
+        pass
+    return 0.0
 
 
 class RssSampler:
@@ -209,10 +234,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--soak-s", type=float, default=0, help="seconds of soak at concurrency 16 (0: none)")
     parser.add_argument("--bf16", action="store_true", help="also single-question latency with quantize=bf16")
     parser.add_argument("--threads", type=int, default=0, help="torch threads in this process (0: default)")
+    parser.add_argument(
+        "--overload", action="store_true", help="an RL trainer's load instead (benchmarks/serve_overload.py)"
+    )
+    parser.add_argument("--overload-clients", default="16,64,120,256", help="client counts under --overload")
+    parser.add_argument("--overload-s", type=float, default=60, help="seconds of load per client count")
+    parser.add_argument("--client-timeout", type=float, default=30, help="each client's timeout, seconds")
     args, serve_args = parser.parse_known_args(argv)
     print(
         "command: python benchmarks/serve_load.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     )
+    if args.overload:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from serve_overload import run_overload
+
+        cfg = resolve(serve_args)
+        return run_overload(Served(serve_args), questions_of(cfg), args, cfg)
     if args.threads:
         import torch
 

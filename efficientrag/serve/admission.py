@@ -4,15 +4,20 @@ A queue sized by hand admits what it cannot serve: under 120 callers with 30 s t
 server queued requests that waited past their callers' patience and computed answers nobody read
 (issue 50). Here every request carries a deadline, and before it is queued the server asks whether
 the questions ahead of it, plus its own, can be answered in time at the rate it has been answering
-lately. If not, it is refused at once with 503 and a ``Retry-After`` saying when the queue ahead
-will have drained enough for it; if no queue could ever make it (its own questions alone, plus the
-batching window, take longer than its deadline), it is refused naming ``deadline_ms``.
+lately. If not, it is refused at once with 503 and a ``Retry-After`` saying when to come back
+(``RetrySlots``); if no queue could ever make it (its own questions alone, plus the batching
+window, take longer than its deadline), it is refused naming ``deadline_ms``.
 
-The rate is questions per second of the worker's own compute time over the last few batches: the
-cost of the batch sizes the server actually runs at, which under overload are full ones. The same
-rate caps how large a batch grows (``batch_room``): a batch is cut where it would no longer finish
-before the earliest deadline among its requests, so a request admitted on time is not made late by
-the requests that join its batch after it.
+The rate is questions per second of the worker's own compute time, per batch, over the last few
+batches, and admission plans with the slowest of them, to finish within ``HEADROOM`` of the
+deadline. Both err on the side of refusing: on a machine whose cores are shared the rate moves
+with the neighbours' load, and a request admitted on a rate that then falls runs late, is computed
+all the same, and gets 504. Refusing more costs little under overload: the goodput depends only on
+the worker never running dry, and a queue of most of a deadline's worth of questions keeps it
+busy, while the refused come back at their slots. The same rate caps how large a batch grows
+(``batch_room``): a batch is cut where it would no longer finish before the earliest deadline
+among its requests, so a request admitted on time is not made late by those that join its batch
+after it.
 """
 
 from __future__ import annotations
@@ -21,18 +26,23 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-# Batches whose rate is averaged: enough to smooth one odd batch, few enough to follow a change of
-# load (a different mix of settings, another process taking the cores) within a few batches.
+# Batches whose rates are kept: few enough to follow a change of load (a different mix of settings,
+# another process taking the cores) within a few batches.
 RATE_WINDOW = 8
+# Admission plans to answer within this fraction of a request's deadline: the rest absorbs a rate
+# that falls after the request was admitted, and the last batch's granularity.
+HEADROOM = 0.8
 
 
 class Refused(Exception):
-    """A request refused before it was queued. ``retry_after_s``: when trying again can succeed
-    (None: not by waiting; the request itself must change)."""
+    """A request refused before it was queued. ``wait_s``: the soonest trying again can succeed
+    (None: not by waiting; the request itself must change); ``retry_after_s``: the ``Retry-After``
+    to send (``RetrySlots`` may make it later)."""
 
-    def __init__(self, message: str, retry_after_s: int | None, *, field: str) -> None:
+    def __init__(self, message: str, wait_s: float | None, *, field: str) -> None:
         super().__init__(message)
-        self.retry_after_s = retry_after_s
+        self.wait_s = wait_s
+        self.retry_after_s = None if wait_s is None else _seconds(wait_s)
         self.field = field
 
 
@@ -50,8 +60,8 @@ class DeadlineImpossible(Refused):
 
 @dataclass
 class RateMeter:
-    """Questions per second over the last ``window`` batches (compute time only: the time a batch
-    took in the worker, not the time the worker waited for requests)."""
+    """Questions per second of the last ``window`` batches (compute time only: the time a batch took
+    in the worker, not the time the worker waited for requests); ``rate`` is the slowest of them."""
 
     window: int = RATE_WINDOW
 
@@ -68,7 +78,7 @@ class RateMeter:
         then: the queue's hard cap still holds)."""
         if not self._batches:
             return None
-        return sum(q for q, _ in self._batches) / sum(s for _, s in self._batches)
+        return min(q / s for q, s in self._batches)
 
 
 def running_left(rate: float, size: int, elapsed_s: float) -> float:
@@ -102,7 +112,7 @@ def admit(
         wait = None if rate is None else (queued + questions - max_queue) / rate
         raise QueueFull(
             f"the server is busy: {queued} questions are waiting (at most {max_queue})",
-            _seconds(wait if wait is not None else 1.0),
+            wait if wait is not None else 1.0,
             field="queue",
         )
     if rate is None:
@@ -117,14 +127,35 @@ def admit(
             field="deadline_ms",
         )
     eta = busy_s + (queued + questions) / rate
-    if eta > deadline_s:
+    if eta > HEADROOM * deadline_s:
         raise Overloaded(
             f"the server is busy: the {queued} questions ahead and this request's {questions} would be "
-            f"answered in about {eta:.1f} s at {rate:.1f} questions/s, past the deadline of "
+            f"answered in about {eta:.1f} s at {rate:.1f} questions/s, too close to the deadline of "
             f"{deadline_s:.1f} s",
-            _seconds(eta - deadline_s),
+            eta - HEADROOM * deadline_s,
             field="queue",
         )
+
+
+@dataclass
+class RetrySlots:
+    """When to tell each refused caller to come back. A ``Retry-After`` of "when the queue ahead has
+    room" is the same second for every caller refused in the same second, and a hundred callers
+    honouring it come back together, to be refused together again: the server spends its cores
+    refusing. Instead the refused are given slots one after another, each as long as the server
+    needs for the caller's questions at the measured rate, starting when the queue will have room:
+    they come back at about the pace the server can take them."""
+
+    _next: float = 0.0
+
+    def after(self, earliest_s: float, questions: int, rate: float | None, now: float) -> int:
+        """Seconds (``Retry-After``) for a caller refused now, whom the queue could take in
+        ``earliest_s`` at the soonest."""
+        if rate is None:
+            return _seconds(earliest_s)
+        start = max(self._next, now + earliest_s)
+        self._next = start + questions / rate
+        return _seconds(start - now)
 
 
 def batch_room(rate: float | None, deadline_left_s: float, max_batch: int) -> int:

@@ -48,7 +48,15 @@ class Answerer:
                   deadline_s=deadline_s, rate=self.batcher.meter.rate, busy_s=self.batcher.busy_s(now),
                   window_s=self.batcher.max_wait_s)  # fmt: skip
         except Refused as exc:
-            raise errors.from_refusal(exc) from None
+            raise self._refusal(exc, questions) from None
+
+    def _refusal(self, exc: Refused, questions: int) -> RequestError:
+        """The 503, its ``Retry-After`` a slot of its own (``admission.RetrySlots``)."""
+        if exc.wait_s is not None:
+            exc.retry_after_s = self.batcher.slots.after(
+                exc.wait_s, questions, self.batcher.meter.rate, time.monotonic()
+            )
+        return errors.from_refusal(exc)
 
     async def __call__(
         self, questions: list[str], settings: dict[str, Any], deadline_s: float, receive: Receive | None
@@ -61,7 +69,7 @@ class Answerer:
             async with watch_disconnect(receive, lambda: self.batcher.leave(caller)):
                 return await self.batcher.submit(key, questions, caller)
         except Refused as exc:
-            raise errors.from_refusal(exc) from None
+            raise self._refusal(exc, len(questions)) from None
         except DeadlineExceeded as exc:
             raise RequestError(504, "deadline_ms", str(exc), kind=errors.DEADLINE) from None
         except CallerGone:

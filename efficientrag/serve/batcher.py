@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from efficientrag.serve.admission import RateMeter, admit, batch_room, running_left
+from efficientrag.serve.admission import RateMeter, RetrySlots, admit, batch_room, running_left
 from efficientrag.serve.backend import BatchStopped
 from efficientrag.serve.metrics import Metrics
 
@@ -108,6 +108,7 @@ class MicroBatcher:
     max_queue: int
     metrics: Metrics
     meter: RateMeter = field(default_factory=RateMeter)
+    slots: RetrySlots = field(default_factory=RetrySlots)
     _pending: deque[_Job] = field(default_factory=deque)
     _queued: int = 0
     _running: tuple[int, float] | None = None  # (questions, time.monotonic() it started)

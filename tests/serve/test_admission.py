@@ -14,6 +14,7 @@ from efficientrag.serve.admission import (
     Overloaded,
     QueueFull,
     RateMeter,
+    RetrySlots,
     admit,
     batch_room,
     running_left,
@@ -27,20 +28,20 @@ def ask(**kw):
     admit(**{**args, **kw})
 
 
-def test_the_rate_is_questions_over_compute_seconds_of_the_last_batches():
+def test_the_rate_is_the_slowest_of_the_last_batches():
     meter = RateMeter(window=2)
     assert meter.rate is None
     meter.record(10, 2.0)
     meter.record(30, 2.0)
-    assert meter.rate == 10.0
-    meter.record(8, 4.0)  # the first batch falls out of the window
-    assert meter.rate == 38 / 6
+    assert meter.rate == 5.0
+    meter.record(8, 1.0)  # the first batch falls out of the window
+    assert meter.rate == 8.0
     meter.record(0, 1.0)  # an empty or instant batch says nothing
-    assert meter.rate == 38 / 6
+    assert meter.rate == 8.0
 
 
 def test_what_fits_its_deadline_is_admitted_and_an_unmeasured_server_only_caps():
-    ask(queued=280, questions=10, max_queue=1000, deadline_s=30.0)  # (280 + 10) / 10 = 29 s
+    ask(queued=230, questions=10, max_queue=1000, deadline_s=30.0)  # (230 + 10) / 10 = 24 s = 0.8 x 30
     ask(queued=90, questions=10, rate=None, deadline_s=0.001)  # nothing measured yet: the cap alone
 
 
@@ -48,7 +49,8 @@ def test_the_queue_ahead_past_the_deadline_is_503_with_retry_after_from_the_queu
     with pytest.raises(Overloaded) as refused:
         ask(queued=50, questions=1, deadline_s=3.0, busy_s=1.5)  # 1.5 + 51/10 = 6.6 s
     assert refused.value.field == "queue"
-    assert refused.value.retry_after_s == 4  # ceil(6.6 - 3.0): when the queue will have room for it
+    assert refused.value.wait_s == pytest.approx(6.6 - 0.8 * 3.0)  # when the queue will have room for it
+    assert refused.value.retry_after_s == 5
 
 
 def test_a_deadline_no_queue_could_meet_is_refused_without_retry_after():
@@ -61,6 +63,15 @@ def test_max_queue_stays_a_hard_cap():
     with pytest.raises(QueueFull) as refused:
         ask(queued=95, questions=10, max_queue=100, deadline_s=1000.0)
     assert refused.value.field == "queue" and refused.value.retry_after_s == 1  # 5 questions at 10/s
+
+
+def test_callers_refused_together_are_sent_back_one_after_another_at_the_servers_pace():
+    slots = RetrySlots()
+    # Ten one-question callers refused in the same second, the queue has room in 2 s, 4 questions/s.
+    waits = [slots.after(2.0, 1, 4.0, now=100.0) for _ in range(10)]
+    assert waits == [2, 3, 3, 3, 3, 4, 4, 4, 4, 5]
+    assert slots.after(2.0, 1, 4.0, now=200.0) == 2  # the line has long gone: back to the queue's own
+    assert RetrySlots().after(2.5, 1, None, now=0.0) == 3  # no rate yet: the queue's own
 
 
 def test_a_running_batch_counts_until_it_should_have_ended():

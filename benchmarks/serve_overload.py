@@ -1,0 +1,201 @@
+"""``serve_load.py --overload``: an RL trainer's load on ``efficientrag serve`` (issue 50).
+
+verl's SearchTool and Search-R1 rollouts call the Search-R1 ``/retrieve`` with about 120 concurrent
+callers, each with a 30-second timeout. For each client count (16, 64, 120, 256 by default), that
+many threads each send one-query ``/retrieve`` requests back to back for ``--overload-s`` seconds,
+with ``--client-timeout``; a 503 is retried after its Retry-After (as ``RemoteEfficientRAG`` does),
+a timeout closes the connection (as a trainer's client does) and the client goes on. Printed per
+client count:
+
+- goodput: answered requests per second, and against the 16-client run's;
+- client timeouts; 503s with how fast they came (p50 / max seconds); any other status;
+- computations for callers that left: questions the server computed (in part, ``hop``, or in full,
+  ``finished``) whose caller had gone, from ``efficientrag_abandoned_total``, and those it dropped
+  unqueued (``queued``: work saved); and the questions still queued or running when the clients
+  stopped, and how long the server took to be idle again;
+- p50 / p99 latency of the answered requests;
+- the server's RSS (with its worker processes), at most during the run and at its end.
+
+One server serves every client count, in order; between them the benchmark waits for it to be idle.
+``efficientrag_*`` counters come from ``/metrics`` (with ``serve.workers`` above 1 each scrape
+reaches one process, so those columns then say ``n/a``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import httpx
+import numpy as np
+
+STAGES = ("queued", "hop", "finished")
+
+
+def scrape(url: str) -> dict[str, float]:
+    """The unlabeled samples and ``efficientrag_abandoned_total`` by stage, from /metrics."""
+    out: dict[str, float] = {}
+    for line in httpx.get(f"{url}/metrics", timeout=30).text.splitlines():
+        if line.startswith("#") or " " not in line:
+            continue
+        name, value = line.rsplit(" ", 1)
+        if name.startswith("efficientrag_abandoned_total{"):
+            stage = name.split('stage="', 1)[1].split('"', 1)[0]
+            out[f"abandoned_{stage}"] = out.get(f"abandoned_{stage}", 0.0) + float(value)
+        elif "{" not in name:
+            out[name] = float(value)
+    return out
+
+
+class Load:
+    """``clients`` threads of one-query ``/retrieve`` calls until ``seconds`` have passed."""
+
+    def __init__(self, url: str, questions: list[str], clients: int, seconds: float, timeout: float) -> None:
+        self.url, self.questions, self.clients = url, questions, clients
+        self.stop_at = time.monotonic() + seconds
+        self.timeout = timeout
+        self.lock = threading.Lock()
+        self.answered: list[float] = []
+        self.refused: list[float] = []
+        self.timeouts = 0
+        self.other: Counter[str] = Counter()
+        self.sent = 0
+
+    def run(self) -> float:
+        threads = [threading.Thread(target=self._client, args=(i,), daemon=True) for i in range(self.clients)]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return time.monotonic() - started
+
+    def _client(self, i: int) -> None:
+        with httpx.Client(base_url=self.url, timeout=self.timeout) as http:
+            n = i
+            while time.monotonic() < self.stop_at:
+                wait = self._one(http, self.questions[n % len(self.questions)])
+                n += self.clients
+                if wait:
+                    time.sleep(min(wait, max(0.0, self.stop_at - time.monotonic())))
+
+    def _one(self, http: httpx.Client, question: str) -> float:
+        """One call; the seconds to wait before the next (a 503's Retry-After)."""
+        t = time.monotonic()
+        try:
+            reply = http.post("/retrieve", json={"queries": [question], "topk": 3})
+        except httpx.TimeoutException:
+            with self.lock:
+                self.sent += 1
+                self.timeouts += 1
+            return 0.0
+        except httpx.HTTPError as exc:
+            with self.lock:
+                self.sent += 1
+                self.other[type(exc).__name__] += 1
+            return 1.0
+        took = time.monotonic() - t
+        with self.lock:
+            self.sent += 1
+            if reply.status_code == 200:
+                self.answered.append(took)
+            elif reply.status_code == 503:
+                self.refused.append(took)
+            else:
+                self.other[str(reply.status_code)] += 1
+        if reply.status_code == 503:
+            return float(reply.headers.get("Retry-After", "1"))
+        return 0.0
+
+
+def wait_idle(url: str, limit_s: float = 300) -> float:
+    """Seconds until nothing is queued or running (bounded)."""
+    started = time.monotonic()
+    while time.monotonic() - started < limit_s:
+        m = scrape(url)
+        if m.get("efficientrag_queue_depth", 0) == 0 and m.get("efficientrag_in_flight", 0) == 0:
+            break
+        time.sleep(0.5)
+    return time.monotonic() - started
+
+
+def one_count(server: Any, questions: list[str], clients: int, args: Any, per_process: bool) -> dict:
+    before = scrape(server.url)
+    load = Load(server.url, questions, clients, args.overload_s, args.client_timeout)
+    peak = [server.rss_mib()]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(1.0):
+            peak.append(server.rss_mib())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    wall = load.run()
+    left = scrape(server.url)
+    idle_s = wait_idle(server.url)
+    done.set()
+    sampler.join()
+    after = scrape(server.url)
+    delta = {s: after.get(f"abandoned_{s}", 0.0) - before.get(f"abandoned_{s}", 0.0) for s in STAGES}
+    ms = np.asarray(load.answered or [np.nan]) * 1000
+    refused = np.asarray(load.refused or [np.nan])
+    return {
+        "clients": clients, "sent": load.sent, "ok": len(load.answered), "goodput": len(load.answered) / wall,
+        "timeouts": load.timeouts, "refused": len(load.refused), "refused_p50": float(np.median(refused)),
+        "refused_max": float(np.max(refused)), "other": dict(load.other), "per_process": per_process,
+        "computed_for_gone": delta["hop"] + delta["finished"], "hop": delta["hop"], "dropped": delta["queued"],
+        "left": left.get("efficientrag_queue_depth", 0) + left.get("efficientrag_in_flight", 0),
+        "idle_s": idle_s, "p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99)),
+        "rss_max": max(peak), "rss_end": server.rss_mib(),
+    }  # fmt: skip
+
+
+HEADER = (
+    "| clients | answered/sent | goodput/s | vs 16 | client timeouts | 503s (p50 / max s) | other | "
+    "computed for callers gone (of which stopped at a hop) | dropped unqueued | left at stop (idle after s) | "
+    "p50 ms | p99 ms | RSS max / end MiB |\n|" + "---|" * 13
+)
+
+
+def row(r: dict, base: float) -> str:
+    other = ", ".join(f"{k} x{v}" for k, v in sorted(r["other"].items())) or "0"
+    refused = f"{r['refused']} ({r['refused_p50']:.2f} / {r['refused_max']:.2f})" if r["refused"] else "0"
+    gone, dropped, left = (
+        f"{r['computed_for_gone']:.0f} ({r['hop']:.0f})",
+        f"{r['dropped']:.0f}",
+        f"{r['left']:.0f}",
+    )
+    if r["per_process"]:
+        gone = dropped = left = "n/a"
+    return (
+        f"| {r['clients']} | {r['ok']}/{r['sent']} | {r['goodput']:.2f} | {r['goodput'] / base:.2f}x | "
+        f"{r['timeouts']} | {refused} | {other} | {gone} | {dropped} | {left} ({r['idle_s']:.1f}) | "
+        f"{r['p50']:.0f} | {r['p99']:.0f} | {r['rss_max']:.0f} / {r['rss_end']:.0f} |"
+    )
+
+
+def run_overload(server: Any, questions: list[str], args: Any, cfg: Any) -> int:
+    """Every client count against one server, then SIGTERM; prints the table."""
+    if not questions:
+        raise SystemExit("no questions: give a dataset with questions (--dataset/--data) or raise --limit")
+    per_process = cfg.serve.workers > 1
+    print(f"{len(questions)} questions; backend {cfg.retriever.kind}; serve.workers={cfg.serve.workers}, "
+          f"max_batch={cfg.serve.max_batch}, deadline_s={cfg.serve.deadline_s}; client timeout "
+          f"{args.client_timeout} s; {args.overload_s:.0f} s per client count")  # fmt: skip
+    try:
+        Load(server.url, questions, 4, 5, args.client_timeout).run()  # warm-up: the rate is measured
+        wait_idle(server.url)
+        results = [
+            one_count(server, questions, int(c), args, per_process) for c in args.overload_clients.split(",")
+        ]
+    finally:
+        code = server.stop()
+    base = results[0]["goodput"] or float("nan")
+    print(HEADER)
+    for r in results:
+        print(row(r, base))
+    print(f"server exit code after SIGTERM: {code}")
+    return 0
