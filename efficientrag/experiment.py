@@ -293,7 +293,9 @@ def model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:
     if cls is None or not cls.model_fields:
         return {}
     section = cls.settings(cfg)
-    missing = [name for name in cls.model_fields if not getattr(section, name)]
+    optional = cls.optional_model_fields
+    named = {n: kind for n, kind in cls.model_fields.items() if n not in optional or getattr(section, n)}
+    missing = [name for name in named if not getattr(section, name)]
     if registered_name(method) == "efficientrag" and missing:
         raise ConfigError(
             "EfficientRAG needs trained models: set efficientrag.labeler and efficientrag.filter "
@@ -302,7 +304,7 @@ def model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:
     if missing:
         names = " and ".join(f"{cls.section_key()}.{name}" for name in missing)
         raise ConfigError(f"{cls.name} needs trained models: set {names} to a trained folder (its best/)")
-    return {kind: getattr(section, name) for name, kind in cls.model_fields.items()}
+    return {kind: getattr(section, name) for name, kind in named.items()}
 
 
 def check_model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:

@@ -35,6 +35,7 @@ from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 from efficientrag.data.split import TRAIN, VALIDATION
 from efficientrag.jsonl import read_jsonl, write_jsonl
+from efficientrag.pipeline.config import loop_settings
 from efficientrag.training.fingerprint import file_digest, fingerprint
 from efficientrag.training.run import brief_metrics
 
@@ -185,7 +186,7 @@ def _decisions_stage(
         questions=fingerprint(questions=[(q.id, q.question) for q in questions]),
         corpus=qcorpus.fingerprint(),
         retriever=to_dict(cfg.retriever, checks=False),
-        loop=to_dict(replace(cfg.efficientrag, labeler=None, filter=None)),
+        loop=loop_settings(cfg.efficientrag),
     )[:12]
     decisions = work / f"decisions-{key}" / "decisions.jsonl"
     rag = _load_rag(cfg, qcorpus, models, work)

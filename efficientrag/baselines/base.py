@@ -86,6 +86,8 @@ class Method(ABC):
     # "filter", "reranker"): the folders are checked before long work and their content, not
     # their path, goes into a run's fingerprint.
     model_fields: ClassVar[dict[str, str]] = {}
+    # Those of model_fields a run may leave unset (None): then no folder is read or hashed.
+    optional_model_fields: ClassVar[frozenset[str]] = frozenset()
     # The papers report this method's numbers per generator model (DRAGIN's tables): a report
     # matches a run to the paper's row for the run's model.
     paper_rows_per_model: ClassVar[bool] = False

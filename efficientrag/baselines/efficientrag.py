@@ -29,7 +29,12 @@ class EfficientRAGRetrieval(Method):
     config_key = "efficientrag"
     cfg: EfficientRAGConfig
     retrieval_only = True
-    model_fields: ClassVar[dict[str, str]] = {"labeler": "labeler", "filter": "filter"}
+    model_fields: ClassVar[dict[str, str]] = {
+        "labeler": "labeler",
+        "filter": "filter",
+        "first_hop_reranker": "reranker",
+    }
+    optional_model_fields: ClassVar[frozenset[str]] = frozenset({"first_hop_reranker"})
 
     @classmethod
     def settings(cls, cfg: Any) -> EfficientRAGConfig:

@@ -84,11 +84,10 @@ class Rerank(Method):
         Returns:
             The cross-encoder's scores, in the order of ``pairs``.
         """
-        if not pairs:
-            return []
+        from efficientrag.models.cross_encoder import score_pairs
+
         inputs = [(question, chunk.contents) for question, chunk in pairs]
-        scores = self.scorer.predict(inputs, batch_size=self.cfg.batch_size, show_progress_bar=False)
-        return [float(s) for s in scores]
+        return score_pairs(self.scorer, inputs, batch_size=self.cfg.batch_size)
 
     def run_batch(self, examples: Sequence[Example]) -> list[Prediction]:
         questions = [ex.question for ex in examples]

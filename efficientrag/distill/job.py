@@ -31,6 +31,7 @@ from efficientrag.distill.config import DistillConfig
 from efficientrag.distill.pairs import write_pair_rows
 from efficientrag.fingerprint import folder_digest
 from efficientrag.jsonl import write_jsonl
+from efficientrag.pipeline.config import loop_settings
 from efficientrag.training.config import TrainConfig
 from efficientrag.training.fingerprint import file_digest, fingerprint
 from efficientrag.training.run import brief_metrics
@@ -99,7 +100,7 @@ def pairs_stage(
         questions=[(q.id, q.question) for q in questions],
         corpus=corpus.fingerprint(),
         retriever=to_dict(cfg.retriever, checks=False),
-        loop=to_dict(replace(cfg.efficientrag, labeler=None, filter=None)),
+        loop=loop_settings(cfg.efficientrag),
     )[:12]
     decisions = work / f"pairs-{key}" / "decisions.jsonl"
     rows_dir = decisions.parent / "rows"

@@ -70,3 +70,20 @@ def load_cross_encoder(path: str | Path, *, device: str | None = None, max_lengt
     return CrossEncoder(
         str(folder), device=device, max_length=max_length, trust_remote_code=False, local_files_only=True
     )
+
+
+def score_pairs(model: Any, pairs: list[tuple[str, str]], *, batch_size: int = 64) -> list[float]:
+    """A loaded cross-encoder's score of each (query, passage) pair, higher meaning more relevant.
+
+    Args:
+        model: A ``CrossEncoder`` (:func:`load_cross_encoder`).
+        pairs: The (query, passage text) pairs, scored in batches of ``batch_size``.
+        batch_size: Pairs per forward pass.
+
+    Returns:
+        One float per pair, in the order of ``pairs`` (empty for no pairs).
+    """
+    if not pairs:
+        return []
+    scores = model.predict(pairs, batch_size=batch_size, show_progress_bar=False)
+    return [float(s) for s in scores]

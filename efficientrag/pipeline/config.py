@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
-from efficientrag.config import check_probabilities, probability
+from efficientrag.config import check_probabilities, probability, to_dict
 
 # The same modes as efficientrag.models.export.QUANTIZE_MODES (a test keeps them equal); spelled
 # out here so loading a config does not import torch.
@@ -26,6 +26,10 @@ class EfficientRAGConfig:
         first_top_k: Hits of the question's own search at the first hop (None: ``top_k``). A wider
             first hop lets the Labeler rank more of the question's hits, as a reranker would; later
             hops stay at ``top_k``.
+        first_hop_reranker: A cross-encoder folder (``efficientrag train reranker``'s best/, or any
+            saved ``CrossEncoder``) that reorders the question's ``first_top_k`` hits before the
+            Labeler judges the best ``top_k`` of them (None: the search's own order). The floor then
+            keeps the reranker's top ``floor_k``; later hops are not reranked.
         max_hops: Hops at most per question.
         query_mode: ``"merged"``: one next query per question and hop from all its Continue chunks
             (the official code); ``"branch"``: one per Continue chunk (the paper's Figure 3).
@@ -56,6 +60,9 @@ class EfficientRAGConfig:
     # Labeler ranks more of the question's own hits (the chunk budget keeps the surest, and in branch
     # mode the next hops start from the most probable max_branches), at the cost of labeling them.
     first_top_k: int | None = None
+    # A cross-encoder reranks the question's own first_top_k hits, and the Labeler judges its best
+    # top_k (the floor is its top floor_k): a retrieve-then-rerank first hop the loop hops on from.
+    first_hop_reranker: str | None = None
     max_hops: int = 4
     # "merged": one next query per question and hop from all Continue chunks (official code);
     # "branch": one next query per Continue chunk (the paper's Figure 3), at most max_branches.
@@ -101,10 +108,15 @@ class EfficientRAGConfig:
             raise ValueError("fill_budget needs a chunk_budget (the number of chunks to fill up to)")
         if self.first_top_k is not None and self.first_top_k < 1:
             raise ValueError(f"first_top_k must be >= 1 (or None: top_k), got {self.first_top_k}")
-        if self.floor_k > self.first_hop_k:
-            which = "top_k" if self.first_top_k is None else "first_top_k"
+        if self.first_hop_reranker is not None and self.first_hop_k <= self.top_k:
             raise ValueError(
-                f"floor_k ({self.floor_k}) cannot exceed the first hop's hits ({which}={self.first_hop_k})"
+                f"first_hop_reranker picks the best top_k ({self.top_k}) of the question's first_top_k hits: "
+                f"set first_top_k above top_k (got {self.first_top_k})"
+            )
+        if self.floor_k > self.first_hop_judged:
+            which = "first_top_k" if self.first_top_k is not None and self.first_hop_reranker is None else "top_k"
+            raise ValueError(
+                f"floor_k ({self.floor_k}) cannot exceed the first hop's hits ({which}={self.first_hop_judged})"
             )
         if (self.answer_top_k is not None and self.answer_top_k < 1) or self.answer_max_new_tokens < 1:
             raise ValueError(
@@ -116,6 +128,11 @@ class EfficientRAGConfig:
     def first_hop_k(self) -> int:
         """Hits of the first hop's search: ``first_top_k``, else ``top_k``."""
         return self.top_k if self.first_top_k is None else self.first_top_k
+
+    @property
+    def first_hop_judged(self) -> int:
+        """Hits of the first hop the Labeler judges: the reranker's best ``top_k``, else all."""
+        return self.top_k if self.first_hop_reranker is not None else self.first_hop_k
 
     batch_size: int = 32
     # None: the saved model's training length; set a number to override it.
@@ -129,3 +146,25 @@ class EfficientRAGConfig:
     # extra: pip install 'efficientrag[onnx]'). "auto": bf16 where the CPU has bfloat16 kernels
     # (AVX512-BF16/AMX) or on a GPU, float32 elsewhere; run fingerprints record what it resolved to.
     quantize: QuantizeMode = "none"
+
+
+def loop_settings(cfg: EfficientRAGConfig) -> dict[str, Any]:
+    """The loop's settings for a fingerprint of what it decides: the Labeler and Filter folders left
+    out (their content is hashed where the models are), the first-hop reranker's content digest in
+    place of its path (absent when there is none, so runs without one keep their fingerprints).
+
+    Args:
+        cfg: The loop's settings.
+
+    Returns:
+        Plain data to hash.
+    """
+    out = to_dict(cfg)
+    for name in ("labeler", "filter"):
+        out[name] = None
+    reranker = out.pop("first_hop_reranker")
+    if reranker is not None:
+        from efficientrag.fingerprint import folder_digest
+
+        out["first_hop_reranker_digest"] = folder_digest(reranker)
+    return out

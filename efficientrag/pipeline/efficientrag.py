@@ -26,6 +26,7 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from efficientrag.data.schema import Chunk
 from efficientrag.models.inputs import filter_words
@@ -74,8 +75,8 @@ class RetrievalResult:
         scores: Each kept chunk's Continue probability (its highest over the queries that kept it).
         trace: One :class:`Hop` per hop the question ran.
         counters: Per-question counts: ``hops``, ``retrieval_calls``, ``labeler_pairs``,
-            ``filter_calls``, ``llm_calls`` (always 0), and where they happened ``filled`` and
-            ``query_words_truncated``.
+            ``filter_calls``, ``llm_calls`` (always 0), and where they happened ``filled``,
+            ``query_words_truncated`` and ``reranked_pairs`` (the ``first_hop_reranker``'s).
     """
 
     question: str
@@ -125,6 +126,7 @@ class EfficientRAG:
         self.retriever = retriever
         self.labeler = load_model("labeler", labeler, self.config)
         self.filter = load_model("filter", filter, self.config)
+        self.reranker = self._load_reranker()
         self.observer = observer
         self._chunk_words: dict[str, list[str]] = {}
         self._warned_truncation = False
@@ -209,13 +211,41 @@ class EfficientRAG:
         self._next_queries(work)
         self._record(work)
 
+    def _load_reranker(self) -> Any:
+        """The first hop's cross-encoder (``first_hop_reranker``), or None."""
+        if self.config.first_hop_reranker is None:
+            return None
+        from efficientrag.models.cross_encoder import load_cross_encoder
+
+        return load_cross_encoder(self.config.first_hop_reranker, device=self.config.device)
+
     def _search(self, work: HopWork) -> list[list[Hit]]:
-        """Top-k for every branch, in one batched search (the first hop: ``first_top_k``)."""
-        k = self.config.first_hop_k if work.hop == 0 else self.config.top_k
+        """Top-k for every branch, in one batched search (the first hop: ``first_top_k``, reranked
+        by the ``first_hop_reranker`` when there is one)."""
+        first = work.hop == 0
+        queries = [b.query for _, b in work.branches]
         with work.timed("retrieval"):
-            hits = self.retriever.search([b.query for _, b in work.branches], k)
+            hits = self.retriever.search(queries, self.config.first_hop_k if first else self.config.top_k)
         work.retrieval_split = getattr(self.retriever, "last_timings", None) or {}
+        if first and self.reranker is not None:
+            with work.timed("rerank"):
+                hits = self._rerank(work, queries, hits)
         return hits
+
+    def _rerank(self, work: HopWork, queries: list[str], hits: list[list[Hit]]) -> list[list[Hit]]:
+        """Each query's hits in the reranker's order, cut to ``top_k``, each with the reranker's
+        score in place of the search's (so the trace shows the order the Labeler was given)."""
+        from efficientrag.models.cross_encoder import score_pairs
+
+        pairs = [(q, h.chunk.contents) for q, hs in zip(queries, hits, strict=True) for h in hs]
+        scores = iter(score_pairs(self.reranker, pairs, batch_size=self.config.batch_size))
+        out = []
+        for (state, _), hs in zip(work.branches, hits, strict=True):
+            own = [next(scores) for _ in hs]
+            best = sorted(range(len(hs)), key=lambda i: (-own[i], i))[: self.config.top_k]
+            out.append([Hit(hs[i].chunk, own[i]) for i in best])
+            state.count("reranked_pairs", float(len(hs)))
+        return out
 
     def _label(self, work: HopWork, hits: list[list[Hit]]) -> None:
         """Label every (query, chunk) pair not judged before, in one Labeler batch. A chunk already in
@@ -339,6 +369,8 @@ class EfficientRAG:
                 "labeler": work.seconds["labeler"] * share,
                 "filter": work.seconds["filter"] * filter_share,
             }
+            if "rerank" in work.seconds:
+                timings["rerank"] = work.seconds["rerank"] * query_share
             # "retrieval" splits into query encoding and index search when the backend reports it.
             timings.update({name: seconds * query_share for name, seconds in work.retrieval_split.items()})
             next_branches = work.next_branches.get(id(state), [])
