@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from efficientrag.baselines.cost import latency_s
 from efficientrag.eval.trigger_rate import trigger_rates
 from efficientrag.jsonl import read_records
 from efficientrag.synth.stage_outcome import stage_outcome
@@ -47,7 +48,7 @@ def print_qa_table(out: Path, methods: list[str]) -> None:
         def mean(get: Any, recs: list[dict[str, Any]] = recs, n: int = n) -> float:
             return sum(get(r) for r in recs) / n
 
-        secs = mean(lambda r: sum(v for k, v in (r.get("counters") or {}).items() if k.startswith("time_")))
+        secs = mean(lambda r: latency_s(r.get("counters") or {}))
         fmt = mean(lambda r: 0.0 if (r.get("counters") or {}).get("format_failures") else 1.0)
         steps, questions = trigger_rates(recs)
         trig = "" if steps is None else f"{steps:.2f} / {questions:.2f}"

@@ -27,9 +27,10 @@ def question_type(record: Mapping[str, Any]) -> str:
 
 
 def seconds_per_question(summary: Mapping[str, Any]) -> float:
-    """Every timed stage of a run, per question (search, scoring, Labeler, Filter ...)."""
-    counters = summary.get("counters_mean") or {}
-    return sum(float(v) for k, v in counters.items() if k.startswith("time_") and k.endswith("_s"))
+    """Every timed stage of a run, per question (search, scoring, Labeler, Filter ...), each once."""
+    from efficientrag.baselines.cost import latency_s
+
+    return latency_s(summary.get("counters_mean") or {})
 
 
 def retrieval_by_cut(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:

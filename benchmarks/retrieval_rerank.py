@@ -74,6 +74,14 @@ LOOP_VARIANTS = {
     "first20": ["first_top_k=20"],
     "first30": ["first_top_k=30"],
 }
+# The same, with the direction's cross-encoder reordering the question's wide first hop before the
+# Labeler judges its best top_k (``first_hop_reranker``; the floor is then the reranker's top
+# floor_k): retrieve-then-rerank as the loop's first hop, hops on from there.
+RERANKED_VARIANTS = {
+    "ce20": ["first_top_k=20"],
+    "ce50": ["first_top_k=50"],
+    "ce20-f5": ["first_top_k=20", "floor_k=5"],
+}
 
 
 def train_cross_encoder(
@@ -113,18 +121,23 @@ def train_cross_encoder(
 
 
 def choose_loop(
-    args: argparse.Namespace, models: Path, pools: dict[str, Pool], setting: tuple[str, list[str]]
+    args: argparse.Namespace,
+    models: Path,
+    pools: dict[str, Pool],
+    setting: tuple[str, list[str]],
+    reranker: Path,
 ) -> tuple[tuple[str, list[str]], dict[str, float]]:
-    """The protocol's setting or one of ``LOOP_VARIANTS`` on top of it: the best validation score."""
+    """The protocol's setting or one of ``LOOP_VARIANTS`` / ``RERANKED_VARIANTS`` (with ``reranker``)
+    on top of it: the best validation score."""
     from retrieval_efficientrag import validation_examples
 
     label, overrides = setting
     candidates = {label: overrides}
-    for name in args.loop_variants:
-        changed = [
-            o for o in overrides if o.split("=")[0] not in {v.split("=")[0] for v in LOOP_VARIANTS[name]}
-        ]
-        candidates[f"{label}+{name}"] = changed + LOOP_VARIANTS[name]
+    variants = {n: LOOP_VARIANTS[n] for n in args.loop_variants}
+    variants |= {n: [*RERANKED_VARIANTS[n], f"first_hop_reranker={reranker}"] for n in args.reranked_variants}
+    for name, changes in variants.items():
+        keys = {v.split("=")[0] for v in changes}
+        candidates[f"{label}+{name}"] = [o for o in overrides if o.split("=")[0] not in keys] + changes
     scores = {}
     for cand, ov in candidates.items():
         per_file = []
@@ -201,11 +214,11 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
     t0 = time.perf_counter()
     models, counts, pools = train(args, work, train_on)
     label, overrides, validation = choose(args, work, models, pools)
-    chosen, loop_scores = choose_loop(args, models, pools, (label, overrides))
+    reranker, reranker_info = train_cross_encoder(args, work, train_on, pools)
+    chosen, loop_scores = choose_loop(args, models, pools, (label, overrides), reranker)
     loops = {"EfficientRAG": chosen}
     if chosen[0] != label:
         loops["EfficientRAG, protocol setting (not chosen)"] = (label, overrides)
-    reranker, reranker_info = train_cross_encoder(args, work, train_on, pools)
     results = {}
     for name in eval_on:
         pool = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args)
@@ -251,10 +264,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=3, help="Labeler epochs (retrieval_efficientrag.py's)")
     parser.add_argument("--labeler-overrides", nargs="*", default=[])
     parser.add_argument("--filter-overrides", nargs="*", default=[])
-    parser.add_argument("--reranker-grid", nargs="+", default=list(RECIPES), choices=list(RECIPES))
+    # neg4-ep4 alone by default: on 2 shared CPU cores one recipe takes ~75 minutes (the epoch is
+    # still chosen on validation); name both on a bigger machine.
+    parser.add_argument("--reranker-grid", nargs="+", default=["neg4-ep4"], choices=list(RECIPES))
     parser.add_argument("--reranker-overrides", nargs="*", default=[], metavar="key=value")
     parser.add_argument(
         "--loop-variants", nargs="*", default=list(LOOP_VARIANTS), choices=list(LOOP_VARIANTS)
+    )
+    parser.add_argument(
+        "--reranked-variants", nargs="*", default=list(RERANKED_VARIANTS), choices=list(RERANKED_VARIANTS)
     )
     parser.add_argument(
         "--leave-one-out",

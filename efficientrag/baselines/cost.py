@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from efficientrag.baselines.base import Counters
 from efficientrag.llm.generator import Generation, Generator, Prompt
@@ -84,9 +84,25 @@ class CostLedger:
             self.counters[owner].add(key, per_item)
 
 
-def latency_s(counters: dict[str, float]) -> float:
-    """Seconds a question cost: the sum of its ``time_<stage>_s`` counters."""
-    return sum(float(v) for k, v in counters.items() if k.startswith("time_") and k.endswith("_s"))
+# Parts of time_retrieval_s that EfficientRAG's trace also reports on their own (the backend's query
+# encoding and index search, ``Retriever.last_timings``): counted once, inside retrieval.
+RETRIEVAL_PARTS = ("time_encode_s", "time_search_s")
+
+
+def latency_s(counters: Mapping[str, float]) -> float:
+    """Seconds a question cost: the sum of its ``time_<stage>_s`` counters, each stage once (the
+    encode/search split of a retrieval that is timed whole is not added to it again).
+
+    Args:
+        counters: A question's counters, or a run's ``counters_mean``.
+
+    Returns:
+        The seconds.
+    """
+    parts = RETRIEVAL_PARTS if "time_retrieval_s" in counters else ()
+    return sum(
+        float(v) for k, v in counters.items() if k.startswith("time_") and k.endswith("_s") and k not in parts
+    )
 
 
 def _with_prefill(prompt: Prompt, gen: Generation) -> Generation:

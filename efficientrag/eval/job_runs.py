@@ -74,7 +74,10 @@ def evaluate_efficientrag_run(
     else:
         folders = (_loaded_from(rag.labeler), _loaded_from(rag.filter))
         rag = EfficientRAG(rag.retriever, rag.labeler, rag.filter, rag_cfg)
-    settings = {k: v for k, v in to_dict(rag_cfg).items() if k not in _NOT_RETRIEVAL}
+    # The reranker's path is left out like the models' (its content is hashed under models.reranker),
+    # so runs without one keep the fingerprints they had before the setting existed.
+    skipped = {*_NOT_RETRIEVAL, "first_hop_reranker"}
+    settings = {k: v for k, v in to_dict(rag_cfg).items() if k not in skipped}
     # What runs, not "auto": the loaded models' path when they say it, else the config's.
     settings["quantize"] = loaded_path(rag.labeler) or resolve_quantize(rag_cfg.quantize, rag_cfg.device)
     fingerprint = {
@@ -86,6 +89,8 @@ def evaluate_efficientrag_run(
             "filter": folder_digest(str(folders[1])),
         },
     }
+    if rag_cfg.first_hop_reranker is not None:
+        fingerprint["models"]["reranker"] = folder_digest(rag_cfg.first_hop_reranker)
     method = EfficientRAGRetrieval(None, None, rag=rag)
     meta = {**(meta or {}), "efficientrag": to_dict(rag_cfg)}
     return _run(method, examples, Path(out_dir), fingerprint, (), batch_size, progress, meta)

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from efficientrag.atomic import write_text_atomic
+from efficientrag.baselines.cost import latency_s
 from efficientrag.baselines.registry import METHODS
 from efficientrag.eval.paper_numbers import PaperNumber, all_numbers, lookup
 from efficientrag.eval.paper_numbers.dragin import model_variant
@@ -225,7 +226,7 @@ def _cost_rows(runs: Sequence[Run]) -> list[Row]:
             "prompt_tokens": c.get("prompt_tokens", 0.0),
             "completion_tokens": c.get("completion_tokens", 0.0),
             "retrieval_calls": c.get("retrieval_calls", 0.0),
-            "latency_s": sum(v for k, v in c.items() if k.startswith("time_") and k.endswith("_s")),
+            "latency_s": latency_s(c),
         }
         variant = f"@{_direct_r_answer_k(run)}" if run.method == "direct_r" else _main_variant(run)
         rows.append(Row(run, run.label, variant, values))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from efficientrag.baselines.cost import latency_s
 from efficientrag.eval.scoring import ALL
 
 RETRIEVAL_HEADER = "| method | dataset | n | K (avg chunks) | recall | all-gold | answer recall |"
@@ -91,7 +92,7 @@ def _qa_row(label: str, dataset: str, qa: dict[str, Any], summary: dict[str, Any
 
 def cost_row(summary: dict[str, Any]) -> str:
     c = summary.get("counters_mean") or {}
-    latency = sum(v for k, v in c.items() if k.startswith("time_") and k.endswith("_s"))
+    latency = latency_s(c)
     return (
         f"| {run_label(summary)} | {summary.get('dataset', '')} | {n_cell(summary, summary.get('n', 0))} | "
         f"{fmt(c.get('llm_calls', 0.0))} | {fmt(c.get('prompt_tokens', 0.0), 1)} | "

@@ -137,3 +137,32 @@ def test_the_reranker_folder_is_checked_early_and_hashed_by_content(folder, tmp_
     assert "first_hop_reranker" not in loop_settings(EfficientRAGConfig(top_k=2))  # fingerprints stay
     with_ce = loop_settings(EfficientRAGConfig(top_k=2, first_top_k=6, first_hop_reranker=str(folder)))
     assert len(with_ce["first_hop_reranker_digest"]) > 8 and "first_hop_reranker" not in with_ce
+
+
+def test_a_runs_fingerprint_holds_the_rerankers_content_not_its_path(folder, scripted, tmp_path):
+    import json
+
+    from efficientrag.data.schema import Example
+    from efficientrag.eval.job_runs import evaluate_efficientrag_run
+    from efficientrag.fingerprint import folder_digest
+
+    labeler, filt = ScriptedLabeler(USEFUL), InfoOnlyFilter()
+    for model, name in ((labeler, "L"), (filt, "F")):
+        (tmp_path / name).mkdir()
+        model.source = str(tmp_path / name)  # what from_pretrained records
+    retriever = WordOverlapRetriever(bridge_corpus(), STOP)
+    rag = EfficientRAG(retriever, labeler, filt, EfficientRAGConfig(top_k=KEEP, max_hops=2))
+    examples = [Example(id="q0", question=Q1, answers=[], gold_chunk_ids=["alpha", "bob"])]
+
+    def fingerprint(cfg: EfficientRAGConfig, run: str) -> dict:
+        summary = evaluate_efficientrag_run(cfg, retriever, examples, tmp_path / run, rag=rag, progress=False)
+        return json.loads((summary.run_dir / "run.json").read_text(encoding="utf-8"))["fingerprint"]
+
+    plain = fingerprint(EfficientRAGConfig(top_k=KEEP, max_hops=2), "plain")
+    assert "first_hop_reranker" not in plain["settings"]["efficientrag"] and "reranker" not in plain["models"]
+    reranked = fingerprint(
+        EfficientRAGConfig(top_k=KEEP, first_top_k=WIDE, first_hop_reranker=str(folder), max_hops=2), "ce"
+    )
+    assert reranked["models"]["reranker"] == folder_digest(str(folder))
+    assert "first_hop_reranker" not in reranked["settings"]["efficientrag"]
+    assert scripted[str(folder)].calls  # the run used the reranker it names
