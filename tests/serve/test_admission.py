@@ -41,7 +41,9 @@ def test_the_rate_is_the_slowest_of_the_last_batches():
 
 
 def test_what_fits_its_deadline_is_admitted_and_an_unmeasured_server_only_caps():
-    ask(queued=230, questions=10, max_queue=1000, deadline_s=30.0)  # (230 + 10) / 10 = 24 s = 0.8 x 30
+    ask(queued=140, questions=10, max_queue=1000, deadline_s=30.0)  # (140 + 10) / 10 = 15 s = 0.5 x 30
+    with pytest.raises(Overloaded):  # 16 s: past half the deadline, the half its own batch needs
+        ask(queued=150, questions=10, max_queue=1000, deadline_s=30.0)
     ask(queued=90, questions=10, rate=None, deadline_s=0.001)  # nothing measured yet: the cap alone
 
 
@@ -49,8 +51,8 @@ def test_the_queue_ahead_past_the_deadline_is_503_with_retry_after_from_the_queu
     with pytest.raises(Overloaded) as refused:
         ask(queued=50, questions=1, deadline_s=3.0, busy_s=1.5)  # 1.5 + 51/10 = 6.6 s
     assert refused.value.field == "queue"
-    assert refused.value.wait_s == pytest.approx(6.6 - 0.8 * 3.0)  # when the queue will have room for it
-    assert refused.value.retry_after_s == 5
+    assert refused.value.wait_s == pytest.approx(6.6 - 0.5 * 3.0)  # when the queue will have room for it
+    assert refused.value.retry_after_s == 6
 
 
 def test_a_deadline_no_queue_could_meet_is_refused_without_retry_after():
