@@ -88,7 +88,7 @@ class OracleReader:
         import json
 
         from efficientrag.baselines.prompts import instructions as ins
-        from efficientrag.testing.fake_openai import request_text
+        from efficientrag.testing.fake_completions import request_text
 
         text = request_text(request)
         if "messages" not in request:

@@ -39,11 +39,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 def resolve(serve_args: list[str]):
     """The serve command's config, exactly as ``efficientrag serve`` reads these arguments."""
-    from efficientrag.cli import _build_parser, _overrides
+    from efficientrag.cli_commands import _overrides
+    from efficientrag.cli_parser import build_parser
     from efficientrag.config import load_config, parse_args_with_overrides
     from efficientrag.serve.config import ServeExperimentConfig
 
-    ns = parse_args_with_overrides(_build_parser(), ["serve", *serve_args])
+    ns = parse_args_with_overrides(build_parser(), ["serve", *serve_args])
     return load_config(ServeExperimentConfig, ns.config, _overrides(ns, ServeExperimentConfig))
 
 

@@ -114,7 +114,8 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
         0; an empty question, missing model folders or bad input raise (exit status 2).
     """
     from efficientrag.experiment import check_model_folders, search_backend, search_corpus
-    from efficientrag.pipeline.efficientrag import EfficientRAG, check_questions
+    from efficientrag.pipeline.efficientrag import EfficientRAG
+    from efficientrag.pipeline.inputs import check_questions
     from efficientrag.pipeline.trace import trace_to_dicts
     from efficientrag.pipeline.trace_format import format_result
 

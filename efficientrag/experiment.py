@@ -24,14 +24,9 @@ from efficientrag.baselines.registry import METHODS, check_method_name, register
 from efficientrag.config import ConfigError, to_dict
 from efficientrag.data.config import DataConfig
 from efficientrag.data.corpus import Corpus
-from efficientrag.data.loader import PooledDataset, load_data, load_prepared, report_skipped, save_prepared
+from efficientrag.data.loader import load_data, load_prepared, report_skipped, save_prepared
+from efficientrag.data.pooling import PooledDataset
 from efficientrag.data.schema import Example
-from efficientrag.eval.run_binding import (  # noqa: F401 (re-exported: their old import path)
-    examples_digest,
-    index_and_data,
-    method_settings,
-    run_fingerprint,
-)
 from efficientrag.fingerprint import file_digest, folder_digest
 from efficientrag.llm.generator_config import GeneratorConfig
 from efficientrag.pipeline.config import EfficientRAGConfig

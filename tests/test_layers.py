@@ -126,18 +126,10 @@ def test_the_script_prints_each_problem_and_fails(tmp_path):
     ]
 
 
-def test_names_moved_down_the_layers_keep_their_old_import_paths():
-    import efficientrag.jsonl
-    from efficientrag.data.errors import DataFormatError as old_error
-    from efficientrag.errors import DataFormatError
+def test_the_evaluation_tally_and_the_retrieval_tally_count_the_same_fates():
     from efficientrag.eval.gold_fate import tally_fates as eval_tally
-    from efficientrag.eval.retrieval_metrics import mean_scores as old_mean
-    from efficientrag.retrieval.metrics import mean_scores, tally_fates
-    from efficientrag.treehop.config import TreeHopTrainConfig
-    from efficientrag.treehop.train_config import TreeHopTrainConfig as old_config
+    from efficientrag.retrieval.metrics import tally_fates
 
-    assert old_error is DataFormatError is efficientrag.jsonl.DataFormatError
-    assert old_mean is mean_scores and old_config is TreeHopTrainConfig
     fates = [{"a": "kept", "b": "never_retrieved"}, {"c": "kept"}]
     assert eval_tally(fates) == {
         "gold": 3,

@@ -50,7 +50,7 @@ def _exports() -> list[tuple[str, str]]:
 
 def _cli_commands() -> list[str]:
     """The ``cmd_*`` functions of the CLI, by name."""
-    cli = importlib.import_module("efficientrag.cli")
+    cli = importlib.import_module("efficientrag.cli_commands")
     return sorted(name for name, value in vars(cli).items() if name.startswith("cmd_") and callable(value))
 
 
@@ -239,8 +239,8 @@ def test_exported_name_is_documented(package, name):
 
 @pytest.mark.parametrize("name", _cli_commands())
 def test_cli_command_is_documented(name):
-    cli = importlib.import_module("efficientrag.cli")
-    problems = check_callable(f"efficientrag.cli.{name}", getattr(cli, name))
+    cli = importlib.import_module("efficientrag.cli_commands")
+    problems = check_callable(f"efficientrag.cli_commands.{name}", getattr(cli, name))
     assert not problems, "\n".join(problems)
 
 

@@ -21,7 +21,7 @@ from efficientrag.eval.runner import run_method
 
 if TYPE_CHECKING:
     from efficientrag.baselines.base import GeneratorSource, Runnable
-    from efficientrag.data.loader import PooledDataset
+    from efficientrag.data.pooling import PooledDataset
     from efficientrag.data.schema import Example
     from efficientrag.experiment import ExperimentConfig
     from efficientrag.llm.generator import Generator

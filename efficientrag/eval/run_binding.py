@@ -31,7 +31,7 @@ from efficientrag.retrieval.fingerprint import retriever_fingerprint
 from efficientrag.run_lock import folder_lock
 
 if TYPE_CHECKING:
-    from efficientrag.data.loader import PooledDataset
+    from efficientrag.data.pooling import PooledDataset
     from efficientrag.experiment import ExperimentConfig
 
 FINGERPRINT_FILE = "run.json"

@@ -15,12 +15,12 @@ from efficientrag.baselines.config import baselines_config
 from efficientrag.baselines.direct_r import DirectRetrieval
 from efficientrag.baselines.flare import FlareConfig
 from efficientrag.baselines.iter_retgen import IterRetGenConfig
-from efficientrag.baselines.registry import METHODS, check_method_name
+from efficientrag.baselines.registry import METHODS, check_method_name, registered_name
 from efficientrag.baselines.settings import Settings, bounded
 from efficientrag.config import ConfigError, from_dict, load_config
 from efficientrag.data.schema import Example
 from efficientrag.eval.run_binding import method_settings
-from efficientrag.experiment import ExperimentConfig, registered_name
+from efficientrag.experiment import ExperimentConfig
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 
 

@@ -23,13 +23,8 @@ from efficientrag.jsonl import read_jsonl
 from efficientrag.llm.config import LLMConfig
 from efficientrag.llm.generator_config import OpenAIGeneratorConfig
 from efficientrag.llm.openai_generator import OpenAIGenerator
-from efficientrag.testing.fake_openai import (
-    FakeOpenAIServer,
-    ScriptedReply,
-    prompt_token_count,
-    request_text,
-    tokenize,
-)
+from efficientrag.testing.fake_completions import ScriptedReply, prompt_token_count, request_text, tokenize
+from efficientrag.testing.fake_openai import FakeOpenAIServer
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 from efficientrag.text.normalize import normalize_answer
 

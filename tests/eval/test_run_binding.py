@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from efficientrag.cli import main
-from efficientrag.eval.run_binding import StaleRunError, bind_run, differing_keys, flatten, read_fingerprint
+from efficientrag.config import flatten
+from efficientrag.eval.run_binding import StaleRunError, bind_run, differing_keys, read_fingerprint
 from efficientrag.testing.fake_openai import FakeOpenAIServer
 
 # Toy world + BM25: no encoder to load, about a second per run.
