@@ -29,7 +29,6 @@ LAYERS: dict[str, int] = {
     # 1: utilities that know nothing of the domain, and the model classes built only on them.
     "atomic": 1,  # atomic file writes
     "closing": 1,  # `with` support for objects released by close()
-    "autoregister": 1,  # transformers Auto-class registration (names models/ by string)
     "config": 1,  # the YAML/dataclass config loader every entry point shares
     "cpu": 1,  # CPU thread settings
     "errors": 1,  # errors every layer may raise (DataFormatError)
@@ -37,7 +36,6 @@ LAYERS: dict[str, int] = {
     "hub": 1,  # offline model paths, Hugging Face hub access
     "jsonl": 1,  # JSONL reading and appending
     "lazy": 1,  # lazy package exports
-    "presets": 1,  # reading the YAML presets shipped in efficientrag/configs
     "record_fields": 1,  # field checks for records read from files
     "run_lock": 1,  # one process per run folder
     "text": 1,  # normalization and word splitting
@@ -54,9 +52,8 @@ LAYERS: dict[str, int] = {
     "treehop": 4,
     # 5: the methods compared.
     "baselines": 5,
-    # 6: evaluation, and the experiment config that assembles an evaluated run.
+    # 6: evaluation: the experiment config, how a run is assembled, metrics and reports.
     "eval": 6,
-    "experiment": 6,
     # 7: jobs and services built on everything below.
     "adapt": 7,
     "quickstart": 7,
@@ -76,7 +73,7 @@ MODULE_LAYERS: dict[str, int] = {
     # Prepares TreeHop's training files (through training.open_pools), then trains.
     "efficientrag.treehop.script": 7,
     # Prepares the training files of TreeHop and the reranker as an experiment does
-    # (efficientrag.experiment), one pool per file.
+    # (efficientrag.eval.prepared_data), one pool per file.
     "efficientrag.training.open_pools": 7,
     # Prepares the reranker's training files (through training.open_pools), then trains.
     "efficientrag.training.reranker_script": 7,

@@ -50,19 +50,15 @@ def resolve(serve_args: list[str]):
 
 def questions_of(cfg) -> list[str]:
     """The config's questions (``eval.ids_file`` / ``exclude_ids_file`` / ``--limit`` apply)."""
-    from efficientrag.experiment import prepare_data, select_examples
+    from efficientrag.eval.assembly import select_examples
+    from efficientrag.eval.prepared_data import prepare_data
 
     return [ex.question for ex in select_examples(cfg, prepare_data(cfg).examples)]
 
 
 def open_library(cfg):
-    from efficientrag.experiment import (
-        check_model_folders,
-        prepare_data,
-        search_backend,
-        search_corpus,
-        select_examples,
-    )
+    from efficientrag.eval.assembly import check_model_folders, search_backend, search_corpus, select_examples
+    from efficientrag.eval.prepared_data import prepare_data
     from efficientrag.pipeline.efficientrag import EfficientRAG
 
     check_model_folders(cfg, "efficientrag")

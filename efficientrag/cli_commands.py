@@ -30,7 +30,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     Returns:
         0; bad input raises, which :func:`main` reports as one line and exit status 2.
     """
-    from efficientrag.experiment import prepare_data
+    from efficientrag.eval.prepared_data import prepare_data
 
     cfg = _experiment_config(args)
     pooled = prepare_data(cfg, rebuild=args.rebuild)
@@ -49,7 +49,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     Returns:
         0; a mismatching index or bad input raises (exit status 2 through :func:`main`).
     """
-    from efficientrag.experiment import prepare_data
+    from efficientrag.eval.prepared_data import prepare_data
     from efficientrag.retrieval.factory import build_retriever
 
     cfg = _experiment_config(args)
@@ -113,7 +113,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     Returns:
         0; an empty question, missing model folders or bad input raise (exit status 2).
     """
-    from efficientrag.experiment import check_model_folders, search_backend, search_corpus
+    from efficientrag.eval.assembly import check_model_folders, search_backend, search_corpus
     from efficientrag.pipeline.efficientrag import EfficientRAG
     from efficientrag.pipeline.inputs import check_questions
     from efficientrag.pipeline.trace import trace_to_dicts
@@ -195,7 +195,7 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
         ValueError: ``--dataset`` other than ``toy`` without ``--data`` (exit status 2 through
             :func:`main`).
     """
-    from efficientrag.quickstart import QuickstartConfig, run_quickstart
+    from efficientrag.quickstart.job import QuickstartConfig, run_quickstart
 
     if args.dataset and args.dataset != "toy" and not args.data:
         raise ValueError(f"--dataset {args.dataset} needs --data PATH (the dataset file)")
@@ -269,7 +269,7 @@ def cmd_distill(args: argparse.Namespace) -> int:
 
 
 def _experiment_config(args: argparse.Namespace):
-    from efficientrag.experiment import ExperimentConfig
+    from efficientrag.eval.experiment import ExperimentConfig
 
     return load_config(ExperimentConfig, args.config, _overrides(args, ExperimentConfig))
 
@@ -299,7 +299,7 @@ def _overrides(args: argparse.Namespace, cls: type) -> list[str]:
     win). The data flags win over the preset's data section (:mod:`efficientrag.data_flags`), and
     a user's own file gets its own work folder unless one is named."""
     from efficientrag.data_flags import DataFlags, data_flag_overrides
-    from efficientrag.experiment import default_work_dir
+    from efficientrag.eval.prepared_data import default_work_dir
 
     flags = DataFlags(*(getattr(args, name, None) for name in ("dataset", "data", "corpus")))
     own = list(args.overrides)

@@ -12,8 +12,8 @@ from efficientrag.cli import main
 from efficientrag.cli_commands import _experiment_config, _overrides
 from efficientrag.cli_parser import build_parser
 from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
-from efficientrag.experiment import default_work_dir
-from efficientrag.quickstart import QuickstartConfig
+from efficientrag.eval.prepared_data import default_work_dir
+from efficientrag.quickstart.job import QuickstartConfig
 
 REPO = Path(__file__).resolve().parents[1]
 TOY = str(REPO / "configs/experiments/toy.yaml")

@@ -14,7 +14,7 @@ from efficientrag.config import load_config
 from efficientrag.cpu import available_cores
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG
-from efficientrag.quickstart import QuickstartConfig
+from efficientrag.quickstart.job import QuickstartConfig
 from efficientrag.synth.config import SynthConfig
 from efficientrag.testing.scripted_models import (
     ALPHA_QUESTION,

@@ -180,7 +180,7 @@ def test_the_quickstart_evaluates_again_when_its_inputs_change(tmp_path):
 
     from efficientrag.data.pooling import pool
     from efficientrag.data.readers.toy import read_toy_world
-    from efficientrag.quickstart import QuickstartConfig, evaluate_direct
+    from efficientrag.quickstart.job import QuickstartConfig, evaluate_direct
     from efficientrag.testing.word_overlap import WordOverlapRetriever
 
     world = pool([read_toy_world(num_questions=6, seed=0)])
