@@ -59,12 +59,8 @@ LAYERS: dict[str, int] = {
     "quickstart": 7,
     "serve": 7,
     "distill": 7,
-    # 8: the command line, and its data flags.
+    # 8: the command line: parser, flags, one module per command family.
     "cli": 8,
-    "cli_commands": 8,  # what each command does
-    "cli_flags": 8,  # the shorthand flags and their overrides
-    "cli_parser": 8,  # the argument parser
-    "data_flags": 8,
 }
 
 # Modules whose layer is not their package's. Each is the library side of a command-line entry

@@ -39,13 +39,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 def resolve(serve_args: list[str]):
     """The serve command's config, exactly as ``efficientrag serve`` reads these arguments."""
-    from efficientrag.cli_commands import _overrides
-    from efficientrag.cli_parser import build_parser
+    from efficientrag.cli.command_config import command_overrides
+    from efficientrag.cli.parser import build_parser
     from efficientrag.config import load_config, parse_args_with_overrides
     from efficientrag.serve.config import ServeExperimentConfig
 
     ns = parse_args_with_overrides(build_parser(), ["serve", *serve_args])
-    return load_config(ServeExperimentConfig, ns.config, _overrides(ns, ServeExperimentConfig))
+    return load_config(ServeExperimentConfig, ns.config, command_overrides(ns, ServeExperimentConfig))
 
 
 def questions_of(cfg) -> list[str]:

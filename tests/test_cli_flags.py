@@ -3,9 +3,9 @@ command that takes it."""
 
 import pytest
 
-from efficientrag.cli_commands import _experiment_config
-from efficientrag.cli_flags import FLAGS
-from efficientrag.cli_parser import build_parser
+from efficientrag.cli.command_config import experiment_config
+from efficientrag.cli.flags import FLAGS
+from efficientrag.cli.parser import build_parser
 from efficientrag.config import parse_args_with_overrides
 
 GIVEN = {
@@ -30,7 +30,7 @@ def _value(cfg, dotted):
 def test_every_flag_sets_its_key():
     assert set(GIVEN) == set(FLAGS)
     argv = ["eval"] + [a for name, v in GIVEN.items() for a in (f"--{name.replace('_', '-')}", v)]
-    cfg = _experiment_config(parse_args_with_overrides(build_parser(), argv))
+    cfg = experiment_config(parse_args_with_overrides(build_parser(), argv))
     for name, flag in FLAGS.items():
         assert _value(cfg, flag.key) == flag.type(GIVEN[name]), name
 

@@ -5,8 +5,10 @@ Every command takes ``--config PRESET.yaml`` and trailing ``key=value`` override
 ``synth/``, ``train/`` and ``eval/`` run the same entries (``_delegate``, ``command_main``).
 
 This module is the entry: it parses, runs one command and turns expected failures into exit
-statuses. The flags are declared in :mod:`efficientrag.cli_flags`, the parser is built in
-:mod:`efficientrag.cli_parser` and the commands live in :mod:`efficientrag.cli_commands`.
+statuses. The flags are declared in :mod:`efficientrag.cli.flags`, the parser is built in
+:mod:`efficientrag.cli.parser`, a command's config is assembled in
+:mod:`efficientrag.cli.command_config` and each command family is a module of its own
+(``corpus``, ``evaluate``, ``retrieve``, ``serve``, ``quickstart``, ``jobs``).
 """
 
 from __future__ import annotations
@@ -16,12 +18,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from efficientrag.cli_parser import STANDALONE, add_verbose, build_parser
+from efficientrag.cli.parser import STANDALONE, add_verbose, build_parser
 from efficientrag.config import ConfigError, parse_args_with_overrides
 from efficientrag.retrieval.errors import BackendUnavailableError
 from efficientrag.run_lock import FolderLockedError
-
-__all__ = ["command_main", "main"]
 
 log = logging.getLogger("efficientrag")
 
@@ -50,7 +50,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def command_main(command: str, argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     """``efficientrag COMMAND ...`` as a program of its own, with the same options and behaviour:
-    the entry of the thin scripts under ``eval/`` (``eval/run.py`` is ``command_main("eval")``)."""
+    the entry of the thin scripts under ``eval/`` (``eval/run.py`` is ``command_main("eval")``).
+
+    Args:
+        command: A command that also runs on its own (``eval``, ``report``).
+        argv: The arguments after the program name (None: ``sys.argv[1:]``).
+        prog: The program name its usage line shows (None: ``efficientrag COMMAND``).
+
+    Returns:
+        The exit status, as :func:`main` returns it.
+    """
     if command not in STANDALONE:
         raise ValueError(f"no standalone entry for command {command!r}; known: {sorted(STANDALONE)}")
     help_text, add_args = STANDALONE[command]
@@ -121,7 +130,3 @@ def _setup_logging(verbose: bool) -> None:
     noisy_loggers += ("milvus_lite",)
     for noisy in noisy_loggers:
         logging.getLogger(noisy).setLevel(logging.WARNING)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -5,7 +5,6 @@ reads ``my.jsonl``, never the preset's dataset (a preset without a data section 
 world, which once silently won). A combination that cannot mean anything is refused in one line.
 
 Runs over a user's own files go to a folder of their own (:func:`efficientrag.eval.prepared_data.default_work_dir`).
-This is part of the CLI's layer.
 """
 
 from __future__ import annotations
