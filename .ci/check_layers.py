@@ -6,8 +6,10 @@ down the house, never back up. ``efficientrag/testing/`` (test doubles) may impo
 nothing in the library may import it. Every ``Import``/``ImportFrom`` node of every module is read
 with :mod:`ast`, so an import inside a function counts like one at the top.
 
-Cycles are looked for among the imports a module runs when it is imported (top level, outside
-``if TYPE_CHECKING:``): those are the ones that can fail half-way through loading a package.
+No two modules may import each other, directly or around a circle, by any import: one that runs
+on import can fail half-way through loading a package, and any other (inside a function, under
+``if TYPE_CHECKING:``) still means neither module can be read, moved or tested without the other.
+Each circle is reported once, as the shortest path around it.
 
 Run ``python .ci/check_layers.py`` from the repository root; it prints one line per problem
 (``file:line: message``) and exits 1 when there is any. ``tests/test_layers.py`` runs it.
@@ -27,7 +29,6 @@ LAYERS: dict[str, int] = {
     # 1: utilities that know nothing of the domain, and the model classes built only on them.
     "atomic": 1,  # atomic file writes
     "closing": 1,  # `with` support for objects released by close()
-    "autoregister": 1,  # transformers Auto-class registration (names models/ by string)
     "config": 1,  # the YAML/dataclass config loader every entry point shares
     "cpu": 1,  # CPU thread settings
     "errors": 1,  # errors every layer may raise (DataFormatError)
@@ -35,7 +36,6 @@ LAYERS: dict[str, int] = {
     "hub": 1,  # offline model paths, Hugging Face hub access
     "jsonl": 1,  # JSONL reading and appending
     "lazy": 1,  # lazy package exports
-    "presets": 1,  # reading the YAML presets shipped in efficientrag/configs
     "record_fields": 1,  # field checks for records read from files
     "run_lock": 1,  # one process per run folder
     "text": 1,  # normalization and word splitting
@@ -52,20 +52,15 @@ LAYERS: dict[str, int] = {
     "treehop": 4,
     # 5: the methods compared.
     "baselines": 5,
-    # 6: evaluation, and the experiment config that assembles an evaluated run.
+    # 6: evaluation: the experiment config, how a run is assembled, metrics and reports.
     "eval": 6,
-    "experiment": 6,
     # 7: jobs and services built on everything below.
     "adapt": 7,
     "quickstart": 7,
     "serve": 7,
     "distill": 7,
-    # 8: the command line, and its data flags.
+    # 8: the command line: parser, flags, one module per command family.
     "cli": 8,
-    "cli_commands": 8,  # what each command does
-    "cli_flags": 8,  # the shorthand flags and their overrides
-    "cli_parser": 8,  # the argument parser
-    "data_flags": 8,
 }
 
 # Modules whose layer is not their package's. Each is the library side of a command-line entry
@@ -74,7 +69,7 @@ MODULE_LAYERS: dict[str, int] = {
     # Prepares TreeHop's training files (through training.open_pools), then trains.
     "efficientrag.treehop.script": 7,
     # Prepares the training files of TreeHop and the reranker as an experiment does
-    # (efficientrag.experiment), one pool per file.
+    # (efficientrag.eval.prepared_data), one pool per file.
     "efficientrag.training.open_pools": 7,
     # Prepares the reranker's training files (through training.open_pools), then trains.
     "efficientrag.training.reranker_script": 7,
@@ -220,17 +215,25 @@ def layer_problems(modules: dict[str, Path], graph: dict[str, list[Import]], roo
     return problems
 
 
-def find_cycles(graph: dict[str, list[Import]]) -> list[list[str]]:
-    """Cycles among the imports that run on import (Tarjan's strongly connected components)."""
-    edges = {
-        m: sorted({i.target for i in imps if i.runs_on_import and i.target in graph and i.target != m})
+def import_edges(graph: dict[str, list[Import]]) -> dict[str, list[str]]:
+    """Module -> the package's modules it imports, every import counted: top level, inside a
+    function or under ``TYPE_CHECKING`` (a circle of any kind means neither module can be read
+    without the other)."""
+    return {
+        m: sorted({i.target for i in imps if i.target in graph and i.target != m})
         for m, imps in graph.items()
     }
+
+
+def find_cycles(graph: dict[str, list[Import]]) -> list[list[str]]:
+    """Each circle of imports: one per strongly connected component (Tarjan), written as a path
+    that starts and ends at its first module (``a -> b -> a``)."""
+    edges = import_edges(graph)
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
     on_stack: set[str] = set()
-    cycles: list[list[str]] = []
+    components: list[list[str]] = []
 
     def visit(node: str) -> None:
         index[node] = low[node] = len(index)
@@ -251,13 +254,63 @@ def find_cycles(graph: dict[str, list[Import]]) -> list[list[str]]:
                 if top == node:
                     break
             if len(component) > 1:
-                cycles.append(sorted(component))
+                components.append(sorted(component))
 
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(edges) + 100))
     for node in sorted(edges):
         if node not in index:
             visit(node)
-    return cycles
+    return [_circle(component, edges) for component in sorted(components)]
+
+
+def _circle(component: list[str], edges: dict[str, list[str]]) -> list[str]:
+    """The shortest path from the component's first module back to itself (breadth first)."""
+    start, inside = component[0], set(component)
+    came_from: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for nxt in edges[node]:
+                if nxt == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(came_from[path[-1]])
+                    return [*reversed(path), start]
+                if nxt in inside and nxt not in came_from:
+                    came_from[nxt] = node
+                    following.append(nxt)
+        frontier = following
+    return [*component, start]  # not reached: a component's modules reach each other
+
+
+def longest_chain(graph: dict[str, list[Import]], start: str) -> list[str]:
+    """The longest path of imports down from ``start``; an import that closes a circle (an edge
+    back to a module on the path being walked) is left out, so the walk ends."""
+    edges = import_edges(graph)
+    back: set[tuple[str, str]] = set()
+    state: dict[str, int] = {}  # 1: on the path being walked, 2: done
+
+    def find_back_edges(node: str) -> None:
+        state[node] = 1
+        for nxt in edges[node]:
+            if state.get(nxt) == 1:
+                back.add((node, nxt))
+            elif nxt not in state:
+                find_back_edges(nxt)
+        state[node] = 2
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(edges) + 100))
+    find_back_edges(start)
+    best: dict[str, list[str]] = {}
+
+    def walk(node: str) -> list[str]:
+        if node not in best:
+            tails = [walk(n) for n in edges[node] if (node, n) not in back]
+            best[node] = [node, *max(tails, key=len, default=[])]
+        return best[node]
+
+    return walk(start)
 
 
 def check(root: Path) -> list[str]:
@@ -267,7 +320,7 @@ def check(root: Path) -> list[str]:
     problems = layer_problems(modules, graph, root)
     for cycle in find_cycles(graph):
         first = modules[cycle[0]].relative_to(root)
-        problems.append(f"{first}:1: import cycle: {' -> '.join(cycle)}")
+        problems.append(f"{first}:1: import circle: {' -> '.join(cycle)}")
     return problems
 
 

@@ -298,7 +298,7 @@ def _rag(pool: Any, variant: Variant) -> Any:
 
 
 def _digest(labeler: Path, filt: Path) -> str:
-    from efficientrag.training.fingerprint import file_digest
+    from efficientrag.fingerprint import file_digest
 
     return file_digest([labeler / "model.safetensors", filt / "model.safetensors"])[:12]
 

@@ -142,7 +142,7 @@ def treehop_model(args: argparse.Namespace) -> Any:
 
 def measure(runs: dict[str, Any], examples: list, size: int) -> dict[str, dict[str, Any]]:
     """Every run on every slice of ``size`` questions, the order rotating from slice to slice."""
-    from efficientrag.eval.retrieval_metrics import score_retrieval
+    from efficientrag.retrieval.metrics import score_retrieval
 
     stats = {name: {"wall": 0.0, **dict.fromkeys(SPLIT, 0.0), "scores": []} for name in runs}
     names = list(runs)
@@ -160,7 +160,7 @@ def measure(runs: dict[str, Any], examples: list, size: int) -> dict[str, dict[s
 
 
 def table(by_mode: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
-    from efficientrag.eval.retrieval_metrics import mean_scores
+    from efficientrag.retrieval.metrics import mean_scores
 
     lines = [
         "| method | mode | questions | s / question | encode | search | Labeler | Filter | TreeHop net "
@@ -181,7 +181,7 @@ def table(by_mode: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
 
 
 def points(stats: dict[str, dict[str, Any]]) -> dict[str, tuple[float, float, float]]:
-    from efficientrag.eval.retrieval_metrics import mean_scores
+    from efficientrag.retrieval.metrics import mean_scores
 
     return {
         name: (
@@ -218,8 +218,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    from efficientrag.cpu import available_cores
     from efficientrag.models.export import cpu_has_bf16_kernels
-    from efficientrag.training.threads import available_cores
 
     threads = args.threads or available_cores()
     torch.set_num_threads(threads)

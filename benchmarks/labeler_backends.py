@@ -81,9 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
     args = parser.parse_args(argv)
 
+    from efficientrag.cpu import available_cores
     from efficientrag.hub import minilm_path
     from efficientrag.models import Labeler
-    from efficientrag.training.threads import available_cores
 
     torch.set_num_threads(available_cores())
     with tempfile.TemporaryDirectory() as tmp:

@@ -130,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    from efficientrag.cpu import available_cores
     from efficientrag.retrieval.metrics import mean_scores, score_retrieval
-    from efficientrag.training.threads import available_cores
 
     torch.set_num_threads(args.threads or available_cores())
     models = Path(args.models)

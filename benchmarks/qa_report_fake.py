@@ -88,7 +88,7 @@ class OracleReader:
         import json
 
         from efficientrag.baselines.prompts import instructions as ins
-        from efficientrag.testing.fake_openai import request_text
+        from efficientrag.testing.fake_completions import request_text
 
         text = request_text(request)
         if "messages" not in request:
@@ -152,9 +152,10 @@ def main(argv: list[str] | None = None) -> int:
     from efficientrag.config import load_config
     from efficientrag.data.config import DataConfig
     from efficientrag.data.loader import load_data
+    from efficientrag.eval.assembly import build_method, select_examples
     from efficientrag.eval.evaluation import evaluate_method
+    from efficientrag.eval.experiment import EvalSettings, ExperimentConfig
     from efficientrag.eval.report import write_report
-    from efficientrag.experiment import EvalSettings, ExperimentConfig, build_method, select_examples
     from efficientrag.llm.config import LLMConfig
     from efficientrag.llm.generator_config import GeneratorConfig, OpenAIGeneratorConfig
     from efficientrag.llm.openai_generator import OpenAIGenerator

@@ -71,7 +71,7 @@ def rerun(argv: list[str]) -> str:
 def experiment(args: argparse.Namespace) -> Any:
     """The config every qa method shares: small-model settings, given once for all methods."""
     from efficientrag.config import load_config
-    from efficientrag.experiment import ExperimentConfig
+    from efficientrag.eval.experiment import ExperimentConfig
 
     overrides = [
         f"work_dir={args.out}",
@@ -135,8 +135,8 @@ def load_generator(cfg: Any) -> Any:
 
 def cmd_qa(args: argparse.Namespace, argv: list[str]) -> int:
     from efficientrag.data.loader import load_data
+    from efficientrag.eval.assembly import build_method, select_examples
     from efficientrag.eval.evaluation import evaluate_method
-    from efficientrag.experiment import build_method, select_examples
     from efficientrag.retrieval.factory import build_retriever
 
     cfg = experiment(args)

@@ -59,8 +59,9 @@ def run_part1(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
     from efficientrag.baselines.efficientrag import EfficientRAGRetrieval
     from efficientrag.config import load_config
     from efficientrag.data.config import DataConfig
+    from efficientrag.eval.experiment import ExperimentConfig
+    from efficientrag.eval.prepared_data import prepare_data
     from efficientrag.eval.runner import run_method
-    from efficientrag.experiment import ExperimentConfig, prepare_data
     from efficientrag.jsonl import read_jsonl
     from efficientrag.models import Filter, Labeler
     from efficientrag.pipeline.efficientrag import EfficientRAG

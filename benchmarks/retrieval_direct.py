@@ -37,9 +37,10 @@ def run_pool(
     from efficientrag.baselines.base import SharedSettings
     from efficientrag.baselines.direct_r import DirectRetrieval
     from efficientrag.config import load_config
+    from efficientrag.eval.experiment import ExperimentConfig
+    from efficientrag.eval.prepared_data import prepare_data
     from efficientrag.eval.runner import run_method
     from efficientrag.eval.summary import summarize_records
-    from efficientrag.experiment import ExperimentConfig, prepare_data
     from efficientrag.jsonl import read_jsonl
     from efficientrag.retrieval.factory import build_retriever
 

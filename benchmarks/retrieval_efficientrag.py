@@ -96,7 +96,8 @@ def open_pool(
     corpus_path: str | None = None,
 ) -> Pool:
     from efficientrag.data.config import DataConfig, SourceConfig
-    from efficientrag.experiment import ExperimentConfig, prepare_data
+    from efficientrag.eval.experiment import ExperimentConfig
+    from efficientrag.eval.prepared_data import prepare_data
     from efficientrag.retrieval.config import RetrieverConfig
     from efficientrag.retrieval.factory import build_retriever
 
@@ -116,7 +117,7 @@ def open_pool(
 
 def quick_config(root: Path, dataset: str, args: argparse.Namespace) -> Any:
     from efficientrag.data.config import DataConfig
-    from efficientrag.quickstart import QuickstartConfig
+    from efficientrag.quickstart.job import QuickstartConfig
     from efficientrag.retrieval.config import RetrieverConfig
     from efficientrag.training.config import load_train_config
 
@@ -149,7 +150,7 @@ def validation_examples(pool: Pool, cfg: Any) -> list:
 
 def train(args: argparse.Namespace, work: Path, train_on: list[str]) -> tuple[Path, dict, dict[str, Pool]]:
     """Synthesis on every training file, then one Labeler and one Filter on all of them."""
-    from efficientrag.quickstart import QuickstartPaths, synthesize
+    from efficientrag.quickstart.job import QuickstartPaths, synthesize
     from efficientrag.synth.merge import merge_training_sets
     from efficientrag.training.run import train_model
 
@@ -187,7 +188,7 @@ def run_setting(
 ) -> dict:
     from efficientrag.config import load_config
     from efficientrag.pipeline.config import EfficientRAGConfig
-    from efficientrag.quickstart import evaluate_efficientrag
+    from efficientrag.quickstart.job import evaluate_efficientrag
 
     rag_cfg = load_config(EfficientRAGConfig, None, overrides)
     return evaluate_efficientrag(cfg, rag_cfg, pool.retriever, examples, out / label, rag=rag)
@@ -234,7 +235,7 @@ def choose(
     direct = {}
     for name, pool in pools.items():
         cfg = quick_config(work, name, args)
-        from efficientrag.quickstart import evaluate_direct
+        from efficientrag.quickstart.job import evaluate_direct
 
         direct[name] = evaluate_direct(
             cfg, pool.retriever, val[name], models / "validation" / name / "direct_r"
@@ -253,7 +254,7 @@ def report_on(
     dataset: str,
     examples: list | None = None,
 ) -> dict:
-    from efficientrag.quickstart import evaluate_direct
+    from efficientrag.quickstart.job import evaluate_direct
 
     cfg = quick_config(out, dataset, args)
     if examples is None:

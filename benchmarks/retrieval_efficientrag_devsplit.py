@@ -110,8 +110,9 @@ class Prepared:
 def prepare(spec: Spec, args: argparse.Namespace) -> Prepared:
     """Corpus, index, split, synthesis and the two trained models of one dataset (cached)."""
     from efficientrag.data.config import DataConfig
-    from efficientrag.experiment import ExperimentConfig, prepare_data
-    from efficientrag.quickstart import (
+    from efficientrag.eval.experiment import ExperimentConfig
+    from efficientrag.eval.prepared_data import prepare_data
+    from efficientrag.quickstart.job import (
         QuickstartConfig,
         QuickstartPaths,
         split_examples,
@@ -187,7 +188,7 @@ def load_rag(prep: Prepared, models: Path) -> Any:
 def evaluate(prep: Prepared, rag: Any, settings: list[tuple[str, list[str]]], tag: str) -> dict[str, Any]:
     from efficientrag.config import load_config
     from efficientrag.pipeline.config import EfficientRAGConfig
-    from efficientrag.quickstart import evaluate_direct, evaluate_efficientrag
+    from efficientrag.quickstart.job import evaluate_direct, evaluate_efficientrag
 
     root = Path(prep.cfg.work_dir)
     direct = evaluate_direct(prep.cfg, prep.retriever, prep.held_out, root / "eval" / "direct_r")
@@ -271,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown dataset(s) {unknown}; choose from {list(SPECS)}")
 
-    from efficientrag.quickstart import plot_comparison
+    from efficientrag.quickstart.job import plot_comparison
 
     work = Path(args.work_dir)
     prepared: dict[str, Prepared] = {}
@@ -355,7 +356,7 @@ def render(
     args: argparse.Namespace,
     pooled: dict[str, Any] | None = None,
 ) -> str:
-    from efficientrag.quickstart import comparison_table
+    from efficientrag.quickstart.job import comparison_table
 
     cmd = "python benchmarks/retrieval_efficientrag_devsplit.py " + " ".join(
         shlex.quote(a) for a in (sys.argv[1:] if sys.argv[1:] else [])

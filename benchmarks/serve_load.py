@@ -39,29 +39,26 @@ REPO = Path(__file__).resolve().parents[1]
 
 def resolve(serve_args: list[str]):
     """The serve command's config, exactly as ``efficientrag serve`` reads these arguments."""
-    from efficientrag.cli import _build_parser, _overrides
+    from efficientrag.cli.command_config import command_overrides
+    from efficientrag.cli.parser import build_parser
     from efficientrag.config import load_config, parse_args_with_overrides
     from efficientrag.serve.config import ServeExperimentConfig
 
-    ns = parse_args_with_overrides(_build_parser(), ["serve", *serve_args])
-    return load_config(ServeExperimentConfig, ns.config, _overrides(ns, ServeExperimentConfig))
+    ns = parse_args_with_overrides(build_parser(), ["serve", *serve_args])
+    return load_config(ServeExperimentConfig, ns.config, command_overrides(ns, ServeExperimentConfig))
 
 
 def questions_of(cfg) -> list[str]:
     """The config's questions (``eval.ids_file`` / ``exclude_ids_file`` / ``--limit`` apply)."""
-    from efficientrag.experiment import prepare_data, select_examples
+    from efficientrag.eval.assembly import select_examples
+    from efficientrag.eval.prepared_data import prepare_data
 
     return [ex.question for ex in select_examples(cfg, prepare_data(cfg).examples)]
 
 
 def open_library(cfg):
-    from efficientrag.experiment import (
-        check_model_folders,
-        prepare_data,
-        search_backend,
-        search_corpus,
-        select_examples,
-    )
+    from efficientrag.eval.assembly import check_model_folders, search_backend, search_corpus, select_examples
+    from efficientrag.eval.prepared_data import prepare_data
     from efficientrag.pipeline.efficientrag import EfficientRAG
 
     check_model_folders(cfg, "efficientrag")

@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     import faiss
     import torch
 
-    from efficientrag.training.threads import available_cores
+    from efficientrag.cpu import available_cores
 
     threads = args.threads or available_cores()
     torch.set_num_threads(threads)

@@ -8,8 +8,8 @@ The names a user of the retriever needs are importable from here (loaded on firs
 
 from __future__ import annotations
 
-from efficientrag import autoregister as _autoregister
 from efficientrag.lazy import by_module, lazy_exports
+from efficientrag.models import autoregister as _autoregister
 
 __version__ = "0.1.0"
 

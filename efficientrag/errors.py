@@ -1,8 +1,8 @@
 """Errors every layer may raise, so that the lowest utilities (``jsonl``) can name bad input too.
 
 ``DataFormatError`` is raised by readers of files at every level, from the JSONL helpers up to the
-dataset readers and the training sets; it lives here, below them all, and ``efficientrag.data.errors``
-re-exports it under its old name.
+dataset readers and the training sets; it lives here, below them all (``efficientrag.data`` offers
+it among the data layer's names).
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ import pytest
 from efficientrag.baselines.efficientrag import EfficientRAGRetrieval
 from efficientrag.cli import main
 from efficientrag.data.corpus import Corpus
-from efficientrag.data.errors import DataFormatError
 from efficientrag.data.schema import Example
+from efficientrag.errors import DataFormatError
+from efficientrag.eval.prepared_data import default_work_dir
 from efficientrag.eval.runner import run_method
-from efficientrag.experiment import default_work_dir
 from efficientrag.pipeline.efficientrag import EfficientRAG
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from efficientrag.cli import _build_parser, _experiment_config, _overrides, main
+from efficientrag.cli import main
+from efficientrag.cli.command_config import command_overrides, experiment_config
+from efficientrag.cli.parser import build_parser
 from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
-from efficientrag.experiment import default_work_dir
-from efficientrag.quickstart import QuickstartConfig
+from efficientrag.eval.prepared_data import default_work_dir
+from efficientrag.quickstart.job import QuickstartConfig
 
 REPO = Path(__file__).resolve().parents[1]
 TOY = str(REPO / "configs/experiments/toy.yaml")
@@ -47,7 +49,7 @@ def _readme_milvus_preset(tmp_path: Path) -> str:
 
 
 def _cfg(argv: list[str]):
-    return _experiment_config(parse_args_with_overrides(_build_parser(), argv))
+    return experiment_config(parse_args_with_overrides(build_parser(), argv))
 
 
 @pytest.mark.parametrize("command", ["corpus", "index", "retrieve"])
@@ -115,13 +117,13 @@ def test_quickstart_takes_the_data_flags_over_its_preset(tmp_path):
     questions = _write(tmp_path / "questions.jsonl", [QUESTION])
     preset = str(REPO / "configs/quickstart/hotpotqa.yaml")
     argv = ["quickstart", "-c", preset, "--dataset", "jsonl", "--data", questions, "--corpus", corpus]
-    args = parse_args_with_overrides(_build_parser(), argv)
-    cfg = load_config(QuickstartConfig, args.config, _overrides(args, QuickstartConfig))
+    args = parse_args_with_overrides(build_parser(), argv)
+    cfg = load_config(QuickstartConfig, args.config, command_overrides(args, QuickstartConfig))
     assert (cfg.data.dataset, cfg.data.path, cfg.data.corpus_path) == ("jsonl", questions, corpus)
     assert cfg.work_dir == default_work_dir(corpus)  # never the toy quickstart's runs/quickstart
-    bare = parse_args_with_overrides(_build_parser(), ["quickstart", "-c", preset, "--corpus", corpus])
+    bare = parse_args_with_overrides(build_parser(), ["quickstart", "-c", preset, "--corpus", corpus])
     with pytest.raises(ConfigError, match="this command needs questions"):
-        _overrides(bare, QuickstartConfig)
+        command_overrides(bare, QuickstartConfig)
 
 
 def test_index_with_a_preset_and_corpus_indexes_that_corpus(tmp_path, monkeypatch, capsys):
@@ -188,7 +190,7 @@ def test_serve_takes_the_data_flags_over_its_preset(tmp_path):
     corpus = _write(tmp_path / "corpus.jsonl", CHUNKS)
     for preset in (TOY, MILVUS, _readme_milvus_preset(tmp_path)):
         argv = ["serve", "-c", preset, "--corpus", corpus, "--labeler", "L", "--filter", "F"]
-        args = parse_args_with_overrides(_build_parser(), argv)
-        cfg = load_config(ServeExperimentConfig, args.config, _overrides(args, ServeExperimentConfig))
+        args = parse_args_with_overrides(build_parser(), argv)
+        cfg = load_config(ServeExperimentConfig, args.config, command_overrides(args, ServeExperimentConfig))
         assert (cfg.data.dataset, cfg.data.corpus_path, cfg.data.path) == ("jsonl", corpus, None)
         assert cfg.work_dir == default_work_dir(corpus)

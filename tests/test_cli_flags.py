@@ -3,7 +3,9 @@ command that takes it."""
 
 import pytest
 
-from efficientrag.cli import FLAGS, _build_parser, _experiment_config
+from efficientrag.cli.command_config import experiment_config
+from efficientrag.cli.flags import FLAGS
+from efficientrag.cli.parser import build_parser
 from efficientrag.config import parse_args_with_overrides
 
 GIVEN = {
@@ -28,7 +30,7 @@ def _value(cfg, dotted):
 def test_every_flag_sets_its_key():
     assert set(GIVEN) == set(FLAGS)
     argv = ["eval"] + [a for name, v in GIVEN.items() for a in (f"--{name.replace('_', '-')}", v)]
-    cfg = _experiment_config(parse_args_with_overrides(_build_parser(), argv))
+    cfg = experiment_config(parse_args_with_overrides(build_parser(), argv))
     for name, flag in FLAGS.items():
         assert _value(cfg, flag.key) == flag.type(GIVEN[name]), name
 
@@ -43,5 +45,5 @@ def test_every_flag_sets_its_key():
 )
 def test_commands_take_the_flags_of_their_config(command, takes):
     extra = ["-q", "why?"] if command == "retrieve" else []
-    args = parse_args_with_overrides(_build_parser(), [command, *extra])
+    args = parse_args_with_overrides(build_parser(), [command, *extra])
     assert {name for name in FLAGS if hasattr(args, name)} == takes

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from efficientrag.data.errors import DataFormatError
+from efficientrag.errors import DataFormatError
 from efficientrag.jsonl import JsonlAppender, read_done_ids, read_jsonl, write_jsonl
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from efficientrag.cli import main
 from efficientrag.config import ConfigError, load_config
-from efficientrag.quickstart import QuickstartConfig, run_quickstart, split_examples
+from efficientrag.quickstart.job import QuickstartConfig, run_quickstart, split_examples
 
 pytestmark = pytest.mark.usefixtures("minilm_path")
 
@@ -92,12 +92,13 @@ def test_a_second_run_reuses_every_step(tmp_path):
 def test_loaded_models_bind_the_results_to_their_own_folders(tmp_path):
     """The benchmarks hand in models loaded once (behind a prediction cache) and a config with no
     model paths: the run must still be bound to those models' weights, and equal the path run."""
+    from efficientrag.eval.experiment import ExperimentConfig
+    from efficientrag.eval.prepared_data import prepare_data
     from efficientrag.eval.run_binding import read_fingerprint
-    from efficientrag.experiment import ExperimentConfig, prepare_data
     from efficientrag.models import Filter, Labeler
     from efficientrag.pipeline.efficientrag import EfficientRAG
     from efficientrag.pipeline.prediction_cache import CachedPredictor
-    from efficientrag.quickstart import evaluate_efficientrag
+    from efficientrag.quickstart.job import evaluate_efficientrag
     from efficientrag.retrieval.factory import build_retriever
 
     cfg = small_config(tmp_path)
@@ -230,8 +231,7 @@ def test_the_model_recipes_from_the_presets_are_the_ones_once_embedded():
 
 
 def test_synthesis_runs_on_the_quickstart_data_retriever_and_folder(tmp_path, monkeypatch):
-    from efficientrag import quickstart
-    from efficientrag.quickstart import QuickstartPaths, synthesize
+    from efficientrag.quickstart.job import QuickstartPaths, synthesize
     from efficientrag.synth import pipeline
 
     seen = []
@@ -243,12 +243,10 @@ def test_synthesis_runs_on_the_quickstart_data_retriever_and_folder(tmp_path, mo
     assert (scfg.seed, scfg.progress, scfg.negatives_per_query, scfg.max_errors) == (5, False, 2, 3)
     with pytest.raises(ConfigError, match="synth.out_dir is set by the quickstart from 'work_dir'"):
         small_config(tmp_path, "synth.out_dir=elsewhere")
-    with pytest.raises(AttributeError, match="now efficientrag.synth.config.SynthConfig"):
-        quickstart.QuickSynthSettings  # noqa: B018
 
 
 def test_without_the_presets_the_defaults_fail_naming_the_file(monkeypatch, tmp_path):
-    from efficientrag import presets
+    from efficientrag.quickstart import presets
 
     monkeypatch.setattr(presets, "CANDIDATES", (tmp_path / "nowhere",))
     with pytest.raises(ConfigError, match=r"preset configs/quickstart/toy.yaml not found.*pip install -e"):

@@ -11,9 +11,10 @@ import torch
 
 from efficientrag.cli import main as cli_main
 from efficientrag.config import load_config
+from efficientrag.cpu import available_cores
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG
-from efficientrag.quickstart import QuickstartConfig
+from efficientrag.quickstart.job import QuickstartConfig
 from efficientrag.synth.config import SynthConfig
 from efficientrag.testing.scripted_models import (
     ALPHA_QUESTION,
@@ -24,7 +25,7 @@ from efficientrag.testing.scripted_models import (
     bridge_corpus,
 )
 from efficientrag.testing.word_overlap import WordOverlapRetriever
-from efficientrag.training.threads import available_cores, configure_cpu_threads
+from efficientrag.training.threads import configure_cpu_threads
 
 REPO = Path(__file__).resolve().parents[1]
 

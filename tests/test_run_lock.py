@@ -160,7 +160,8 @@ def test_self_training_decisions_are_locked_and_repaired_on_resume(tmp_path, cap
 
 
 def test_a_dense_index_build_waits_for_another_builder_or_is_refused(tmp_path, caplog):
-    from efficientrag.data.corpus import Chunk, Corpus
+    from efficientrag.data.corpus import Corpus
+    from efficientrag.data.schema import Chunk
     from efficientrag.retrieval.config import RetrieverConfig
     from efficientrag.retrieval.dense import DenseRetriever
     from efficientrag.testing.hashed_dense import HashedEncoder

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from efficientrag.config import load_config, parse_override
-from efficientrag.quickstart import QuickstartConfig
+from efficientrag.quickstart.job import QuickstartConfig
 from efficientrag.training.config import load_train_config
 
 REPO = Path(__file__).resolve().parents[1]

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.data.schema import Example
+from efficientrag.fingerprint import file_digest
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.base import Retriever
-from efficientrag.training.fingerprint import file_digest
 
 log = logging.getLogger(__name__)
 

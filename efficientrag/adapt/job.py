@@ -34,9 +34,10 @@ from efficientrag.config import save_config, to_dict
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 from efficientrag.data.split import TRAIN, VALIDATION
+from efficientrag.fingerprint import file_digest
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.pipeline.config import loop_settings
-from efficientrag.training.fingerprint import file_digest, fingerprint
+from efficientrag.training.fingerprint import fingerprint
 from efficientrag.training.run import brief_metrics
 
 log = logging.getLogger(__name__)

@@ -26,8 +26,8 @@ from tqdm.auto import tqdm
 
 from efficientrag.adapt.link_agreement import LinkView
 from efficientrag.config import check_probabilities, probability
-from efficientrag.data.errors import DataFormatError
 from efficientrag.data.split import TRAIN, VALIDATION, split_of
+from efficientrag.errors import DataFormatError
 from efficientrag.jsonl import JsonlAppender, drop_duplicate_ids, read_done_ids, read_jsonl
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
 from efficientrag.run_lock import folder_lock

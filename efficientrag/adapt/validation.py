@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from efficientrag.data.corpus import Corpus
-from efficientrag.data.errors import DataFormatError
 from efficientrag.data.readers.fields import Where
 from efficientrag.data.readers.source import iter_records
 from efficientrag.data.schema import Example
+from efficientrag.errors import DataFormatError
 
 _GOLD_KEYS = ("gold_ids", "gold_chunk_ids")
 

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from efficientrag.data.errors import DataFormatError
 from efficientrag.data.schema import Chunk
+from efficientrag.errors import DataFormatError
 from efficientrag.jsonl import read_jsonl, write_jsonl
 
 log = logging.getLogger(__name__)

@@ -4,11 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# DataFormatError lives in efficientrag.errors (below jsonl, which raises it); re-exported here.
-from efficientrag.errors import DataFormatError
-
-__all__ = ["DataFormatError", "SkippedRecord"]
-
 
 @dataclass
 class SkippedRecord:

@@ -16,7 +16,7 @@ from efficientrag.atomic import write_json_atomic
 from efficientrag.config import ConfigError
 from efficientrag.data.config import DataConfig, SourceConfig, ToyWorldConfig
 from efficientrag.data.corpus import Corpus
-from efficientrag.data.errors import DataFormatError, SkippedRecord
+from efficientrag.data.errors import SkippedRecord
 from efficientrag.data.pooling import PooledDataset, pool
 from efficientrag.data.readers.corpus_file import read_corpus_file
 from efficientrag.data.readers.hotpotqa import read_hotpotqa
@@ -27,6 +27,7 @@ from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.readers.source import parse_json, read_text
 from efficientrag.data.readers.toy import read_toy_world
 from efficientrag.data.schema import Example
+from efficientrag.errors import DataFormatError
 from efficientrag.jsonl import read_jsonl, write_jsonl
 
 log = logging.getLogger(__name__)

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from efficientrag.data.corpus import Corpus
-from efficientrag.data.errors import DataFormatError, SkippedRecord
+from efficientrag.data.errors import SkippedRecord
 from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.schema import Chunk, Example
+from efficientrag.errors import DataFormatError
 from efficientrag.text.normalize import dedup_key
 
 

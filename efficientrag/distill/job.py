@@ -29,11 +29,11 @@ from efficientrag.adapt.self_training import Question, read_questions, record_de
 from efficientrag.config import ConfigError, save_config, to_dict
 from efficientrag.distill.config import DistillConfig
 from efficientrag.distill.pairs import write_pair_rows
-from efficientrag.fingerprint import folder_digest
+from efficientrag.fingerprint import file_digest, folder_digest
 from efficientrag.jsonl import write_jsonl
 from efficientrag.pipeline.config import loop_settings
 from efficientrag.training.config import TrainConfig
-from efficientrag.training.fingerprint import file_digest, fingerprint
+from efficientrag.training.fingerprint import fingerprint
 from efficientrag.training.run import brief_metrics
 
 log = logging.getLogger(__name__)

@@ -21,9 +21,9 @@ from efficientrag.eval.runner import run_method
 
 if TYPE_CHECKING:
     from efficientrag.baselines.base import GeneratorSource, Runnable
-    from efficientrag.data.loader import PooledDataset
+    from efficientrag.data.pooling import PooledDataset
     from efficientrag.data.schema import Example
-    from efficientrag.experiment import ExperimentConfig
+    from efficientrag.eval.experiment import ExperimentConfig
     from efficientrag.llm.generator import Generator
     from efficientrag.retrieval.base import Retriever
 
@@ -112,14 +112,9 @@ def evaluate(
         efficientrag.eval.interrupts.RunInterrupted: SIGINT/SIGTERM (the batch in flight is written).
     """
     from efficientrag.baselines.registry import check_method_name
+    from efficientrag.eval.assembly import build_method, check_model_folders, search_backend, select_examples
     from efficientrag.eval.gold_coverage import check_gold_coverage
-    from efficientrag.experiment import (
-        build_method,
-        check_model_folders,
-        prepare_data,
-        search_backend,
-        select_examples,
-    )
+    from efficientrag.eval.prepared_data import prepare_data
 
     # Everything that can be checked in a second is checked before the corpus is read and indexed.
     check_method_name(cfg.eval.method)
@@ -167,7 +162,7 @@ def evaluate_method(
 
     Args:
         cfg: the experiment config the method was built from (fingerprinted and saved).
-        method: the method, built by :func:`efficientrag.experiment.build_method`.
+        method: the method, built by :func:`efficientrag.eval.assembly.build_method`.
         retriever: the backend the method searches.
         pooled: the data ``examples`` come from (all of its questions are fingerprinted).
         examples: the questions to evaluate; None: ``cfg``'s selection of ``pooled.examples``.
@@ -181,7 +176,7 @@ def evaluate_method(
     Returns:
         The run's summary; its folder is ``cfg.eval_dir(method.name)``.
     """
-    from efficientrag.experiment import check_model_folders, select_examples
+    from efficientrag.eval.assembly import check_model_folders, select_examples
 
     if examples is None:
         examples = select_examples(cfg, pooled.examples)

@@ -31,8 +31,8 @@ from efficientrag.retrieval.fingerprint import retriever_fingerprint
 from efficientrag.run_lock import folder_lock
 
 if TYPE_CHECKING:
-    from efficientrag.data.loader import PooledDataset
-    from efficientrag.experiment import ExperimentConfig
+    from efficientrag.data.pooling import PooledDataset
+    from efficientrag.eval.experiment import ExperimentConfig
 
 FINGERPRINT_FILE = "run.json"
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -152,7 +152,7 @@ def run_fingerprint(
         pooled: the data the questions come from (all of its questions are hashed, so an edited
             file is a new run even where the selected questions did not change).
         models: content hashes of the model folders the method reads
-            (:func:`efficientrag.experiment.check_model_folders`).
+            (:func:`efficientrag.eval.assembly.check_model_folders`).
 
     Returns:
         The nested mapping :func:`bind_run` records and compares.

@@ -15,7 +15,7 @@ from typing import Any
 from efficientrag.baselines.base import Prediction
 from efficientrag.data.schema import Example
 from efficientrag.eval.qa_metrics import score_answer
-from efficientrag.eval.retrieval_metrics import score_at_ks, score_retrieval
+from efficientrag.retrieval.metrics import score_at_ks, score_retrieval
 
 ALL = "all"
 

@@ -39,7 +39,8 @@ from efficientrag.llm.errors import (
 )
 from efficientrag.llm.failure import classify_error, describe_error, request_error, truncated_message
 from efficientrag.llm.request import Messages, check_messages, sampling_params
-from efficientrag.llm.response import LLMResponse, parse_response
+from efficientrag.llm.response import LLMResponse
+from efficientrag.llm.response_body import parse_response
 from efficientrag.llm.retry import RETRYABLE, UNREACHABLE_RETRY_DELAY_S, retry_delay, unreachable_reason
 from efficientrag.llm.usage import UsageTracker
 

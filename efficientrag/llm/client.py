@@ -14,23 +14,14 @@ from collections.abc import Awaitable, Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
 from efficientrag.closing import Closing
-from efficientrag.llm.async_client import AsyncLLMClient, SleepFn
+from efficientrag.llm.async_client import AsyncLLMClient
 from efficientrag.llm.cache import ResponseCache
 from efficientrag.llm.config import LLMConfig
-from efficientrag.llm.failure import truncated_message
-from efficientrag.llm.request import FLOAT_PARAMS, Messages, check_messages, known_params
+from efficientrag.llm.request import Messages
 from efficientrag.llm.response import LLMResponse
 from efficientrag.llm.usage import UsageTracker
 
 T = TypeVar("T")
-
-# AsyncLLMClient, Messages, SleepFn and the four helpers below lived here before the async client,
-# request building and failure naming moved out; they stay importable from here.
-__all__ = ["AsyncLLMClient", "LLMClient", "Messages", "SleepFn"]
-_FLOAT_PARAMS = FLOAT_PARAMS
-_known_params = known_params
-_check_messages = check_messages
-_truncated_message = truncated_message
 
 
 class LLMClient(Closing):

@@ -2,7 +2,7 @@
 
 One config class per model, each with its own ``model_type``, so ``AutoConfig``/``AutoModel`` resolve a
 saved folder to the right class with ``trust_remote_code`` off (the classes are registered when
-``efficientrag`` is imported; see :mod:`efficientrag.autoregister`). The backbone's full config is
+``efficientrag`` is imported; see :mod:`efficientrag.models.autoregister`). The backbone's full config is
 nested as ``encoder_config``: loading rebuilds the encoder with ``from_config`` and never downloads it.
 (The name avoids ``backbone_config``, which ``transformers`` reserves for vision backbones.)
 """

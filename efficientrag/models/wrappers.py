@@ -20,12 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from efficientrag.models.inputs import TAGS, FilterRow, LabelerRow
-from efficientrag.models.pretrained import _check_max_length as _check_max_length  # (re-export)
 from efficientrag.models.tokenization import EncodedInput, encode_words
 from efficientrag.models.word_classifier import WordClassifier
 
-# WordClassifier (and _check_max_length) lived here before the base moved out; both stay importable.
-__all__ = ["WRAPPER_CLASSES", "Filter", "FilterPrediction", "Labeler", "LabelerPrediction", "WordClassifier"]
+__all__ = ["WRAPPER_CLASSES", "Filter", "FilterPrediction", "Labeler", "LabelerPrediction"]
 
 
 @dataclass

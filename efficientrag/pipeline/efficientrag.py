@@ -33,7 +33,6 @@ from efficientrag.models.inputs import filter_words
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.hop_state import Branch, FilterJob, HopWork, Pair, QuestionState, query_key
 from efficientrag.pipeline.inputs import (
-    EMPTY_QUESTIONS_SHOWN,
     DecisionObserver,
     FilterLike,
     LabelerLike,
@@ -45,21 +44,6 @@ from efficientrag.retrieval.base import Hit, Retriever
 from efficientrag.text.words import join_words, split_words
 
 log = logging.getLogger(__name__)
-
-# The checks of what the loop is given (pipeline.inputs) and the run's bookkeeping
-# (pipeline.hop_state) lived here, the private names below among them; all stay importable.
-__all__ = [
-    "EMPTY_QUESTIONS_SHOWN",
-    "DecisionObserver",
-    "EfficientRAG",
-    "FilterLike",
-    "LabelerLike",
-    "RetrievalResult",
-    "check_questions",
-]
-_loaded = load_model
-_Branch, _State, _Pair, _FilterJob, _HopWork = Branch, QuestionState, Pair, FilterJob, HopWork
-_query_key = query_key
 
 
 @dataclass

@@ -27,10 +27,10 @@ except ImportError as exc:
 
     raise missing_extra("efficientrag.pipeline.langchain", "langchain-core>=0.3", "langchain", exc) from exc
 
-from efficientrag.pipeline.adapters import TRACE_KEY, FromPretrained, RetrievalLoop, groups, kept_chunks
+from efficientrag.pipeline.adapters import FromPretrained, RetrievalLoop, groups, kept_chunks
 from efficientrag.pipeline.efficientrag import RetrievalResult
 
-__all__ = ["TRACE_KEY", "EfficientRAGRetriever", "result_to_documents"]
+__all__ = ["EfficientRAGRetriever", "result_to_documents"]
 
 
 def result_to_documents(result: RetrievalResult, *, include_trace: bool = False) -> list[Document]:

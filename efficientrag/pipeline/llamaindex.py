@@ -32,7 +32,6 @@ except ImportError as exc:
 
 from efficientrag.pipeline.adapters import (
     METADATA_KEYS,
-    TRACE_KEY,
     FromPretrained,
     RetrievalLoop,
     groups,
@@ -40,7 +39,7 @@ from efficientrag.pipeline.adapters import (
 )
 from efficientrag.pipeline.efficientrag import RetrievalResult
 
-__all__ = ["TRACE_KEY", "EfficientRAGRetriever", "result_to_nodes"]
+__all__ = ["EfficientRAGRetriever", "result_to_nodes"]
 
 dispatcher = instrument.get_dispatcher(__name__)
 

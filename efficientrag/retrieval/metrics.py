@@ -13,8 +13,8 @@
   ``efficientrag.treehop.gold_fate`` for TreeHop), and :func:`tally_fates` counts them.
 
 They sit here, under the retrieval layer, because TreeHop's and the reranker's training score
-their checkpoints with them (:func:`protocol_score`) below the evaluation layer; ``efficientrag.eval.retrieval_metrics`` re-exports
-them for the evaluation runner.
+their checkpoints with them (:func:`protocol_score`) below the evaluation layer; the evaluation
+runner imports them from here.
 """
 
 from __future__ import annotations

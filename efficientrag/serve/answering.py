@@ -44,9 +44,15 @@ class Answerer:
             )
         now = time.monotonic()
         try:
-            admit(questions=questions, queued=self.batcher.queued, max_queue=self.cfg.max_queue,
-                  deadline_s=deadline_s, rate=self.batcher.meter.rate, busy_s=self.batcher.busy_s(now),
-                  window_s=self.batcher.max_wait_s)  # fmt: skip
+            admit(
+                questions=questions,
+                queued=self.batcher.queued,
+                max_queue=self.cfg.max_queue,
+                deadline_s=deadline_s,
+                rate=self.batcher.meter.rate,
+                busy_s=self.batcher.busy_s(now),
+                window_s=self.batcher.max_wait_s,
+            )
         except Refused as exc:
             raise self._refusal(exc, questions) from None
 

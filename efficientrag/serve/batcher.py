@@ -141,9 +141,15 @@ class MicroBatcher:
         """The questions' results, in order. Raises ``admission.Refused`` (not queued),
         ``DeadlineExceeded``, ``CallerGone`` (after ``leave``), or what the batch raised."""
         now = time.monotonic()
-        admit(questions=len(questions), queued=self._queued, max_queue=self.max_queue,
-              deadline_s=caller.deadline - now, rate=self.meter.rate, busy_s=self.busy_s(now),
-              window_s=self.max_wait_s)  # fmt: skip
+        admit(
+            questions=len(questions),
+            queued=self._queued,
+            max_queue=self.max_queue,
+            deadline_s=caller.deadline - now,
+            rate=self.meter.rate,
+            busy_s=self.busy_s(now),
+            window_s=self.max_wait_s,
+        )
         caller.future = asyncio.get_running_loop().create_future()
         caller.jobs = [
             _Job(key, questions[lo : lo + self.max_batch], caller, now)

@@ -19,7 +19,8 @@ from typing import Any
 import httpx
 
 from efficientrag.closing import Closing
-from efficientrag.pipeline.efficientrag import RetrievalResult, check_questions
+from efficientrag.pipeline.efficientrag import RetrievalResult
+from efficientrag.pipeline.inputs import check_questions
 from efficientrag.serve.wire import result_from_json
 
 API_KEY_ENV = "EFFICIENTRAG_API_KEY"

@@ -15,7 +15,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from efficientrag.pipeline.config import EfficientRAGConfig
-from efficientrag.pipeline.efficientrag import EfficientRAG, check_questions
+from efficientrag.pipeline.efficientrag import EfficientRAG
+from efficientrag.pipeline.inputs import check_questions
 from efficientrag.serve.config import ALLOWED_SETTINGS, ServeConfig
 from efficientrag.serve.errors import RequestError
 from efficientrag.text.words import split_words

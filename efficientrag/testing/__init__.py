@@ -8,20 +8,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from efficientrag.lazy import lazy_exports
+from efficientrag.lazy import by_module, lazy_exports
 
 __all__ = ["FakeOpenAIServer", "ScriptedReply", "echo_responder", "queue_responder", "rule_responder"]
 
 if TYPE_CHECKING:
-    from efficientrag.testing.fake_openai import (
-        FakeOpenAIServer,
-        ScriptedReply,
-        echo_responder,
-        queue_responder,
-        rule_responder,
-    )
+    from efficientrag.testing.fake_completions import ScriptedReply
+    from efficientrag.testing.fake_openai import FakeOpenAIServer
+    from efficientrag.testing.fake_responders import echo_responder, queue_responder, rule_responder
 
 
-__getattr__, __dir__ = lazy_exports(
-    __name__, dict.fromkeys(__all__, "efficientrag.testing.fake_openai"), globals()
+_EXPORTS = by_module(
+    __name__,
+    {
+        "fake_openai": ("FakeOpenAIServer",),
+        "fake_completions": ("ScriptedReply",),
+        "fake_responders": ("echo_responder", "queue_responder", "rule_responder"),
+    },
 )
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

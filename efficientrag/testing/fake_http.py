@@ -15,11 +15,36 @@ import struct
 import threading
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    # Annotations only: ``python -m efficientrag.testing.fake_openai`` must not import its module twice.
-    from efficientrag.testing.fake_openai import FakeOpenAIServer
+
+class ReceivedLike(Protocol):
+    index: int
+    fault: str | None
+
+
+class FakeOpenAIServer(Protocol):
+    """What the handler asks of the server that decides each request's fate. A protocol, not an
+    import of :class:`~efficientrag.testing.fake_openai.FakeOpenAIServer`: that module imports this
+    one, and ``python -m efficientrag.testing.fake_openai`` must not import its module twice."""
+
+    latency: float
+    require_api_key: str | None
+    retry_after: float
+    retry_after_header: str
+    slow_seconds: float
+
+    def _begin(self, endpoint: str, body: dict[str, Any]) -> ReceivedLike: ...
+
+    def _end(self) -> None: ...
+
+    def _wait(self, seconds: float) -> bool: ...
+
+    def completion_body(
+        self, endpoint: str, request: dict[str, Any], index: int, *, truncate: bool = False
+    ) -> dict[str, Any]: ...
+
+    def models_body(self) -> dict[str, Any]: ...
 
 
 class FakeHTTPServer(ThreadingHTTPServer):

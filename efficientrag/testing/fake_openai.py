@@ -50,53 +50,20 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from efficientrag.testing.fake_completions import _TOKEN_RE as _TOKEN_RE
-from efficientrag.testing.fake_completions import (
-    ScriptedReply,
-    completion_json,
-    content_text,
-    fake_logprob,
-    prompt_token_count,
-    request_text,
-    tokenize,
-)
-from efficientrag.testing.fake_completions import _alternatives as _alternatives
-from efficientrag.testing.fake_completions import _apply_stop as _apply_stop
+from efficientrag.testing.fake_completions import completion_json
 from efficientrag.testing.fake_http import FakeHTTPServer, FakeOpenAIHandler
-from efficientrag.testing.fake_responders import (
-    QueueResponder,
-    Responder,
-    RuleReply,
-    echo_responder,
-    queue_responder,
-    rule_responder,
-)
+from efficientrag.testing.fake_responders import Responder, echo_responder
 
-# The replies (fake_completions), the responders (fake_responders) and the HTTP side (fake_http)
-# were defined here; every name stays importable from here, the HTTP classes under their old names.
 __all__ = [
     "DEFAULT_RANDOM_FAULTS",
     "FAULT_KINDS",
     "RETRYABLE_FAULTS",
     "FakeOpenAIServer",
     "FaultScript",
-    "QueueResponder",
     "ReceivedRequest",
-    "Responder",
-    "RuleReply",
-    "ScriptedReply",
-    "content_text",
-    "echo_responder",
-    "fake_logprob",
     "load_responder",
     "main",
-    "prompt_token_count",
-    "queue_responder",
-    "request_text",
-    "rule_responder",
-    "tokenize",
 ]
-_HTTPServer, _Handler = FakeHTTPServer, FakeOpenAIHandler
 
 RETRYABLE_FAULTS = ("500", "502", "503", "429", "malformed", "slow", "reset")
 FAULT_KINDS = (*RETRYABLE_FAULTS, "truncated", "400", "401")

@@ -38,7 +38,7 @@ from efficientrag.synth.prompts.render import STEPS_HEADER
 from efficientrag.synth.records import Reject, SubQuestion
 from efficientrag.synth.teacher.base import DependencyInfo
 from efficientrag.synth.teacher.relations import relation_question
-from efficientrag.testing.fake_openai import request_text
+from efficientrag.testing.fake_completions import request_text
 from efficientrag.text.words import join_words, split_words
 
 _STEP = re.compile(r"^(\d+)\. (.*) -> (.*?)(?: \(paragraph (\d+)\))?$")

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from efficientrag.data.errors import DataFormatError, SkippedRecord
-from efficientrag.errors import not_a_file
+from efficientrag.data.errors import SkippedRecord
+from efficientrag.errors import DataFormatError, not_a_file
 from efficientrag.models.inputs import ROW_TYPES, FilterRow, LabelerRow
 
 SPLIT_FILES = {"train": "train.jsonl", "validation": "validation.jsonl"}

@@ -22,7 +22,8 @@ import torch.nn.functional as F
 
 from efficientrag.models.layers import check_layers, keep_layers, uniform_layers
 from efficientrag.models.modeling import MODEL_INPUTS, LossParts
-from efficientrag.models.wrappers import WRAPPER_CLASSES, WordClassifier
+from efficientrag.models.word_classifier import WordClassifier
+from efficientrag.models.wrappers import WRAPPER_CLASSES
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,13 @@ import numpy as np
 from datasets import Dataset, Features, List, Value
 from torch.utils.data import Dataset as TorchDataset
 
-from efficientrag.data.errors import DataFormatError, SkippedRecord
-from efficientrag.errors import not_a_file
+from efficientrag.data.errors import SkippedRecord
+from efficientrag.data.readers.hub import is_saved_dataset
+from efficientrag.errors import DataFormatError, not_a_file
+from efficientrag.fingerprint import file_digest
+from efficientrag.models.inputs import ROW_TYPES
 from efficientrag.models.tokenization import EncodedInput
 from efficientrag.training.data import (
-    ROW_TYPES,
     SPLIT_FILES,
     check_bad_fraction,
     nonblank_line_numbers,
@@ -40,13 +42,8 @@ from efficientrag.training.data import (
     read_rows,
     row_error,
 )
-from efficientrag.training.fingerprint import code_digest, file_digest, fingerprint, tokenizer_digest
-from efficientrag.training.training_set import (
-    JSON_LOAD_ERRORS,
-    is_saved_dataset,
-    load_saved_split,
-    try_load_jsonl,
-)
+from efficientrag.training.fingerprint import code_digest, fingerprint, tokenizer_digest
+from efficientrag.training.training_set import JSON_LOAD_ERRORS, load_saved_split, try_load_jsonl
 
 logger = logging.getLogger(__name__)
 

@@ -17,14 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import efficientrag.models
-import efficientrag.training
 from efficientrag.fingerprint import file_digest
 
 # The modules whose code decides how a row becomes model inputs: any edit there re-tokenizes.
 _CODE_DIRS = (Path(efficientrag.models.__file__).parent,)
-_CODE_FILES = tuple(
-    Path(efficientrag.training.__file__).parent / name for name in ("data.py", "encoded.py", "fingerprint.py")
-)
+_CODE_FILES = tuple(Path(__file__).parent / name for name in ("data.py", "encoded.py", "fingerprint.py"))
 
 
 def tokenizer_digest(tokenizer: Any) -> str:

@@ -3,7 +3,7 @@
 TreeHop's and the reranker's training scripts both train on pools: each training file read,
 pooled into its own corpus under ``<work_dir>/pools/<i>-<dataset>`` (re-read only when the file
 changes) and indexed with the run's retriever (built once, kept on disk). Preparing the data goes
-through :func:`efficientrag.experiment.prepare_data`, which makes this module an entry point (layer
+through :func:`efficientrag.eval.prepared_data.prepare_data`, which makes this module an entry point (layer
 7 in ``.ci/check_layers.py``), above the training code that takes the pools it is given.
 """
 
@@ -37,7 +37,8 @@ def open_pools(
     Returns:
         One pool per training file, in the order of ``train_sets``.
     """
-    from efficientrag.experiment import ExperimentConfig, prepare_data
+    from efficientrag.eval.experiment import ExperimentConfig
+    from efficientrag.eval.prepared_data import prepare_data
     from efficientrag.retrieval.factory import build_retriever
 
     pools = []

@@ -23,7 +23,8 @@ from transformers import get_linear_schedule_with_warmup
 from efficientrag.config import save_config, to_dict
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.models.card import TrainingRecord
-from efficientrag.models.wrappers import WRAPPER_CLASSES, WordClassifier
+from efficientrag.models.word_classifier import WordClassifier
+from efficientrag.models.wrappers import WRAPPER_CLASSES
 from efficientrag.training.checkpoint import TrainerState
 from efficientrag.training.config import TrainConfig
 from efficientrag.training.distill import DistillWeights

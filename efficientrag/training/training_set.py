@@ -14,10 +14,9 @@ from pathlib import Path
 from datasets import Dataset, DatasetDict, load_dataset
 from datasets.exceptions import DatasetGenerationError
 
-from efficientrag.data.errors import DataFormatError
 from efficientrag.data.readers.hub import is_saved_dataset
 from efficientrag.data.readers.hub import load_saved_split as load_saved_dataset_split
-from efficientrag.errors import not_a_file
+from efficientrag.errors import DataFormatError, not_a_file
 from efficientrag.training.data import SPLIT_FILES, numbered_records
 
 # What a JSON load of a broken file raises, depending on where pyarrow and ``datasets`` give up.

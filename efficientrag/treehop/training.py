@@ -45,7 +45,6 @@ from efficientrag.treehop.loss import LossParts, chain_loss
 from efficientrag.treehop.model import TreeHop
 from efficientrag.treehop.training_setup import (
     TreeHopRun,
-    TreeHopState,
     checkpoint_to_resume,
     completed,
     setup_treehop_run,
@@ -56,7 +55,7 @@ logger = logging.getLogger(__name__)
 
 SELECTION = "mean over training files of (recall + all-gold) / 2, tree search on validation questions"
 
-__all__ = ["SELECTION", "TreeHopState", "evaluate_and_keep_best", "train_treehop"]
+__all__ = ["SELECTION", "evaluate_and_keep_best", "train_treehop"]
 
 
 def train_treehop(

@@ -19,8 +19,8 @@ from efficientrag.adapt.mix import MixConfig, Ratio
 from efficientrag.adapt.validation import read_validation
 from efficientrag.cli import main
 from efficientrag.data.corpus import Corpus
-from efficientrag.data.errors import DataFormatError
 from efficientrag.data.toy_world import generate_toy_world
+from efficientrag.errors import DataFormatError
 from efficientrag.jsonl import write_jsonl
 from efficientrag.models import Filter, Labeler
 from efficientrag.models.inputs import TAG_TERMINATE

@@ -13,7 +13,7 @@ from efficientrag.adapt.self_training import (
     record_decisions,
     rows_from_decisions,
 )
-from efficientrag.data.errors import DataFormatError
+from efficientrag.errors import DataFormatError
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.models.inputs import FilterRow, LabelerRow
 from efficientrag.synth.merge import merge_training_sets

@@ -15,9 +15,10 @@ import pytest
 from efficientrag.adapt.config import AdaptConfig
 from efficientrag.adapt.job import run_adapt
 from efficientrag.data.config import DataConfig
-from efficientrag.experiment import ExperimentConfig, prepare_data
+from efficientrag.eval.experiment import ExperimentConfig
+from efficientrag.eval.prepared_data import prepare_data
 from efficientrag.pipeline.config import EfficientRAGConfig
-from efficientrag.quickstart import (
+from efficientrag.quickstart.job import (
     QuickstartConfig,
     QuickstartPaths,
     evaluate_efficientrag,

@@ -17,7 +17,8 @@ from efficientrag.jsonl import read_jsonl
 from efficientrag.llm.config import LLMConfig
 from efficientrag.llm.generator_config import OpenAIGeneratorConfig
 from efficientrag.llm.openai_generator import OpenAIGenerator
-from efficientrag.testing.fake_openai import FakeOpenAIServer, request_text, tokenize
+from efficientrag.testing.fake_completions import request_text, tokenize
+from efficientrag.testing.fake_openai import FakeOpenAIServer
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 
 QUESTION = "Where was the director of Alpha Film born?"

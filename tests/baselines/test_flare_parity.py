@@ -21,7 +21,8 @@ from efficientrag.llm.config import LLMConfig
 from efficientrag.llm.generator_config import HFGeneratorConfig, OpenAIGeneratorConfig
 from efficientrag.llm.hf_generator import HFGenerator
 from efficientrag.llm.openai_generator import OpenAIGenerator
-from efficientrag.testing.fake_openai import FakeOpenAIServer, ScriptedReply
+from efficientrag.testing.fake_completions import ScriptedReply
+from efficientrag.testing.fake_openai import FakeOpenAIServer
 from efficientrag.testing.tiny_models import build_tiny_causal_lm
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 

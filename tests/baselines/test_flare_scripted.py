@@ -19,7 +19,8 @@ from efficientrag.llm.config import LLMConfig
 from efficientrag.llm.generator import GeneratorCapabilityError
 from efficientrag.llm.generator_config import OpenAIGeneratorConfig
 from efficientrag.llm.openai_generator import OpenAIGenerator
-from efficientrag.testing.fake_openai import FakeOpenAIServer, ScriptedReply, request_text
+from efficientrag.testing.fake_completions import ScriptedReply, request_text
+from efficientrag.testing.fake_openai import FakeOpenAIServer
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 
 QUESTION = "Where was the director of Alpha Film born?"

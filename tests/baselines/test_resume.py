@@ -16,7 +16,8 @@ from efficientrag.jsonl import read_done_ids, read_jsonl
 from efficientrag.llm.config import LLMConfig
 from efficientrag.llm.generator_config import OpenAIGeneratorConfig
 from efficientrag.llm.openai_generator import OpenAIGenerator
-from efficientrag.testing.fake_openai import FakeOpenAIServer, request_text
+from efficientrag.testing.fake_completions import request_text
+from efficientrag.testing.fake_openai import FakeOpenAIServer
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 
 TOY = {"num_questions": 6, "seed": 1}

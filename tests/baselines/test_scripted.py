@@ -16,20 +16,16 @@ from efficientrag.baselines.config import JudgeConfig
 from efficientrag.baselines.prompts import instructions as ins
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.loader import load_data
+from efficientrag.eval.assembly import build_method, shared_settings
+from efficientrag.eval.experiment import EvalSettings, ExperimentConfig
 from efficientrag.eval.judge import INSTRUCTION as JUDGE_INSTRUCTION
 from efficientrag.eval.runner import run_method
-from efficientrag.experiment import EvalSettings, ExperimentConfig, build_method, shared_settings
 from efficientrag.jsonl import read_jsonl
 from efficientrag.llm.config import LLMConfig
 from efficientrag.llm.generator_config import OpenAIGeneratorConfig
 from efficientrag.llm.openai_generator import OpenAIGenerator
-from efficientrag.testing.fake_openai import (
-    FakeOpenAIServer,
-    ScriptedReply,
-    prompt_token_count,
-    request_text,
-    tokenize,
-)
+from efficientrag.testing.fake_completions import ScriptedReply, prompt_token_count, request_text, tokenize
+from efficientrag.testing.fake_openai import FakeOpenAIServer
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 from efficientrag.text.normalize import normalize_answer
 

@@ -13,9 +13,9 @@ import pytest
 
 from efficientrag.cli import main
 from efficientrag.data.corpus import Corpus
-from efficientrag.data.errors import DataFormatError
 from efficientrag.data.readers.corpus_file import read_corpus_file
 from efficientrag.data.schema import Chunk
+from efficientrag.errors import DataFormatError
 
 GOOD = [
     {"id": "alpha", "title": "Alpha Film", "text": "Alpha Film was directed by Bob Stone."},

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from efficientrag.data.config import DataConfig
-from efficientrag.data.errors import DataFormatError
 from efficientrag.data.loader import load_data
+from efficientrag.errors import DataFormatError
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "2wikimultihopqa"
 

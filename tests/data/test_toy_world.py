@@ -4,7 +4,8 @@ from collections import Counter
 import pytest
 
 from efficientrag.data import read_dataset, read_musique
-from efficientrag.data.toy_world import QUESTION_TYPES, generate_toy_world, write_toy_world
+from efficientrag.data.toy_questions import QUESTION_TYPES
+from efficientrag.data.toy_world import generate_toy_world, write_toy_world
 
 REF = re.compile(r"#(\d+)")
 

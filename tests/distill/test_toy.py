@@ -18,10 +18,16 @@ from efficientrag.adapt.self_training import Question
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.distill.config import DistillConfig
 from efficientrag.distill.job import inputs_of, mix_stage, pairs_stage, train_student
-from efficientrag.experiment import ExperimentConfig, prepare_data
+from efficientrag.eval.experiment import ExperimentConfig
+from efficientrag.eval.prepared_data import prepare_data
 from efficientrag.models import Labeler
 from efficientrag.models.layers import keep_layers, uniform_layers
-from efficientrag.quickstart import QuickstartConfig, QuickstartPaths, evaluate_efficientrag, run_quickstart
+from efficientrag.quickstart.job import (
+    QuickstartConfig,
+    QuickstartPaths,
+    evaluate_efficientrag,
+    run_quickstart,
+)
 from efficientrag.retrieval.factory import build_retriever
 
 # Recall points below the teacher, at 4 of 6 layers. Measured (one run, 2 cores, 11 min): teacher

@@ -15,8 +15,10 @@ import pytest
 from efficientrag.cli import main
 from efficientrag.config import load_config
 from efficientrag.eval import RunSummary, evaluate, evaluate_method
+from efficientrag.eval.assembly import build_method, search_backend
+from efficientrag.eval.experiment import ExperimentConfig
+from efficientrag.eval.prepared_data import prepare_data
 from efficientrag.eval.run_binding import StaleRunError, read_fingerprint
-from efficientrag.experiment import ExperimentConfig, build_method, prepare_data, search_backend
 
 REPO = Path(__file__).resolve().parents[2]
 # Toy world + BM25: no encoder to load, about a second per run.

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from efficientrag.cli import main
-from efficientrag.llm.client import AsyncLLMClient
+from efficientrag.llm.async_client import AsyncLLMClient
 from efficientrag.testing.fake_openai import FakeOpenAIServer
 
 TOY = ["--dataset", "toy", "data.toy.num_questions=12", "retriever.kind=bm25", "--method", "direct"]

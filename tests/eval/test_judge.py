@@ -10,7 +10,8 @@ from efficientrag.eval.judge import (
     parse_verdict,
 )
 from efficientrag.llm.config import LLMConfig
-from efficientrag.testing.fake_openai import FakeOpenAIServer, request_text
+from efficientrag.testing.fake_completions import request_text
+from efficientrag.testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from efficientrag.cli import main
-from efficientrag.eval.run_binding import StaleRunError, bind_run, differing_keys, flatten, read_fingerprint
+from efficientrag.config import flatten
+from efficientrag.eval.run_binding import StaleRunError, bind_run, differing_keys, read_fingerprint
 from efficientrag.testing.fake_openai import FakeOpenAIServer
 
 # Toy world + BM25: no encoder to load, about a second per run.
@@ -179,7 +180,7 @@ def test_the_quickstart_evaluates_again_when_its_inputs_change(tmp_path):
 
     from efficientrag.data.pooling import pool
     from efficientrag.data.readers.toy import read_toy_world
-    from efficientrag.quickstart import QuickstartConfig, evaluate_direct
+    from efficientrag.quickstart.job import QuickstartConfig, evaluate_direct
     from efficientrag.testing.word_overlap import WordOverlapRetriever
 
     world = pool([read_toy_world(num_questions=6, seed=0)])

@@ -27,13 +27,9 @@ from efficientrag.llm import (
     parse_retry_after,
 )
 from efficientrag.llm.retry import UNREACHABLE_RETRY_DELAY_S
-from efficientrag.testing.fake_openai import (
-    FakeOpenAIServer,
-    ScriptedReply,
-    fake_logprob,
-    queue_responder,
-    tokenize,
-)
+from efficientrag.testing.fake_completions import ScriptedReply, fake_logprob, tokenize
+from efficientrag.testing.fake_openai import FakeOpenAIServer
+from efficientrag.testing.fake_responders import queue_responder
 
 SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdef"
 MSG = [{"role": "user", "content": "What is the capital of France?"}]

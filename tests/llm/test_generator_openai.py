@@ -11,7 +11,9 @@ from efficientrag.llm.factory import make_generator
 from efficientrag.llm.generator import Generator, GeneratorCapabilityError
 from efficientrag.llm.generator_config import GeneratorConfig, OpenAIGeneratorConfig
 from efficientrag.llm.openai_generator import OpenAIGenerator
-from efficientrag.testing.fake_openai import FakeOpenAIServer, ScriptedReply, fake_logprob, rule_responder
+from efficientrag.testing.fake_completions import ScriptedReply, fake_logprob
+from efficientrag.testing.fake_openai import FakeOpenAIServer
+from efficientrag.testing.fake_responders import rule_responder
 
 SCRIPT = ScriptedReply(
     "Anna Weiss was born in Vienna.",

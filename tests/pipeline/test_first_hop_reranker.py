@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from efficientrag.config import load_config
-from efficientrag.experiment import ExperimentConfig, check_model_folders
+from efficientrag.eval.assembly import check_model_folders
+from efficientrag.eval.experiment import ExperimentConfig
 from efficientrag.models.cross_encoder import load_cross_encoder, score_pairs
 from efficientrag.pipeline.config import EfficientRAGConfig, loop_settings
 from efficientrag.pipeline.efficientrag import EfficientRAG

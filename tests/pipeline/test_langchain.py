@@ -16,7 +16,8 @@ from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
 from langchain_core.documents import Document  # noqa: E402
 from langchain_core.runnables import RunnableLambda  # noqa: E402
 
-from efficientrag.pipeline.langchain import TRACE_KEY, EfficientRAGRetriever  # noqa: E402
+from efficientrag.pipeline.adapters import TRACE_KEY
+from efficientrag.pipeline.langchain import EfficientRAGRetriever  # noqa: E402
 from efficientrag.testing.scripted_models import (  # noqa: E402
     ALPHA_QUESTION,
     CONFIDENCE,

@@ -26,7 +26,8 @@ from llama_index.core.llms import (  # noqa: E402
 from llama_index.core.query_engine import RetrieverQueryEngine  # noqa: E402
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode  # noqa: E402
 
-from efficientrag.pipeline.llamaindex import TRACE_KEY, EfficientRAGRetriever  # noqa: E402
+from efficientrag.pipeline.adapters import TRACE_KEY
+from efficientrag.pipeline.llamaindex import EfficientRAGRetriever  # noqa: E402
 from efficientrag.testing.scripted_models import (  # noqa: E402
     ALPHA_QUESTION,
     CONFIDENCE,

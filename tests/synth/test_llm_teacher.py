@@ -13,7 +13,7 @@ from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.loader import load_data
 from efficientrag.data.schema import Chunk, Example
-from efficientrag.llm.client import AsyncLLMClient
+from efficientrag.llm.async_client import AsyncLLMClient
 from efficientrag.llm.config import LLMConfig, ModelPrice
 from efficientrag.synth.config import SynthConfig
 from efficientrag.synth.next_hop import R_FILTER_ALIGN
@@ -37,7 +37,9 @@ from efficientrag.synth.steps import (
 )
 from efficientrag.synth.teacher import get_teacher
 from efficientrag.synth.teacher.llm import LLMTeacher
-from efficientrag.testing.fake_openai import FakeOpenAIServer, queue_responder, request_text
+from efficientrag.testing.fake_completions import request_text
+from efficientrag.testing.fake_openai import FakeOpenAIServer
+from efficientrag.testing.fake_responders import queue_responder
 from efficientrag.testing.synth_oracle import SynthOracle
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 

@@ -14,15 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 import openai
 import pytest
 
-from efficientrag.testing.fake_openai import (
-    FakeOpenAIServer,
-    ScriptedReply,
-    echo_responder,
-    fake_logprob,
-    queue_responder,
-    rule_responder,
-    tokenize,
-)
+from efficientrag.testing.fake_completions import ScriptedReply, fake_logprob, tokenize
+from efficientrag.testing.fake_openai import FakeOpenAIServer
+from efficientrag.testing.fake_responders import echo_responder, queue_responder, rule_responder
 
 USER = [{"role": "user", "content": "What is the capital of France?"}]
 

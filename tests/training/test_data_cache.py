@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from efficientrag.data.errors import DataFormatError
+from efficientrag.errors import DataFormatError
 from efficientrag.models import Filter, Labeler
 from efficientrag.models.tokenization import load_tokenizer
 from efficientrag.testing.tiny_backbones import tiny_deberta

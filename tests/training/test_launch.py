@@ -111,7 +111,7 @@ def test_accelerate_launch_killed_mid_run_resumes_with_the_same_batches(tmp_path
 def test_plain_accelerate_launch_trains_on_every_core(tmp_path, repo_root):
     """The README's command, with none of accelerate's CPU flags: accelerate exports
     OMP_NUM_THREADS=1, and the entry script must still train on all the cores it may use."""
-    from efficientrag.training.threads import available_cores
+    from efficientrag.cpu import available_cores
 
     backbone = tiny_deberta(tmp_path / "deberta", sentences(100))
     data = write_rows(tmp_path / "data", labeler_rows(8, seed=1), labeler_rows(4, seed=2, prefix="v"))

@@ -9,7 +9,7 @@ import pytest
 from safetensors.torch import load_file
 
 from efficientrag.config import ConfigError
-from efficientrag.data.errors import DataFormatError
+from efficientrag.errors import DataFormatError
 from efficientrag.models import Filter, Labeler
 from efficientrag.testing.tiny_backbones import tiny_deberta
 from efficientrag.testing.token_tasks import filter_rows, labeler_rows, sentences, write_rows

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from efficientrag.data.errors import DataFormatError, SkippedRecord
+from efficientrag.data.errors import SkippedRecord
 from efficientrag.data.readers.fields import Where
 from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.readers.source import SourceRecord
 from efficientrag.data.schema import Chunk, Example
+from efficientrag.errors import DataFormatError
 
 
 @dataclass

@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 
 from efficientrag.data.corpus import Corpus
-from efficientrag.data.errors import DataFormatError
 from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.readers.source import read_text
 from efficientrag.data.readers.title_corpus import read_title_corpus
+from efficientrag.errors import DataFormatError
 
 
 def is_title_corpus(text: str) -> bool:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from efficientrag.data.errors import DataFormatError
+from efficientrag.errors import DataFormatError
 
 _EXPECTED = {str: "a string", list: "a list", dict: "an object", bool: "true/false", int: "an integer"}
 _GOT = {**_EXPECTED, bool: "a boolean", float: "a number", type(None): "null"}

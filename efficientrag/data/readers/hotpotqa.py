@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from efficientrag.data.errors import DataFormatError
 from efficientrag.data.readers.collect import Parsed, collect, question_record
 from efficientrag.data.readers.fields import Where, chunk_id, unique_answers
 from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.readers.source import SourceRecord, iter_records, read_text
 from efficientrag.data.readers.wiki_context import gold_and_chunks
 from efficientrag.data.schema import Chunk
+from efficientrag.errors import DataFormatError
 
 HotpotFormat = Literal["auto", "distractor", "ircot"]
 DATASET = "hotpotqa"

@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from efficientrag.data.errors import DataFormatError
 from efficientrag.data.readers.collect import ParseFn, collect
 from efficientrag.data.readers.hotpotqa import parse_distractor
 from efficientrag.data.readers.musique import parse_musique
 from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.readers.source import SourceRecord
 from efficientrag.data.readers.twowiki import parse_2wiki
+from efficientrag.errors import DataFormatError
 
 HUB_PREFIX = "hub"
 # Default Hub copies (repository, config). HotpotQA's is the official one; for 2Wiki and MuSiQue

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from efficientrag.data.errors import DataFormatError
-from efficientrag.errors import not_a_file
+from efficientrag.errors import DataFormatError, not_a_file
 from efficientrag.jsonl import not_utf8_message
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from efficientrag.data.errors import DataFormatError
 from efficientrag.data.readers.fields import Where
 from efficientrag.data.readers.source import parse_json, read_text
 from efficientrag.data.readers.wiki_context import join_sentences
 from efficientrag.data.schema import Chunk
+from efficientrag.errors import DataFormatError
 
 TITLE_ID_PREFIX = "title:"
 

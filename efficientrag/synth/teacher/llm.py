@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from efficientrag.config import ConfigError
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Chunk, Example
-from efficientrag.llm.client import AsyncLLMClient
+from efficientrag.llm.async_client import AsyncLLMClient
 from efficientrag.llm.errors import LLMConfigError, TruncatedOutputError
 from efficientrag.llm.usage import add_run_to_usage_file
 from efficientrag.synth.prompts import PROMPT_VERSION, prompt_digest, prompt_set

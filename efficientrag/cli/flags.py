@@ -1,9 +1,9 @@
 """The command line's shorthand flags: declared once, added to a command's parser, turned into overrides.
 
 ``--work-dir X`` is the override ``work_dir=X``: each flag names the config key it sets. The parser
-(:mod:`efficientrag.cli_parser`) adds the flags a command takes, and the commands
-(:mod:`efficientrag.cli_commands`) turn the given ones into ``key=value`` overrides, so the two
-never disagree on what a flag means.
+(:mod:`efficientrag.cli.parser`) adds the flags a command takes, and
+:mod:`efficientrag.cli.command_config` turns the given ones into ``key=value`` overrides, so the
+two never disagree on what a flag means.
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ Every command takes ``--config PRESET.yaml`` and trailing ``key=value`` override
 ``synth/``, ``train/`` and ``eval/`` run the same entries (``_delegate``, ``command_main``).
 
 This module is the entry: it parses, runs one command and turns expected failures into exit
-statuses. The flags are declared in :mod:`efficientrag.cli_flags`, the parser is built in
-:mod:`efficientrag.cli_parser` and the commands live in :mod:`efficientrag.cli_commands`; their
-names stay importable from here.
+statuses. The flags are declared in :mod:`efficientrag.cli.flags`, the parser is built in
+:mod:`efficientrag.cli.parser`, a command's config is assembled in
+:mod:`efficientrag.cli.command_config` and each command family is a module of its own
+(``corpus``, ``evaluate``, ``retrieve``, ``serve``, ``quickstart``, ``jobs``).
 """
 
 from __future__ import annotations
@@ -17,60 +18,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from efficientrag.cli_commands import T as T
-from efficientrag.cli_commands import _experiment_config as _experiment_config
-from efficientrag.cli_commands import _job_config as _job_config
-from efficientrag.cli_commands import _models_line as _models_line
-from efficientrag.cli_commands import _overrides as _overrides
-from efficientrag.cli_commands import _run_job as _run_job
-from efficientrag.cli_commands import (
-    cmd_adapt,
-    cmd_corpus,
-    cmd_distill,
-    cmd_eval,
-    cmd_index,
-    cmd_quickstart,
-    cmd_report,
-    cmd_retrieve,
-    cmd_serve,
-)
-from efficientrag.cli_flags import DATA_FLAGS, FLAGS, MODEL_FLAGS, Flag, add_config_args, flag_overrides
-from efficientrag.cli_parser import _EVAL_HELP as _EVAL_HELP
-from efficientrag.cli_parser import _REPORT_HELP as _REPORT_HELP
-from efficientrag.cli_parser import STANDALONE, add_verbose, build_parser
-from efficientrag.cli_parser import _add_eval_args as _add_eval_args
-from efficientrag.cli_parser import _add_experiment_args as _add_experiment_args
-from efficientrag.cli_parser import _add_report_args as _add_report_args
+from efficientrag.cli.parser import STANDALONE, add_verbose, build_parser
 from efficientrag.config import ConfigError, parse_args_with_overrides
 from efficientrag.retrieval.errors import BackendUnavailableError
 from efficientrag.run_lock import FolderLockedError
-
-# What this module defined before the flags, the commands and the parser moved out stays importable
-# from here: the public names (__all__), the helpers imported above as themselves, and the five
-# below under their old names.
-__all__ = [
-    "DATA_FLAGS",
-    "FLAGS",
-    "MODEL_FLAGS",
-    "Flag",
-    "cmd_adapt",
-    "cmd_corpus",
-    "cmd_distill",
-    "cmd_eval",
-    "cmd_index",
-    "cmd_quickstart",
-    "cmd_report",
-    "cmd_retrieve",
-    "cmd_serve",
-    "command_main",
-    "main",
-]
-
-_add_config_args = add_config_args
-_flag_overrides = flag_overrides
-_STANDALONE = STANDALONE
-_add_verbose = add_verbose
-_build_parser = build_parser  # main() calls it by this name
 
 log = logging.getLogger("efficientrag")
 
@@ -94,17 +45,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     delegated = _delegate(argv)
     if delegated is not None:
         return delegated
-    return _run(_build_parser(), argv)
+    return _run(build_parser(), argv)
 
 
 def command_main(command: str, argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     """``efficientrag COMMAND ...`` as a program of its own, with the same options and behaviour:
-    the entry of the thin scripts under ``eval/`` (``eval/run.py`` is ``command_main("eval")``)."""
-    if command not in _STANDALONE:
-        raise ValueError(f"no standalone entry for command {command!r}; known: {sorted(_STANDALONE)}")
-    help_text, add_args = _STANDALONE[command]
+    the entry of the thin scripts under ``eval/`` (``eval/run.py`` is ``command_main("eval")``).
+
+    Args:
+        command: A command that also runs on its own (``eval``, ``report``).
+        argv: The arguments after the program name (None: ``sys.argv[1:]``).
+        prog: The program name its usage line shows (None: ``efficientrag COMMAND``).
+
+    Returns:
+        The exit status, as :func:`main` returns it.
+    """
+    if command not in STANDALONE:
+        raise ValueError(f"no standalone entry for command {command!r}; known: {sorted(STANDALONE)}")
+    help_text, add_args = STANDALONE[command]
     parser = argparse.ArgumentParser(prog=prog or f"efficientrag {command}", description=help_text)
-    _add_verbose(parser)
+    add_verbose(parser)
     add_args(parser)
     return _run(parser, list(sys.argv[1:] if argv is None else argv))
 
@@ -170,7 +130,3 @@ def _setup_logging(verbose: bool) -> None:
     noisy_loggers += ("milvus_lite",)
     for noisy in noisy_loggers:
         logging.getLogger(noisy).setLevel(logging.WARNING)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -12,7 +12,7 @@ from typing import Any
 
 from efficientrag.config import ConfigError, read_yaml
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parent.parent  # efficientrag/
 CANDIDATES = (_PACKAGE / "configs", _PACKAGE.parent / "configs")
 
 

@@ -29,7 +29,7 @@ from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 from efficientrag.data.split import VALIDATION, split_of
 from efficientrag.pipeline.config import EfficientRAGConfig
-from efficientrag.presets import preset_path, read_preset
+from efficientrag.quickstart.presets import preset_path, read_preset
 from efficientrag.retrieval.base import Retriever
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.synth.config import SynthConfig
@@ -141,7 +141,8 @@ def split_examples(
 
 def run_quickstart(cfg: QuickstartConfig) -> dict[str, Any]:
     """Run (or continue) every step; returns the summary also written to ``quickstart.json``."""
-    from efficientrag.experiment import ExperimentConfig, prepare_data
+    from efficientrag.eval.experiment import ExperimentConfig
+    from efficientrag.eval.prepared_data import prepare_data
     from efficientrag.retrieval.factory import build_retriever
 
     paths = QuickstartPaths(Path(cfg.work_dir))
@@ -252,7 +253,8 @@ def synthesize_train_sets(
 ) -> tuple[dict[str, Any], list[Example]]:
     """Every ``train_sets`` file synthesized over its own corpus and index (under
     ``work_dir/train/<i>-<dataset>``), then merged into the quickstart's training sets."""
-    from efficientrag.experiment import ExperimentConfig, prepare_data
+    from efficientrag.eval.experiment import ExperimentConfig
+    from efficientrag.eval.prepared_data import prepare_data
     from efficientrag.retrieval.factory import build_retriever
     from efficientrag.synth.merge import merge_training_sets
 
@@ -417,14 +419,6 @@ def _report(cfg: QuickstartConfig, summary: dict[str, Any], table: str, plot: Pa
 
 def _write_ids(path: Path, examples: Sequence[Example]) -> None:
     write_text_atomic(path, "".join(f"{ex.id}\n" for ex in examples))
-
-
-def __getattr__(name: str) -> Any:
-    if name == "QuickSynthSettings":
-        raise AttributeError(
-            "QuickSynthSettings is now efficientrag.synth.config.SynthConfig (QuickstartConfig.synth)"
-        )
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _timed:

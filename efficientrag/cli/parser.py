@@ -1,7 +1,7 @@
 """The ``efficientrag`` argument parser: each command's arguments and the function that runs it.
 
-Kept apart from the commands (:mod:`efficientrag.cli_commands`) so that what a command accepts reads
-in one place; :mod:`efficientrag.cli` parses with it. The eval and report commands' arguments are
+Kept apart from the commands (one module per command family in :mod:`efficientrag.cli`) so that
+what a command accepts reads in one place; :mod:`efficientrag.cli.main` parses with it. The eval and report commands' arguments are
 also the whole command line of their scripts under ``eval/`` (:data:`STANDALONE`).
 """
 
@@ -10,20 +10,15 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from efficientrag.cli_commands import (
-    cmd_adapt,
-    cmd_corpus,
-    cmd_distill,
-    cmd_eval,
-    cmd_index,
-    cmd_quickstart,
-    cmd_report,
-    cmd_retrieve,
-    cmd_serve,
-)
-from efficientrag.cli_flags import DATA_FLAGS, MODEL_FLAGS, add_config_args
+from efficientrag.cli.corpus import cmd_corpus, cmd_index
+from efficientrag.cli.evaluate import cmd_eval, cmd_report
+from efficientrag.cli.flags import DATA_FLAGS, MODEL_FLAGS, add_config_args
+from efficientrag.cli.jobs import cmd_adapt, cmd_distill
+from efficientrag.cli.quickstart import cmd_quickstart
+from efficientrag.cli.retrieve import cmd_retrieve
+from efficientrag.cli.serve import cmd_serve
 
-# The program's description: the first line of efficientrag.cli's docstring.
+# The program's description (the first line of the command line's docstring, as it always was).
 DESCRIPTION = (
     "``efficientrag <command>``: parse a config, call the library, print what a person needs to see."
 )
@@ -55,7 +50,7 @@ def _add_eval_args(p: argparse.ArgumentParser) -> None:
         help="when another process is writing the run folder, wait for it instead of refusing "
         "(eval.wait_for_lock)",
     )
-    p.set_defaults(handler=cmd_eval)
+    p.set_defaults(handler=cmd_eval, needs_questions=True)
 
 
 def _add_report_args(p: argparse.ArgumentParser) -> None:
@@ -145,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=cmd_serve)
 
-    # Listed for --help; the arguments are parsed by the commands' own entries (efficientrag.cli._delegate).
+    # Listed for --help; the arguments are parsed by the commands' own entries (efficientrag.cli.main._delegate).
     sub.add_parser("synth", help="synthesize Labeler/Filter training data (same as synth/run.py)")
     sub.add_parser(
         "train",
@@ -160,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="toy world (or --dataset/--data) -> synthesis -> train Labeler+Filter -> EfficientRAG vs Direct-R",
     )
     add_config_args(p, "configs/quickstart/hotpotqa.yaml")
-    p.set_defaults(handler=cmd_quickstart)
+    p.set_defaults(handler=cmd_quickstart, needs_questions=True)
 
     _add_adapt_args(
         sub.add_parser(
