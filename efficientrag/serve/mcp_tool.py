@@ -2,8 +2,8 @@
 
 Agent frameworks and desktop assistants call tools over MCP (UltraRAG and Milvus's own MCP server
 expose retrieval this way). The endpoint is the ``mcp`` SDK's streamable HTTP transport, mounted
-as a route of the FastAPI app, so it sits behind the same gate as the API (bearer token, body
-size), and a call goes through the same ``Answerer`` as ``/v1/retrieve``: the same question checks,
+as a route of the FastAPI app, so it sits behind the same checks as the API (the bearer token,
+through ``dependencies.TokenRequired``, and ``security.BodyCheck``), and a call goes through the same ``Answerer`` as ``/v1/retrieve``: the same question checks,
 admission by deadline (``serve.deadline_s``), queue and micro-batches. It runs stateless, with
 JSON replies: any replica behind a load balancer can answer any call, with no session to stick to.
 
@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from efficientrag.serve.answering import Answerer
 from efficientrag.serve.config import ServeConfig
+from efficientrag.serve.dependencies import TokenRequired
 from efficientrag.serve.errors import RequestError
 from efficientrag.serve.requests import check_request_questions
 from efficientrag.serve.wire import result_to_json
@@ -80,10 +81,12 @@ def mcp_server(answer: Answerer, cfg: ServeConfig) -> Any:
 
 def mount_mcp(app: Any, server: Any, cfg: ServeConfig) -> None:
     """Add the SDK's streamable HTTP route to ``app`` (its session manager runs in the app's
-    lifespan). On loopback the SDK's DNS-rebinding protection stays on (a web page must not reach a
-    local server through a name it controls); on other interfaces the Host header is the load
-    balancer's to choose, and the bearer token guards the endpoint."""
+    lifespan), behind the bearer token (``TokenRequired``: a route that is an ASGI app takes no
+    dependencies). On loopback the SDK's DNS-rebinding protection stays on (a web page must not
+    reach a local server through a name it controls); on other interfaces the Host header is the
+    load balancer's to choose, and the bearer token guards the endpoint."""
     from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.routing import Route
 
     security = (
         None if cfg.host in LOOPBACK else TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -96,7 +99,11 @@ def mount_mcp(app: Any, server: Any, cfg: ServeConfig) -> None:
         transport_security=security,
         host=cfg.host,
     )
-    app.router.routes.extend(sub.routes)
+    for route in sub.routes:
+        if isinstance(route, Route) and route.path == MCP_PATH:
+            app.router.routes.append(Route(MCP_PATH, endpoint=TokenRequired(route.app)))
+        else:
+            app.router.routes.append(route)
 
 
 def _quietly(make: Any) -> Any:

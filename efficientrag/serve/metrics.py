@@ -2,10 +2,15 @@
 
 A registry of its own per app, not prometheus_client's global one, so two apps in one process (the
 tests, an embedding program) count separately. The endpoint label only takes the API's own paths,
-so random paths cannot grow the series without bound.
+so random paths cannot grow the series without bound. ``RequestMetrics`` is the ASGI middleware
+that counts every API request by its status, refusals of the middleware inside it included.
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import MutableMapping
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -75,3 +80,31 @@ class Metrics:
 
     def render(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class RequestMetrics:
+    """ASGI middleware: each API request's status and latency (``Metrics.observe_request``), as
+    sent, whoever sent it (a route, an exception handler, ``security.BodyCheck``); 500 when nothing
+    was sent (an unhandled exception)."""
+
+    def __init__(self, app: Any, *, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def send_counted(message: MutableMapping[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_counted)
+        finally:
+            self.metrics.observe_request(scope.get("path", ""), status, time.perf_counter() - started)

@@ -1,29 +1,28 @@
-"""The gate in front of the app: the bearer token, the body size limit, UTF-8 bodies and request
-metrics.
+"""The token's source, and the one check that stays ASGI middleware: the request body before
+FastAPI reads it.
 
-A plain ASGI middleware, so that it runs before FastAPI reads and parses a body: an oversized body
-is refused from its ``Content-Length`` (or while it streams) without being held in memory, and a
-request without the token never reaches a route. The token comes from ``EFFICIENTRAG_API_KEY``
-only; it is compared in constant time (``hmac.compare_digest``) and never logged or echoed.
+The bearer token is a FastAPI dependency (``dependencies.require_token``). The body checks cannot
+be: FastAPI reads and parses a JSON body *before* a route's dependencies run, so a dependency
+could refuse an oversized body only after holding all of it in memory, and a body that is not
+UTF-8 would already have failed FastAPI's own parse with a bare 400 that names no field. So
+``BodyCheck`` refuses, before any route sees the request: a JSON endpoint's body sent as something
+else (415, from ``Content-Type``, without reading it), a body over ``serve.max_body_bytes`` (413,
+from its ``Content-Length`` or while it streams, never held whole), and a JSON endpoint's body
+that is not UTF-8 (400, naming the byte). These run before the token check: a request without the
+token costs at most one bounded body read.
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 import os
-import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from efficientrag.serve.errors import BODY_TOO_LARGE, UNAUTHORIZED, RequestError
+from efficientrag.serve.errors import BODY_TOO_LARGE, RequestError
 from efficientrag.serve.metrics import API_PATHS, Metrics
 
 API_KEY_ENV = "EFFICIENTRAG_API_KEY"
-
-# Open without a token: the page's static files, liveness/readiness probes and the schema.
-PUBLIC_PATHS = ("/", "/healthz", "/readyz", "/docs", "/openapi.json", "/docs/oauth2-redirect")
-PUBLIC_PREFIXES = ("/static/",)
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -40,12 +39,12 @@ def api_key_from_env() -> str | None:
     return value.strip()
 
 
-class Gate:
-    """ASGI middleware: see the module docstring."""
+class BodyCheck:
+    """ASGI middleware: see the module docstring. Its refusals are counted in ``metrics.errors``
+    (the app's exception handlers never see them)."""
 
-    def __init__(self, app: Any, *, token: str | None, max_body_bytes: int, metrics: Metrics) -> None:
+    def __init__(self, app: Any, *, max_body_bytes: int, metrics: Metrics) -> None:
         self.app = app
-        self.token = token.encode("utf-8") if token else None
         self.max_body = max_body_bytes
         self.metrics = metrics
 
@@ -53,43 +52,18 @@ class Gate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = time.perf_counter()
         path = scope.get("path", "")
-        status: list[int] = [500]
-
-        async def send_counted(message: MutableMapping[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                status[0] = int(message["status"])
-            await send(message)
-
-        try:
-            refusal = self._refusal(scope, path) or _not_json(scope, path)
-            if refusal is None and scope.get("method") in ("POST", "PUT", "PATCH"):
-                body, refusal = await self._read_body(scope, receive)
-                refusal = refusal or _not_utf8(path, body)
-                if refusal is None:
-                    receive = _replay(body, receive)
-            if refusal is not None:
-                self.metrics.errors.labels(refusal.kind).inc()
-                await _send_error(send_counted, refusal)
-                return
-            await self.app(scope, receive, send_counted)
-        finally:
-            self.metrics.observe_request(path, status[0], time.perf_counter() - started)
-
-    def _refusal(self, scope: Scope, path: str) -> RequestError | None:
-        if self.token is None or scope.get("method") == "OPTIONS" or _public(path):
-            return None
-        given = _bearer(scope)
-        if given is None or not hmac.compare_digest(given, self.token):
-            return RequestError(
-                401,
-                "authorization",
-                "missing or wrong bearer token (send 'Authorization: Bearer <EFFICIENTRAG_API_KEY>')",
-                kind=UNAUTHORIZED,
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-        return None
+        refusal = _not_json(scope, path)
+        if refusal is None and scope.get("method") in ("POST", "PUT", "PATCH"):
+            body, refusal = await self._read_body(scope, receive)
+            refusal = refusal or _not_utf8(path, body)
+            if refusal is None:
+                receive = _replay(body, receive)
+        if refusal is not None:
+            self.metrics.errors.labels(refusal.kind).inc()
+            await _send_error(send, refusal)
+            return
+        await self.app(scope, receive, send)
 
     async def _read_body(self, scope: Scope, receive: Receive) -> tuple[bytes, RequestError | None]:
         too_large = RequestError(
@@ -142,23 +116,11 @@ def _not_utf8(path: str, body: bytes) -> RequestError | None:
     return None
 
 
-def _public(path: str) -> bool:
-    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
-
-
 def _header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope.get("headers", []):
         if key.lower() == name:
             return value.decode("latin-1").strip()
     return None
-
-
-def _bearer(scope: Scope) -> bytes | None:
-    value = _header(scope, b"authorization")
-    if not value:
-        return None
-    scheme, _, token = value.partition(" ")
-    return token.strip().encode("utf-8") if scheme.lower() == "bearer" and token.strip() else None
 
 
 def _replay(body: bytes, original: Receive) -> Receive:

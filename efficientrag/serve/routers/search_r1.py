@@ -1,0 +1,43 @@
+"""``POST /retrieve``: the Search-R1 / FlashRAG retrieval-server shape, behind the token."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+
+from efficientrag.pipeline.efficientrag import RetrievalResult
+from efficientrag.serve.dependencies import AnswererDep, ConfigDep, ContentsDep, DeadlineDep, require_token
+from efficientrag.serve.requests import SearchR1Request, search_r1_queries
+from efficientrag.serve.wire import search_r1_json
+
+router = APIRouter(dependencies=[Depends(require_token)])
+
+
+@router.post("/retrieve", summary="Search-R1 / FlashRAG retrieval-server shape")
+async def retrieve_search_r1(
+    body: SearchR1Request,
+    request: Request,
+    answer: AnswererDep,
+    cfg: ConfigDep,
+    deadline: DeadlineDep,
+    contents: ContentsDep,
+) -> dict[str, Any]:
+    """``{"queries": [...], "topk": k, "return_scores": bool}`` -> ``{"result": [[doc, ...], ...]}``,
+    ``doc`` = ``{"id", "contents"}`` (``{"document": doc, "score": s}`` with scores), ``contents``
+    the corpus row's own. A rollout's whole batch at once (``serve.max_queries``); an empty query
+    gets an empty list. ``topk`` caps the chunks per query (the loop's ``chunk_budget``)."""
+    asked = search_r1_queries(body, cfg)
+    deadline_s = deadline.seconds(body.deadline_ms)
+    settings = {"chunk_budget": body.topk} if body.topk is not None else {}
+    found: dict[int, RetrievalResult] = {}
+    if asked:
+        answer.admit(len(asked), deadline_s, field="queries")
+        results = await answer([body.queries[i] for i in asked], settings, deadline_s, request.receive)
+        found = dict(zip(asked, results, strict=True))
+    return {
+        "result": [
+            search_r1_json(found.get(i), return_scores=body.return_scores, contents=contents)
+            for i in range(len(body.queries))
+        ]
+    }
