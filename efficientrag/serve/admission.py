@@ -85,6 +85,16 @@ class RateMeter:
             return None
         return min(q / s for q, s in self._batches)
 
+    @property
+    def mean_rate(self) -> float | None:
+        """Questions per second over the same batches taken together: the pace the server keeps,
+        which refused callers are sent back at (``RetrySlots``). Spacing them at the slowest
+        batch's rate would bring them back slower than the worker drains the queue, leaving it to
+        run small batches (at 256 clients on the toy world: 0.82x the 16-client goodput)."""
+        if not self._batches:
+            return None
+        return sum(q for q, _ in self._batches) / sum(s for _, s in self._batches)
+
 
 def running_left(rate: float, size: int, elapsed_s: float) -> float:
     """Seconds the running batch of ``size`` questions still needs at ``rate`` (0 once it has run

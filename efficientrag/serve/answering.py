@@ -60,7 +60,7 @@ class Answerer:
         """The 503, its ``Retry-After`` a slot of its own (``admission.RetrySlots``)."""
         if exc.wait_s is not None:
             exc.retry_after_s = self.batcher.slots.after(
-                exc.wait_s, questions, self.batcher.meter.rate, time.monotonic()
+                exc.wait_s, questions, self.batcher.meter.mean_rate, time.monotonic()
             )
         return errors.from_refusal(exc)
 

@@ -38,6 +38,7 @@ def test_the_rate_is_the_slowest_of_the_last_batches():
     assert meter.rate == 8.0
     meter.record(0, 1.0)  # an empty or instant batch says nothing
     assert meter.rate == 8.0
+    assert meter.mean_rate == (30 + 8) / 3.0  # the pace over the window, for Retry-After slots
 
 
 def test_what_fits_its_deadline_is_admitted_and_an_unmeasured_server_only_caps():
