@@ -158,7 +158,7 @@ class RetrySlots:
     room" is the same second for every caller refused in the same second, and a hundred callers
     honouring it come back together, to be refused together again: the server spends its cores
     refusing. Instead the refused are given slots one after another, each as long as the server
-    needs for the caller's questions at the measured rate, starting when the queue will have room:
+    needs for the caller's questions at the mean measured rate (``RateMeter.mean_rate``), starting when the queue will have room:
     they come back at about the pace the server can take them."""
 
     _next: float = 0.0
