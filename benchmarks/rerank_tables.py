@@ -23,7 +23,7 @@ def question_type(record: Mapping[str, Any]) -> str:
     rid = str(record.get("id") or "")
     if "hop" in rid.split("__")[0]:
         return rid.split("__")[0][:4]  # 2hop, 3hop, 4hop
-    return str(record.get("type") or "?")
+    return str(record.get("type") or "untyped")
 
 
 def seconds_per_question(summary: Mapping[str, Any]) -> float:
@@ -77,7 +77,7 @@ def render(
         "question chose anything. Numbers in %; s/q: seconds per question on this machine.",
     ]
     for dataset, runs in results.items():
-        where = "in domain" if dataset in train_on else "left out"
+        where = "in domain" if dataset.split()[0] in train_on else "left out"
         lines += ["", *dataset_tables(dataset, where, runs)]
     return "\n".join(lines) + "\n"
 
@@ -87,7 +87,7 @@ def dataset_tables(dataset: str, where: str, runs: Mapping[str, Mapping[str, Any
     e = eff["retrieval"][ALL]
     chunks = float(e["num_chunks"])
     lines = [
-        f"### {dataset} ({eff['n']} dev questions, {where})",
+        f"### {dataset} ({eff['n']} {'questions' if ' ' in dataset else 'dev questions'}, {where})",
         "",
         "Recall / all-gold at K chunks:",
         "",

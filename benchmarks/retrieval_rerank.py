@@ -11,7 +11,9 @@ under the honest protocol of ``benchmarks/retrieval_efficientrag.py``:
    ``configs/reranker/minilm-cpu.yaml``; gold chunks positive, hard negatives from the same search).
    With several ``--reranker-grid`` recipes, the one with the best validation score (mean over the
    training files of (recall + all-gold) / 2 of the top 20 reranked, K=6) is used.
-3. On every dev question of each evaluated dataset, over its pooled dev corpus: Direct-R, ``rerank``
+3. On every dev question of each evaluated dataset, over its pooled dev corpus (and with
+   ``--open-domain N`` on N 2Wiki open-domain train questions none was trained on, over their own
+   5,813-document corpus): Direct-R, ``rerank``
    (the cross-encoder over the question's top N) and ``labeler_rerank`` (the Labeler's Continue
    probability over the same top N, one hop, no Filter) at N = 20 and 50, each at K = 2 to 10, and
    EfficientRAG with its chosen setting.
@@ -44,6 +46,7 @@ from rerank_tables import plot_dataset, render  # noqa: E402
 from retrieval_efficientrag import (  # noqa: E402
     DATASETS,
     DEV_FILES,
+    OPEN_DOMAIN,
     REPO,
     TRAIN_FILES,
     Pool,
@@ -73,6 +76,9 @@ RECIPES = {
 LOOP_VARIANTS = {
     "first20": ["first_top_k=20"],
     "first30": ["first_top_k=30"],
+    # A question whose loop keeps fewer chunks than the budget gets the rest from its own first-hop
+    # hits (``fill_budget``): every question then costs the budget, as a reranker's top K does.
+    "fill": ["fill_budget=true"],
 }
 # The same, with the direction's cross-encoder reordering the question's wide first hop before the
 # Labeler judges its best top_k (``first_hop_reranker``; the floor is then the reranker's top
@@ -81,7 +87,12 @@ RERANKED_VARIANTS = {
     "ce20": ["first_top_k=20"],
     "ce50": ["first_top_k=50"],
     "ce20-f5": ["first_top_k=20", "floor_k=5"],
+    "ce20-fill": ["first_top_k=20", "fill_budget=true"],
 }
+# HotpotQA's IRCoT dev file names no question type; the original distractor file does, for the
+# first 100 of its questions (all among the 350). The rest are reported as untyped.
+OPEN_DOMAIN_NAME = "2wikimultihopqa open-domain"
+TYPE_FILES = {"hotpotqa": "hotpotqa/hotpot_dev_distractor_v1.first100.json"}
 
 
 def train_cross_encoder(
@@ -154,13 +165,15 @@ def choose_loop(
 def evaluate_dev(
     args: argparse.Namespace,
     pool: Pool,
+    dataset: str,
     models: Path,
     reranker: Path,
     loops: dict[str, tuple[str, list[str]]],
     out: Path,
 ) -> dict[str, Any]:
-    """Every method on the pool's dev questions, each run cached in its own folder under ``out``.
-    ``loops``: the EfficientRAG settings reported, by row name (``"EfficientRAG"``: the one chosen).
+    """Every method on the pool's questions (of ``dataset``), each run cached in its own folder under
+    ``out``. ``loops``: the EfficientRAG settings reported, by row name (``"EfficientRAG"``: the one
+    chosen).
 
     Returns:
         Per method: its summary and its per-question records.
@@ -172,7 +185,7 @@ def evaluate_dev(
     examples, progress = pool.examples, not args.quiet
     direct = evaluate_direct_r_run(pool.retriever, examples, out / "direct_r_k", ks=KS, progress=progress)
     runs = {"Direct-R": (dict(direct), out / "direct_r_k")}
-    cfg = quick_config(out, pool.name.removeprefix("dev-"), args)
+    cfg = quick_config(out, dataset, args)
     rag = load_rag(pool, models)
     for name, (lab, ov) in loops.items():
         runs[name] = (dict(run_setting(pool, rag, examples, lab, ov, out, cfg)), out / lab)
@@ -197,17 +210,44 @@ def evaluate_dev(
                 dict(evaluate_rerank_run(method, examples, run_dir, ks=KS, progress=progress)),
                 run_dir,
             )
+    types = known_types(args.shared_data, dataset)
     return {
-        name: {"summary": summary, "records": _records(run_dir)} for name, (summary, run_dir) in runs.items()
+        name: {"summary": summary, "records": _records(run_dir, types)}
+        for name, (summary, run_dir) in runs.items()
     }
 
 
-def _records(run_dir: Path) -> list[dict[str, Any]]:
-    """The per-question records a run wrote (type, scores at each K, counters)."""
+def known_types(shared_data: str, dataset: str) -> dict[str, str]:
+    """Question id -> type from ``TYPE_FILES`` (empty where the dataset's dev file names its types)."""
+    path = Path(shared_data) / TYPE_FILES[dataset] if dataset in TYPE_FILES else None
+    if path is None or not path.is_file():
+        return {}
+    return {str(r["_id"]): str(r["type"]) for r in json.loads(path.read_text(encoding="utf-8"))}
+
+
+def _records(run_dir: Path, types: dict[str, str]) -> list[dict[str, Any]]:
+    """The per-question records a run wrote (type, scores at each K, counters); a record without a
+    type takes it from ``types`` where known."""
     from efficientrag.jsonl import read_jsonl
 
     keep = ("id", "type", "retrieval", "counters")
-    return [{k: r.get(k) for k in keep} for r in read_jsonl(run_dir / "predictions.jsonl")]
+    rows = [{k: r.get(k) for k in keep} for r in read_jsonl(run_dir / "predictions.jsonl")]
+    for r in rows:
+        r["type"] = r["type"] or types.get(str(r["id"]), "")
+    return rows
+
+
+def open_domain_pool(args: argparse.Namespace, work: Path, train_on: list[str]) -> Pool:
+    """The first ``--open-domain`` 2Wiki open-domain train questions that no step trained on, over
+    their own 5,813-document corpus (``retrieval_efficientrag.py``'s open-domain set)."""
+    questions, corpus = OPEN_DOMAIN
+    pool = open_pool("opendomain-2wiki", [("2wikimultihopqa", questions)], work / "pools", args, corpus)
+    trained: set[str] = set()
+    if "2wikimultihopqa" in train_on:
+        with (Path(args.shared_data) / TRAIN_FILES["2wikimultihopqa"]).open(encoding="utf-8") as fh:
+            trained = {str(rec.get("_id") or rec.get("id")) for rec in json.load(fh)}
+    examples = [ex for ex in pool.examples if ex.id not in trained][: args.open_domain]
+    return Pool(pool.name, pool.corpus, examples, pool.retriever)
 
 
 def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eval_on: list[str]) -> str:
@@ -222,7 +262,11 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
     results = {}
     for name in eval_on:
         pool = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args)
-        results[name] = evaluate_dev(args, pool, models, reranker, loops, models / "dev" / name)
+        results[name] = evaluate_dev(args, pool, name, models, reranker, loops, models / "dev" / name)
+    if args.open_domain:
+        pool = open_domain_pool(args, work, train_on)
+        out = models / "dev" / f"opendomain-2wiki-{len(pool.examples)}"
+        results[OPEN_DOMAIN_NAME] = evaluate_dev(args, pool, "2wikimultihopqa", models, reranker, loops, out)
     command = "python benchmarks/retrieval_rerank.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     report = render(
         command=command.strip(),
@@ -238,7 +282,7 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
     tag = "+".join(train_on) + "_to_" + "+".join(eval_on)
     plots = []
     for dataset, runs in results.items():
-        where = "in domain" if dataset in train_on else "left out"
+        where = "in domain" if dataset.split()[0] in train_on else "left out"
         plots.append(plot_dataset(dataset, where, runs, work / f"rerank-{tag}-{dataset}.png"))
     report += "\n" + "\n".join(f"![{p.stem}]({p.name})" for p in plots) + "\n"
     (work / f"rerank-{tag}.md").write_text(report, encoding="utf-8")
@@ -273,6 +317,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--reranked-variants", nargs="*", default=list(RERANKED_VARIANTS), choices=list(RERANKED_VARIANTS)
+    )
+    parser.add_argument(
+        "--open-domain",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also report N 2Wiki open-domain train questions (none trained on) over their own corpus",
     )
     parser.add_argument(
         "--leave-one-out",

@@ -42,6 +42,8 @@ def test_question_types_come_from_the_record_or_musiques_hop_count(bench):
     assert bench.question_type({"id": "2hop__13548_13529", "type": None}) == "2hop"
     assert bench.question_type({"id": "3hop1__9285_5188_23307"}) == "3hop"
     assert bench.question_type({"id": "5a8b57f25542995d1e6f1371", "type": "bridge"}) == "bridge"
+    # HotpotQA's IRCoT dev file names no type: such a question is counted, as untyped.
+    assert bench.question_type({"id": "5a8c7595554299585d9e36b6", "type": ""}) == "untyped"
 
 
 def test_seconds_count_every_timed_stage_once_and_nothing_else(bench):
@@ -78,7 +80,7 @@ def test_the_report_names_the_choice_and_where_each_dataset_stands(bench):
             "recipe": "neg4",
             "recipes": {"neg4": {"best_score": 61.234}, "neg8": {"best_score": 60.0}},
         },
-        results={"musique": runs(), "hotpotqa": runs()},
+        results={"musique": runs(), "hotpotqa": runs(), "2wikimultihopqa open-domain": runs()},
         minutes=12.0,
     )
     assert "neg4 61.23, neg8 60.00; used: neg4" in text
@@ -86,6 +88,7 @@ def test_the_report_names_the_choice_and_where_each_dataset_stands(bench):
     assert (
         "### musique (2 dev questions, in domain)" in text
         and "### hotpotqa (2 dev questions, left out)" in text
+        and "### 2wikimultihopqa open-domain (2 questions, in domain)" in text
     )
 
 
