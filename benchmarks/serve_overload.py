@@ -14,6 +14,8 @@ client count:
   unqueued (``queued``: work saved); and the questions still queued or running when the clients
   stopped, and how long the server took to be idle again;
 - p50 / p99 latency of the answered requests;
+- where the goodput goes: the mean questions per batch, and the worker's busy share of the time
+  (``efficientrag_batch_seconds_total`` against the run's wall time, its drain included);
 - the server's RSS (with its worker processes), at most during the run and at its end.
 
 One server serves every client count, in order; between them the benchmark waits for it to be idle.
@@ -32,6 +34,12 @@ import httpx
 import numpy as np
 
 STAGES = ("queued", "hop", "finished")
+# Where goodput goes: questions per batch, and the worker's busy time against the wall time.
+BATCH_SAMPLES = (
+    "efficientrag_batch_size_sum",
+    "efficientrag_batch_size_count",
+    "efficientrag_batch_seconds_total",
+)
 
 
 def scrape(url: str) -> dict[str, float]:
@@ -140,6 +148,7 @@ def one_count(server: Any, questions: list[str], clients: int, args: Any, per_pr
     sampler.join()
     after = scrape(server.url)
     delta = {s: after.get(f"abandoned_{s}", 0.0) - before.get(f"abandoned_{s}", 0.0) for s in STAGES}
+    change = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in BATCH_SAMPLES}
     ms = np.asarray(load.answered or [np.nan]) * 1000
     refused = np.asarray(load.refused or [np.nan])
     return {
@@ -150,13 +159,15 @@ def one_count(server: Any, questions: list[str], clients: int, args: Any, per_pr
         "left": left.get("efficientrag_queue_depth", 0) + left.get("efficientrag_in_flight", 0),
         "idle_s": idle_s, "p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99)),
         "rss_max": max(peak), "rss_end": server.rss_mib(),
+        "batch_mean": change["efficientrag_batch_size_sum"] / max(change["efficientrag_batch_size_count"], 1),
+        "busy": change["efficientrag_batch_seconds_total"] / (wall + idle_s),
     }  # fmt: skip
 
 
 HEADER = (
     "| clients | answered/sent | goodput/s | vs 16 | client timeouts | 503s (p50 / max s) | other | "
     "computed for callers gone (of which stopped at a hop) | dropped unqueued | left at stop (idle after s) | "
-    "p50 ms | p99 ms | RSS max / end MiB |\n|" + "---|" * 13
+    "p50 ms | p99 ms | batch mean | worker busy | RSS max / end MiB |\n|" + "---|" * 15
 )
 
 
@@ -168,12 +179,13 @@ def row(r: dict, base: float) -> str:
         f"{r['dropped']:.0f}",
         f"{r['left']:.0f}",
     )
+    batch, busy = f"{r['batch_mean']:.1f}", f"{100 * r['busy']:.0f}%"
     if r["per_process"]:
-        gone = dropped = left = "n/a"
+        gone = dropped = left = batch = busy = "n/a"
     return (
         f"| {r['clients']} | {r['ok']}/{r['sent']} | {r['goodput']:.2f} | {r['goodput'] / base:.2f}x | "
         f"{r['timeouts']} | {refused} | {other} | {gone} | {dropped} | {left} ({r['idle_s']:.1f}) | "
-        f"{r['p50']:.0f} | {r['p99']:.0f} | {r['rss_max']:.0f} / {r['rss_end']:.0f} |"
+        f"{r['p50']:.0f} | {r['p99']:.0f} | {batch} | {busy} | {r['rss_max']:.0f} / {r['rss_end']:.0f} |"
     )
 
 

@@ -9,15 +9,16 @@ lately. If not, it is refused at once with 503 and a ``Retry-After`` saying when
 window, take longer than its deadline), it is refused naming ``deadline_ms``.
 
 The rate is questions per second of the worker's own compute time, per batch, over the last few
-batches, and admission plans with the slowest of them, for the queue ahead and the request to be
-answered within ``ADMIT_WITHIN`` of the deadline. Both err on the side of refusing: on a machine whose cores are shared the rate moves
-with the neighbours' load, and a request admitted on a rate that then falls runs late, is computed
-all the same, and gets 504. Refusing more costs little under overload: the goodput depends only on
-the worker never running dry, and a queue of most of a deadline's worth of questions keeps it
-busy, while the refused come back at their slots. The same rate caps how large a batch grows
-(``batch_room``): a batch is cut where it would no longer finish before the earliest deadline
-among its requests, so a request admitted on time is not made late by those that join its batch
-after it.
+batches, and admission plans with the slowest of them, for the running batch, the queue ahead and
+the request to be answered within ``ADMIT_WITHIN`` of the deadline. On a machine whose cores are
+shared the rate moves with the neighbours' load, and a request admitted on a rate that then falls
+runs late, is computed all the same, and gets 504: the slowest rate and the margin err on the side
+of refusing. Refusing costs little under overload as long as the worker never runs dry and its
+batches stay full, which is what the refused callers' ``Retry-After`` is for: they come back in
+groups of a batch's worth (``RetrySlots``, ``batch_target``), each group arriving while the batch
+before it runs. The same rate caps how large a batch grows (``batch_room``): a batch is cut where
+it would no longer finish before the earliest deadline among its requests, so a request admitted
+on time is not made late by those that join its batch after it.
 """
 
 from __future__ import annotations
@@ -29,14 +30,12 @@ from dataclasses import dataclass
 # Batches whose rates are kept: few enough to follow a change of load (a different mix of settings,
 # another process taking the cores) within a few batches.
 RATE_WINDOW = 8
-# Admission plans to answer the queue ahead and the request within this fraction of its deadline.
-# The other half is for the batch the request runs in: a batch is cut to the earliest deadline among
-# its requests (batch_room), so a queue admitted up to 80% of the deadline leaves the request at the
-# head of the queue a fifth of its deadline, room for batches of a few questions, which run at a
-# lower rate; at half, the worker still always has a batch waiting, and batches stay near full. (On
-# the toy world at 120 clients: 0.76x the 16-client goodput at 80%; docs/serve.md "Load".) It also
-# absorbs a rate that falls after a request was admitted.
-ADMIT_WITHIN = 0.5
+# Admission plans to answer the running batch, the queue ahead and the request within this fraction
+# of its deadline. What that admits is two batches of ``batch_target`` questions: the one running
+# and the one waiting behind it, whose first request, when its batch starts, has the time of one
+# batch left and more, so the cut to the earliest deadline (``batch_room``) keeps it whole. The rest
+# absorbs a rate that falls after a request was admitted (the plan uses the slowest recent batch).
+ADMIT_WITHIN = 0.8
 
 
 class Refused(Exception):
@@ -157,20 +156,49 @@ class RetrySlots:
     """When to tell each refused caller to come back. A ``Retry-After`` of "when the queue ahead has
     room" is the same second for every caller refused in the same second, and a hundred callers
     honouring it come back together, to be refused together again: the server spends its cores
-    refusing. Instead the refused are given slots one after another, each as long as the server
-    needs for the caller's questions at the mean measured rate (``RateMeter.mean_rate``), starting when the queue will have room:
-    they come back at about the pace the server can take them."""
+    refusing. Spacing them one after another at the server's pace is no better: a caller arriving
+    each time one question's worth of compute has passed finds the worker busy, waits alone, and
+    the next batch holds the one or two that came meanwhile. Batches shrink, and with them the
+    rate (at 120-256 callers of ~1 s questions: 0.75-0.69x the goodput of 16 callers).
 
-    _next: float = 0.0
+    So the refused are sent back in groups, each a batch's worth of questions (``batch_target``):
+    a group is told to come back when the queue will have room for all of it, and the next group a
+    group's compute time later (at ``RateMeter.mean_rate``, the pace the server keeps). Each group
+    arrives while the batch before it runs and is the next batch, whole."""
 
-    def after(self, earliest_s: float, questions: int, rate: float | None, now: float) -> int:
+    _group_at: float = 0.0  # time.monotonic() the open group comes back
+    _group_room: int = 0  # questions the open group still takes
+
+    def after(self, earliest_s: float, questions: int, rate: float | None, now: float, group: int = 1) -> int:
         """Seconds (``Retry-After``) for a caller refused now, whom the queue could take in
-        ``earliest_s`` at the soonest."""
+        ``earliest_s`` at the soonest.
+
+        Args:
+            earliest_s: When the queue will have room for the caller's own questions.
+            questions: The caller's questions.
+            rate: The server's pace, questions per second (None: not measured; the queue's own time).
+            now: ``time.monotonic()``.
+            group: Questions per group (``batch_target``): the batch the returning callers form.
+        """
         if rate is None:
             return _seconds(earliest_s)
-        start = max(self._next, now + earliest_s)
-        self._next = start + questions / rate
-        return _seconds(start - now)
+        group = max(group, questions)
+        if self._group_room < questions or self._group_at < now:
+            # A new group: after the open one has had its batch, and not before the queue has room
+            # for all of it.
+            self._group_at = max(self._group_at + group / rate, now + earliest_s + (group - questions) / rate)
+            self._group_room = group
+        self._group_room -= questions
+        return _seconds(self._group_at - now)
+
+
+def batch_target(rate: float | None, deadline_s: float, max_batch: int) -> int:
+    """The batch the server aims to keep waiting behind the running one: half of what the deadline
+    admits (``ADMIT_WITHIN`` of it at ``rate``), so a running batch and a waiting one both fit; at
+    most ``max_batch``, at least 1."""
+    if rate is None:
+        return max_batch
+    return max(1, min(max_batch, int(rate * ADMIT_WITHIN * deadline_s / 2)))
 
 
 def batch_room(rate: float | None, deadline_left_s: float, max_batch: int) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 
 from efficientrag.pipeline.efficientrag import RetrievalResult
 from efficientrag.serve import errors
-from efficientrag.serve.admission import Refused, admit
+from efficientrag.serve.admission import Refused, admit, batch_target
 from efficientrag.serve.backend import BackendFailure
 from efficientrag.serve.batcher import Caller, CallerGone, DeadlineExceeded, MicroBatcher
 from efficientrag.serve.config import ServeConfig
@@ -54,13 +54,16 @@ class Answerer:
                 window_s=self.batcher.max_wait_s,
             )
         except Refused as exc:
-            raise self._refusal(exc, questions) from None
+            raise self._refusal(exc, questions, deadline_s) from None
 
-    def _refusal(self, exc: Refused, questions: int) -> RequestError:
-        """The 503, its ``Retry-After`` a slot of its own (``admission.RetrySlots``)."""
+    def _refusal(self, exc: Refused, questions: int, deadline_s: float) -> RequestError:
+        """The 503, its ``Retry-After`` a place in a group of returning callers
+        (``admission.RetrySlots``), each group a batch's worth (``admission.batch_target``)."""
         if exc.wait_s is not None:
+            meter = self.batcher.meter
+            group = batch_target(meter.rate, deadline_s, self.batcher.max_batch)
             exc.retry_after_s = self.batcher.slots.after(
-                exc.wait_s, questions, self.batcher.meter.mean_rate, time.monotonic()
+                exc.wait_s, questions, meter.mean_rate, time.monotonic(), group
             )
         return errors.from_refusal(exc)
 
@@ -75,7 +78,7 @@ class Answerer:
             async with watch_disconnect(receive, lambda: self.batcher.leave(caller)):
                 return await self.batcher.submit(key, questions, caller)
         except Refused as exc:
-            raise self._refusal(exc, len(questions)) from None
+            raise self._refusal(exc, len(questions), deadline_s) from None
         except DeadlineExceeded as exc:
             raise RequestError(504, "deadline_ms", str(exc), kind=errors.DEADLINE) from None
         except CallerGone:

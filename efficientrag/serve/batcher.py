@@ -266,6 +266,7 @@ class MicroBatcher:
         finally:
             self._running = None
             self.metrics.in_flight.set(0)
+            self.metrics.batch_seconds.inc(time.monotonic() - started)
         self.meter.record(len(questions), time.monotonic() - started)
         self.metrics.rate.set(self.meter.rate or 0.0)
         self.metrics.questions.inc(len(questions))

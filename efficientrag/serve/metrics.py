@@ -48,6 +48,12 @@ class Metrics:
         self.batch_size = Histogram(
             "efficientrag_batch_size", "questions per retrieve_batch call", buckets=_BATCH_BUCKETS, registry=r
         )
+        self.batch_seconds = Counter(
+            "efficientrag_batch_seconds",
+            "seconds the worker spent computing batches (its busy time: against wall time, how much "
+            "of it the worker had work)",
+            registry=r,
+        )
         self.queue_depth = Gauge("efficientrag_queue_depth", "questions waiting for a batch", registry=r)
         self.in_flight = Gauge("efficientrag_in_flight", "questions in the running batch", registry=r)
         self.errors = Counter(

@@ -17,6 +17,7 @@ from efficientrag.serve.admission import (
     RetrySlots,
     admit,
     batch_room,
+    batch_target,
     running_left,
 )
 from efficientrag.serve.contents import PLAIN, QUOTED, read_contents
@@ -42,9 +43,11 @@ def test_the_rate_is_the_slowest_of_the_last_batches():
 
 
 def test_what_fits_its_deadline_is_admitted_and_an_unmeasured_server_only_caps():
-    ask(queued=140, questions=10, max_queue=1000, deadline_s=30.0)  # (140 + 10) / 10 = 15 s = 0.5 x 30
-    with pytest.raises(Overloaded):  # 16 s: past half the deadline, the half its own batch needs
-        ask(queued=150, questions=10, max_queue=1000, deadline_s=30.0)
+    ask(queued=230, questions=10, max_queue=1000, deadline_s=30.0)  # (230 + 10) / 10 = 24 s = 0.8 x 30
+    with pytest.raises(Overloaded):  # 25 s: past ADMIT_WITHIN of the deadline, the margin for a slower rate
+        ask(queued=240, questions=10, max_queue=1000, deadline_s=30.0)
+    with pytest.raises(Overloaded):  # the running batch counts: 1 + 24 s
+        ask(queued=230, questions=10, max_queue=1000, deadline_s=30.0, busy_s=1.0)
     ask(queued=90, questions=10, rate=None, deadline_s=0.001)  # nothing measured yet: the cap alone
 
 
@@ -52,8 +55,8 @@ def test_the_queue_ahead_past_the_deadline_is_503_with_retry_after_from_the_queu
     with pytest.raises(Overloaded) as refused:
         ask(queued=50, questions=1, deadline_s=3.0, busy_s=1.5)  # 1.5 + 51/10 = 6.6 s
     assert refused.value.field == "queue"
-    assert refused.value.wait_s == pytest.approx(6.6 - 0.5 * 3.0)  # when the queue will have room for it
-    assert refused.value.retry_after_s == 6
+    assert refused.value.wait_s == pytest.approx(6.6 - 0.8 * 3.0)  # when the queue will have room for it
+    assert refused.value.retry_after_s == 5
 
 
 def test_a_deadline_no_queue_could_meet_is_refused_without_retry_after():
@@ -68,13 +71,29 @@ def test_max_queue_stays_a_hard_cap():
     assert refused.value.field == "queue" and refused.value.retry_after_s == 1  # 5 questions at 10/s
 
 
-def test_callers_refused_together_are_sent_back_one_after_another_at_the_servers_pace():
+def test_callers_refused_together_come_back_in_groups_of_a_batch_at_the_servers_pace():
     slots = RetrySlots()
-    # Ten one-question callers refused in the same second, the queue has room in 2 s, 4 questions/s.
-    waits = [slots.after(2.0, 1, 4.0, now=100.0) for _ in range(10)]
-    assert waits == [2, 3, 3, 3, 3, 4, 4, 4, 4, 5]
-    assert slots.after(2.0, 1, 4.0, now=200.0) == 2  # the line has long gone: back to the queue's own
+    # Ten one-question callers refused in the same second; the queue has room for one in 2 s and
+    # for a group of 4 in 2.75 s at 4 questions/s; each group comes back a group's compute later.
+    waits = [slots.after(2.0, 1, 4.0, now=100.0, group=4) for _ in range(10)]
+    assert waits == [3, 3, 3, 3, 4, 4, 4, 4, 5, 5]
+    # The groups have long come back: a new one starts from the queue's own time.
+    assert slots.after(2.0, 1, 4.0, now=200.0, group=4) == 3
+    # Three more fill that group; a caller with more questions than the open group has room for
+    # opens the next one, a group's compute later.
+    assert slots.after(2.0, 3, 4.0, now=200.0, group=4) == 3
+    assert slots.after(2.0, 2, 4.0, now=200.0, group=4) == 4
+    # Groups of one: callers one after another, each one question's compute after the last.
+    single = RetrySlots()
+    assert [single.after(2.0, 1, 4.0, now=100.0) for _ in range(10)] == [2, 3, 3, 3, 3, 4, 4, 4, 4, 5]
     assert RetrySlots().after(2.5, 1, None, now=0.0) == 3  # no rate yet: the queue's own
+
+
+def test_a_group_is_half_of_what_the_deadline_admits():
+    assert batch_target(0.8, 25.0, 32) == 8  # ~1 s questions: 0.8 x 25 s x 0.8/s = 16, two batches of 8
+    assert batch_target(6.0, 25.0, 32) == 32  # fast questions: max_batch
+    assert batch_target(0.01, 25.0, 32) == 1
+    assert batch_target(None, 25.0, 32) == 32
 
 
 def test_a_running_batch_counts_until_it_should_have_ended():

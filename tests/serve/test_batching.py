@@ -101,9 +101,10 @@ def test_micro_batched_replies_equal_one_at_a_time_replies(served):
     """Equal up to float noise: a batch of five runs other kernels than a batch of one (ids, tags
     and order exactly; probabilities within :data:`~efficientrag.testing.float_noise.FLOAT_TOLERANCE`)."""
     _, client, control = served
-    batches, sizes = (
+    batches, sizes, busy = (
         metric(client, "efficientrag_batch_size_count"),
         metric(client, "efficientrag_batch_size_sum"),
+        metric(client, "efficientrag_batch_seconds_total"),
     )
     blocker = hold_one_batch(client, control)
     queued = in_background(client, [{"question": q, "trace": True} for q in QUESTIONS])
@@ -112,6 +113,8 @@ def test_micro_batched_replies_equal_one_at_a_time_replies(served):
     # The held batch, then the five queued questions in one batch.
     assert metric(client, "efficientrag_batch_size_count") == batches + 2
     assert metric(client, "efficientrag_batch_size_sum") == sizes + 1 + len(QUESTIONS)
+    # The worker's busy time grew by both batches' compute, the held one's included.
+    assert metric(client, "efficientrag_batch_seconds_total") > busy
     together = [without_timings(r.json()) for r in queued[1]]
     alone = [without_timings(ask(client, {"question": q, "trace": True}).json()) for q in QUESTIONS]
     assert [r.status_code for r in queued[1]] == [200] * len(QUESTIONS)
