@@ -61,6 +61,7 @@ from retrieval_efficientrag import (  # noqa: E402
 )
 
 KS = [2, 3, 4, 5, 6, 7, 8, 10, 20]
+TIMING_BATCH = 32  # questions per call when every method is timed side by side (--time-sample)
 NS = (20, 50)
 PRESET = REPO / "configs" / "reranker" / "minilm-cpu.yaml"
 # Cross-encoder recipes (overrides of the preset), each trained and scored on the validation
@@ -178,43 +179,85 @@ def evaluate_dev(
     Returns:
         Per method: its summary and its per-question records.
     """
-    from efficientrag.baselines.labeler_rerank import LabelerRerank, LabelerRerankConfig
-    from efficientrag.baselines.rerank import Rerank, RerankConfig
     from efficientrag.eval.job_runs import evaluate_direct_r_run, evaluate_rerank_run
 
     examples, progress = pool.examples, not args.quiet
     direct = evaluate_direct_r_run(pool.retriever, examples, out / "direct_r_k", ks=KS, progress=progress)
     runs = {"Direct-R": (dict(direct), out / "direct_r_k")}
     cfg = quick_config(out, dataset, args)
-    rag = load_rag(pool, models)
     for name, (lab, ov) in loops.items():
+        # Each setting its own models and prediction cache: a run served from another's cache would
+        # time the cache, not the loop.
+        rag = load_rag(pool, models)
         runs[name] = (dict(run_setting(pool, rag, examples, lab, ov, out, cfg)), out / lab)
-    for n in NS:
-        methods = {
-            f"rerank N={n}": (
-                Rerank(pool.retriever, None, RerankConfig(model=str(reranker), top_n=n)),
-                "rerank",
-            ),
-            f"Labeler rerank N={n}": (
-                LabelerRerank(
-                    pool.retriever,
-                    None,
-                    LabelerRerankConfig(labeler=str(models / "labeler" / "best"), top_n=n),
-                ),
-                "labeler-rerank",
-            ),
-        }
-        for name, (method, folder) in methods.items():
-            run_dir = out / f"{folder}-n{n}"
-            runs[name] = (
-                dict(evaluate_rerank_run(method, examples, run_dir, ks=KS, progress=progress)),
-                run_dir,
-            )
+    for name, (method, folder) in rerankers(pool, models, reranker).items():
+        run_dir = out / folder
+        runs[name] = (
+            dict(evaluate_rerank_run(method, examples, run_dir, ks=KS, progress=progress)),
+            run_dir,
+        )
     types = known_types(args.shared_data, dataset)
-    return {
+    results = {
         name: {"summary": summary, "records": _records(run_dir, types)}
         for name, (summary, run_dir) in runs.items()
     }
+    if args.time_sample:
+        timed = time_side_by_side(pool, models, reranker, loops, examples[: args.time_sample])
+        for name, seconds in timed.items():
+            results[name]["timed_s"] = seconds
+    return results
+
+
+def rerankers(pool: Pool, models: Path, reranker: Path) -> dict[str, tuple[Any, str]]:
+    """Row name -> (the built method, its run folder's name): both scorers at every N."""
+    from efficientrag.baselines.labeler_rerank import LabelerRerank, LabelerRerankConfig
+    from efficientrag.baselines.rerank import Rerank, RerankConfig
+
+    labeler = str(models / "labeler" / "best")
+    out = {}
+    for n in NS:
+        out[f"rerank N={n}"] = (
+            Rerank(pool.retriever, None, RerankConfig(model=str(reranker), top_n=n)),
+            f"rerank-n{n}",
+        )
+        out[f"Labeler rerank N={n}"] = (
+            LabelerRerank(pool.retriever, None, LabelerRerankConfig(labeler=labeler, top_n=n)),
+            f"labeler-rerank-n{n}",
+        )
+    return out
+
+
+def time_side_by_side(
+    pool: Pool, models: Path, reranker: Path, loops: dict[str, tuple[str, list[str]]], examples: list
+) -> dict[str, float]:
+    """Seconds per question of every method on the same ``examples``, one after another in this
+    process: models loaded first (not timed), no prediction cache, batches of ``TIMING_BATCH``.
+    The runs' own stage timings were taken whenever each run was made (a cached run keeps the
+    cores' load of its day); these are comparable with each other."""
+    from efficientrag.config import load_config
+    from efficientrag.models import Filter, Labeler
+    from efficientrag.pipeline.config import EfficientRAGConfig
+    from efficientrag.pipeline.efficientrag import EfficientRAG
+
+    questions = [ex.question for ex in examples]
+    batches = [slice(lo, lo + TIMING_BATCH) for lo in range(0, len(examples), TIMING_BATCH)]
+    labeler = Labeler.from_pretrained(models / "labeler" / "best")
+    filter_ = Filter.from_pretrained(models / "filter" / "best")
+    work: dict[str, Any] = {
+        "Direct-R": lambda: [pool.retriever.search(questions[b], max(KS)) for b in batches],
+    }
+    for name, (_, overrides) in loops.items():
+        rag = EfficientRAG(pool.retriever, labeler, filter_, load_config(EfficientRAGConfig, None, overrides))
+        work[name] = lambda rag=rag: [rag.retrieve_batch(questions[b]) for b in batches]
+    for name, (method, _) in rerankers(pool, models, reranker).items():
+        method.setup()
+        work[name] = lambda method=method: [method.run_batch(examples[b]) for b in batches]
+    seconds = {}
+    for name, run in work.items():
+        started = time.perf_counter()
+        run()
+        seconds[name] = (time.perf_counter() - started) / len(examples)
+    return seconds
 
 
 def known_types(shared_data: str, dataset: str) -> dict[str, str]:
@@ -278,6 +321,7 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
         reranker=reranker_info,
         results=results,
         minutes=(time.perf_counter() - t0) / 60,
+        timed_on=args.time_sample,
     )
     tag = "+".join(train_on) + "_to_" + "+".join(eval_on)
     plots = []
@@ -324,6 +368,14 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         metavar="N",
         help="also report N 2Wiki open-domain train questions (none trained on) over their own corpus",
+    )
+    parser.add_argument(
+        "--time-sample",
+        type=int,
+        default=50,
+        metavar="N",
+        help="time every method on the first N questions of each set, side by side in this process "
+        "(0: report each run's own stage timings)",
     )
     parser.add_argument(
         "--leave-one-out",

@@ -52,6 +52,21 @@ def test_seconds_count_every_timed_stage_once_and_nothing_else(bench):
     assert bench.seconds_per_question(runs()["rerank N=20"]["summary"]) == pytest.approx(0.11)
 
 
+def test_side_by_side_timings_replace_each_runs_own_and_the_report_says_which(bench):
+    timed = runs()
+    timed["rerank N=20"]["timed_s"] = 0.5
+    assert bench.run_seconds(timed["rerank N=20"]) == 0.5
+    assert bench.run_seconds(timed["EfficientRAG"]) == pytest.approx(0.25)  # not timed: its own
+    assert "| rerank N=20 @6.00 | 70.0 | 50.0 | 70.0 | 0.500 |" in bench.dataset_tables(
+        "m", "in domain", timed
+    )
+    kw = dict(command="c", retriever="bm25", train_on=["musique"], setting=("s", []), loop_scores={"s": 1.0},
+              validation_n={"musique": 1}, reranker={"recipe": "r", "recipes": {"r": {"best_score": 1.0}}},
+              results={"musique": timed}, minutes=1.0)  # fmt: skip
+    assert "timed side by side on the first 50 questions" in bench.render(**kw, timed_on=50)
+    assert "each run's own stage timings" in bench.render(**kw)
+
+
 def test_a_ranked_run_is_read_at_the_loops_chunk_count_overall_and_per_type(bench):
     lines = bench.dataset_tables("musique", "in domain", runs())
     text = "\n".join(lines)
