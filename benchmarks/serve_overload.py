@@ -4,10 +4,14 @@ verl's SearchTool and Search-R1 rollouts call the Search-R1 ``/retrieve`` with a
 callers, each with a 30-second timeout. For each client count (16, 64, 120, 256 by default), that
 many threads each send one-query ``/retrieve`` requests back to back for ``--overload-s`` seconds,
 with ``--client-timeout``; a 503 is retried after its Retry-After (as ``RemoteEfficientRAG`` does),
-a timeout closes the connection (as a trainer's client does) and the client goes on. Printed per
+with the same question, a timeout closes the connection (as a trainer's client does) and the client
+goes on with the next question. All clients take their questions from one shared sequence. Printed per
 client count:
 
-- goodput: answered requests per second, and against the 16-client run's;
+- goodput: requests answered within the window (``--overload-s``), per second of it, and against
+  the 16-client run's (answers still in flight when the window closes count in answered/sent, not in
+  the goodput: dividing every answer by the time the last one took would let each row's tail of up
+  to a deadline move its goodput by 10-20%);
 - client timeouts; 503s with how fast they came (p50 / max seconds); any other status;
 - computations for callers that left: questions the server computed (in part, ``hop``, or in full,
   ``finished``) whose caller had gone, from ``efficientrag_abandoned_total``, and those it dropped
@@ -66,10 +70,12 @@ class Load:
         self.timeout = timeout
         self.lock = threading.Lock()
         self.answered: list[float] = []
+        self.in_window = 0  # answered by stop_at
         self.refused: list[float] = []
         self.timeouts = 0
         self.other: Counter[str] = Counter()
         self.sent = 0
+        self.taken = 0
 
     def run(self) -> float:
         threads = [threading.Thread(target=self._client, args=(i,), daemon=True) for i in range(self.clients)]
@@ -80,17 +86,28 @@ class Load:
             t.join()
         return time.monotonic() - started
 
+    def _next_question(self) -> str:
+        """The next question of one shared sequence: every client count answers about the same
+        questions in the same order (one question alone takes 1.6-4.3 s with the honest protocol's
+        models, so rows serving different questions would differ by their mix, not their load)."""
+        with self.lock:
+            n = self.taken
+            self.taken += 1
+        return self.questions[n % len(self.questions)]
+
     def _client(self, i: int) -> None:
         with httpx.Client(base_url=self.url, timeout=self.timeout) as http:
-            n = i
+            question = self._next_question()
             while time.monotonic() < self.stop_at:
-                wait = self._one(http, self.questions[n % len(self.questions)])
-                n += self.clients
-                if wait:
+                wait = self._one(http, question)
+                if wait is None or wait == 0.0:  # answered, or given up on: the next question
+                    question = self._next_question()
+                if wait:  # refused: the same question again after its Retry-After, as a trainer does
                     time.sleep(min(wait, max(0.0, self.stop_at - time.monotonic())))
 
-    def _one(self, http: httpx.Client, question: str) -> float:
-        """One call; the seconds to wait before the next (a 503's Retry-After)."""
+    def _one(self, http: httpx.Client, question: str) -> float | None:
+        """One call; the seconds to wait before the next (a 503's Retry-After), None after a
+        transport error (1 s later, with the next question)."""
         t = time.monotonic()
         try:
             reply = http.post("/retrieve", json={"queries": [question], "topk": 3})
@@ -103,12 +120,14 @@ class Load:
             with self.lock:
                 self.sent += 1
                 self.other[type(exc).__name__] += 1
-            return 1.0
+            time.sleep(1.0)
+            return None
         took = time.monotonic() - t
         with self.lock:
             self.sent += 1
             if reply.status_code == 200:
                 self.answered.append(took)
+                self.in_window += time.monotonic() <= self.stop_at
             elif reply.status_code == 503:
                 self.refused.append(took)
             else:
@@ -152,7 +171,7 @@ def one_count(server: Any, questions: list[str], clients: int, args: Any, per_pr
     ms = np.asarray(load.answered or [np.nan]) * 1000
     refused = np.asarray(load.refused or [np.nan])
     return {
-        "clients": clients, "sent": load.sent, "ok": len(load.answered), "goodput": len(load.answered) / wall,
+        "clients": clients, "sent": load.sent, "ok": len(load.answered), "goodput": load.in_window / args.overload_s,
         "timeouts": load.timeouts, "refused": len(load.refused), "refused_p50": float(np.median(refused)),
         "refused_max": float(np.max(refused)), "other": dict(load.other), "per_process": per_process,
         "computed_for_gone": delta["hop"] + delta["finished"], "hop": delta["hop"], "dropped": delta["queued"],

@@ -1,24 +1,32 @@
-"""Admission by deadline: the server's measured rate, and what the queue ahead of a request costs it.
+"""Admission by deadline: what a batch costs this server, and what the queue ahead of a request
+costs it.
 
 A queue sized by hand admits what it cannot serve: under 120 callers with 30 s timeouts the old
 server queued requests that waited past their callers' patience and computed answers nobody read
 (issue 50). Here every request carries a deadline, and before it is queued the server asks whether
-the questions ahead of it, plus its own, can be answered in time at the rate it has been answering
-lately. If not, it is refused at once with 503 and a ``Retry-After`` saying when to come back
-(``RetrySlots``); if no queue could ever make it (its own questions alone, plus the batching
-window, take longer than its deadline), it is refused naming ``deadline_ms``.
+the running batch, the questions ahead of it and its own can be answered in time. If not, it is
+refused at once with 503 and a ``Retry-After`` saying when to come back (``RetrySlots``); if no
+queue could ever make it (its own questions alone take longer than its deadline), it is refused
+naming ``deadline_ms``.
 
-The rate is questions per second of the worker's own compute time, per batch, over the last few
-batches, and admission plans with the slowest of them, for the running batch, the queue ahead and
-the request to be answered within ``ADMIT_WITHIN`` of the deadline. On a machine whose cores are
-shared the rate moves with the neighbours' load, and a request admitted on a rate that then falls
-runs late, is computed all the same, and gets 504: the slowest rate and the margin err on the side
-of refusing. Refusing costs little under overload as long as the worker never runs dry and its
-batches stay full, which is what the refused callers' ``Retry-After`` is for: they come back in
-groups of a batch's worth (``RetrySlots``, ``batch_target``), each group arriving while the batch
-before it runs. The same rate caps how large a batch grows (``batch_room``): a batch is cut where
-it would no longer finish before the earliest deadline among its requests, so a request admitted
-on time is not made late by those that join its batch after it.
+What the server plans with is a batch's cost, not a rate: a batch of n questions takes about
+``fixed_s + per_question_s * n`` seconds (``BatchCost``), fitted over the last few batches of the
+worker's own compute time (``RateMeter``). The fixed part is real: with the honest protocol's models
+one question alone took 1.6-4.3 s and a batch of eight 8-10 s. A single rate would have to choose:
+the slowest recent batch's questions per second is a batch of one's, and planning with it admits a
+queue of a few questions, whose small batches then run at that same low rate (at 256 callers: 2.5
+questions a batch, 0.73x the goodput of 16 callers). A line fitted on a few noisy small batches
+can come out nearly flat; a question is never planned at less than half the window's mean seconds a
+question (``MIN_SLOPE_SHARE``), so a large batch is never planned as nearly free.
+
+Admission plans the running batch, the queue ahead and the request within ``ADMIT_WITHIN`` of the
+deadline: that admits a running batch and a whole one waiting behind it, and leaves a margin for a
+batch slower than the fit (a request admitted on a cost that then rises runs late, is computed all
+the same, and gets 504). Refused callers are sent back in groups of a batch's worth
+(``RetrySlots``, ``batch_target``), each arriving while the batch before it runs, so the worker
+never runs dry and its batches stay full. A batch is cut where it would no longer finish before
+the earliest deadline among its requests (``batch_room``), so a request admitted on time is not
+made late by those that join its batch after it.
 """
 
 from __future__ import annotations
@@ -27,15 +35,21 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-# Batches whose rates are kept: few enough to follow a change of load (a different mix of settings,
-# another process taking the cores) within a few batches.
+# Batches the cost is fitted on: few enough to follow a change of load (a different mix of
+# settings, another process taking the cores) within a few batches.
 RATE_WINDOW = 8
 # Admission plans to answer the running batch, the queue ahead and the request within this fraction
 # of its deadline. What that admits is two batches of ``batch_target`` questions: the one running
 # and the one waiting behind it, whose first request, when its batch starts, has the time of one
 # batch left and more, so the cut to the earliest deadline (``batch_room``) keeps it whole. The rest
-# absorbs a rate that falls after a request was admitted (the plan uses the slowest recent batch).
-ADMIT_WITHIN = 0.8
+# is the margin for a batch slower than the fit.
+ADMIT_WITHIN = 0.65
+# A batch is filled to end within this fraction of the time its most pressed request has left: a
+# batch filled to the last second turns any batch slower than the fit into 504s (at 64 clients on
+# the honest protocol's models: 8 of 95 answers; filled to 80%: 1 of 121).
+BATCH_WITHIN = 0.7
+# The fitted seconds a question adds are at least this share of the window's mean seconds a question.
+MIN_SLOPE_SHARE = 0.5
 
 
 class Refused(Exception):
@@ -62,10 +76,32 @@ class DeadlineImpossible(Refused):
     """Even alone, the request's questions take longer than its deadline."""
 
 
+@dataclass(frozen=True)
+class BatchCost:
+    """Seconds a batch of ``n`` questions takes: ``fixed_s + per_question_s * n``. ``batch``: the
+    largest batch (``max_batch``); more questions are planned as several batches of that size."""
+
+    fixed_s: float
+    per_question_s: float
+    batch: int
+
+    def seconds(self, questions: int) -> float:
+        """Seconds ``questions`` take, run in batches of at most ``batch``."""
+        if questions <= 0:
+            return 0.0
+        return math.ceil(questions / self.batch) * self.fixed_s + questions * self.per_question_s
+
+    def most_within(self, seconds: float) -> int:
+        """The largest batch (at most ``batch``) that ends within ``seconds``; 0 if none does."""
+        if seconds <= self.fixed_s:
+            return 0
+        return min(self.batch, int((seconds - self.fixed_s) / self.per_question_s))
+
+
 @dataclass
 class RateMeter:
-    """Questions per second of the last ``window`` batches (compute time only: the time a batch took
-    in the worker, not the time the worker waited for requests); ``rate`` is the slowest of them."""
+    """The last ``window`` batches (questions, seconds of compute: the time a batch took in the
+    worker, not the time the worker waited for requests), and the ``BatchCost`` fitted on them."""
 
     window: int = RATE_WINDOW
 
@@ -78,27 +114,42 @@ class RateMeter:
 
     @property
     def rate(self) -> float | None:
-        """Questions per second, or None before the first batch (nothing is refused by deadline
-        then: the queue's hard cap still holds)."""
-        if not self._batches:
-            return None
-        return min(q / s for q, s in self._batches)
-
-    @property
-    def mean_rate(self) -> float | None:
-        """Questions per second over the same batches taken together: the pace the server keeps,
-        which refused callers are sent back at (``RetrySlots``). Spacing them at the slowest
-        batch's rate would bring them back slower than the worker drains the queue, leaving it to
-        run small batches (at 256 clients on the toy world: 0.82x the 16-client goodput)."""
+        """Questions per second over the window's batches taken together (``efficientrag_rate``),
+        or None before the first batch."""
         if not self._batches:
             return None
         return sum(q for q, _ in self._batches) / sum(s for _, s in self._batches)
 
+    def cost(self, max_batch: int) -> BatchCost | None:
+        """The least-squares line of seconds on batch size over the window, or None before the first
+        batch (nothing is refused by deadline then: the queue's hard cap still holds). Where the
+        window's sizes are all alike, or the line is not a cost (a negative slope or fixed part, as
+        noise can draw), every second is put on the questions: ``fixed_s`` 0."""
+        if not self._batches:
+            return None
+        sizes = [q for q, _ in self._batches]
+        per_question = 1.0 / self.rate  # type: ignore[operator]
+        proportional = BatchCost(0.0, per_question, max_batch)
+        if len(set(sizes)) < 2:
+            return proportional
+        n = len(sizes)
+        mean_q = sum(sizes) / n
+        mean_s = sum(s for _, s in self._batches) / n
+        spread = sum((q - mean_q) ** 2 for q in sizes)
+        slope = sum((q - mean_q) * (s - mean_s) for q, s in self._batches) / spread
+        if slope <= 0:
+            return proportional
+        # A slope drawn flat by a few noisy small batches would plan a large batch as nearly free:
+        # a question costs at least MIN_SLOPE_SHARE of the window's mean seconds a question.
+        slope = max(slope, MIN_SLOPE_SHARE * per_question)
+        fixed = mean_s - slope * mean_q
+        return proportional if fixed < 0 else BatchCost(fixed, slope, max_batch)
 
-def running_left(rate: float, size: int, elapsed_s: float) -> float:
-    """Seconds the running batch of ``size`` questions still needs at ``rate`` (0 once it has run
-    longer than that: it is about to end, or slower than measured, and no guess is better)."""
-    return max(0.0, size / rate - elapsed_s)
+
+def running_left(cost: BatchCost, size: int, elapsed_s: float) -> float:
+    """Seconds the running batch of ``size`` questions still needs (0 once it has run longer than
+    its cost: it is about to end, or slower than measured, and no guess is better)."""
+    return max(0.0, cost.seconds(size) - elapsed_s)
 
 
 def admit(
@@ -107,7 +158,7 @@ def admit(
     queued: int,
     max_queue: int,
     deadline_s: float,
-    rate: float | None,
+    cost: BatchCost | None,
     busy_s: float,
     window_s: float,
 ) -> None:
@@ -118,34 +169,35 @@ def admit(
         queued: Questions already waiting for a batch.
         max_queue: The queue's hard cap.
         deadline_s: Seconds the request may take from now.
-        rate: The measured questions per second (None: not measured yet; only the cap applies).
+        cost: The measured batch cost (None: not measured yet; only the cap applies).
         busy_s: Seconds the running batch still needs (``running_left``; 0 when idle).
         window_s: The batching window (``max_wait_ms``): the least a request waits for others.
     """
     if queued + questions > max_queue:
-        wait = None if rate is None else (queued + questions - max_queue) / rate
+        over = queued + questions - max_queue
         raise QueueFull(
             f"the server is busy: {queued} questions are waiting (at most {max_queue})",
-            wait if wait is not None else 1.0,
+            1.0 if cost is None else over * cost.per_question_s + cost.fixed_s,
             field="queue",
         )
-    if rate is None:
+    if cost is None:
         return
-    alone = window_s + questions / rate
+    alone = window_s + cost.seconds(questions)
     if alone > deadline_s:
         raise DeadlineImpossible(
             f"{questions} question(s) take about {alone * 1000:.0f} ms on this server even with no "
-            f"queue ({rate:.1f} questions/s lately), longer than the deadline of "
-            f"{deadline_s * 1000:.0f} ms; allow more time or send fewer questions",
+            f"queue (a batch costs {cost.fixed_s:.2f} s + {cost.per_question_s:.2f} s a question "
+            f"lately), longer than the deadline of {deadline_s * 1000:.0f} ms; allow more time or "
+            "send fewer questions",
             None,
             field="deadline_ms",
         )
-    eta = busy_s + (queued + questions) / rate
+    eta = busy_s + window_s + cost.seconds(queued + questions)
     if eta > ADMIT_WITHIN * deadline_s:
         raise Overloaded(
-            f"the server is busy: the {queued} questions ahead and this request's {questions} would be "
-            f"answered in about {eta:.1f} s at {rate:.1f} questions/s, too close to the deadline of "
-            f"{deadline_s:.1f} s",
+            f"the server is busy: the running batch, the {queued} questions ahead and this "
+            f"request's {questions} would be answered in about {eta:.1f} s, too close to the "
+            f"deadline of {deadline_s:.1f} s",
             eta - ADMIT_WITHIN * deadline_s,
             field="queue",
         )
@@ -159,54 +211,58 @@ class RetrySlots:
     refusing. Spacing them one after another at the server's pace is no better: a caller arriving
     each time one question's worth of compute has passed finds the worker busy, waits alone, and
     the next batch holds the one or two that came meanwhile. Batches shrink, and with them the
-    rate (at 120-256 callers of ~1 s questions: 0.75-0.69x the goodput of 16 callers).
+    goodput (at 120-256 callers of ~1 s questions: 0.75-0.69x the goodput of 16 callers).
 
     So the refused are sent back in groups, each a batch's worth of questions (``batch_target``):
-    a group is told to come back when the queue will have room for all of it, and the next group a
-    group's compute time later (at ``RateMeter.mean_rate``, the pace the server keeps). Each group
-    arrives while the batch before it runs and is the next batch, whole."""
+    a group is told to come back when the queue will have room for all of it, and the next group
+    when that group's batch has run (``BatchCost``). Each group arrives while the batch before it
+    runs and is the next batch, whole."""
 
-    _group_at: float = 0.0  # time.monotonic() the open group comes back
+    _group_at: float = float("-inf")  # time.monotonic() the open group comes back (none yet)
     _group_room: int = 0  # questions the open group still takes
 
-    def after(self, earliest_s: float, questions: int, rate: float | None, now: float, group: int = 1) -> int:
+    def after(
+        self, earliest_s: float, questions: int, cost: BatchCost | None, now: float, group: int = 1
+    ) -> int:
         """Seconds (``Retry-After``) for a caller refused now, whom the queue could take in
         ``earliest_s`` at the soonest.
 
         Args:
             earliest_s: When the queue will have room for the caller's own questions.
             questions: The caller's questions.
-            rate: The server's pace, questions per second (None: not measured; the queue's own time).
+            cost: The server's batch cost (None: not measured; the queue's own time).
             now: ``time.monotonic()``.
             group: Questions per group (``batch_target``): the batch the returning callers form.
         """
-        if rate is None:
+        if cost is None:
             return _seconds(earliest_s)
         group = max(group, questions)
         if self._group_room < questions or self._group_at < now:
-            # A new group: after the open one has had its batch, and not before the queue has room
+            # A new group: once the open one's batch has run, and not before the queue has room
             # for all of it.
-            self._group_at = max(self._group_at + group / rate, now + earliest_s + (group - questions) / rate)
+            room_for_all = now + earliest_s + (group - questions) * cost.per_question_s
+            self._group_at = max(self._group_at + cost.seconds(group), room_for_all)
             self._group_room = group
         self._group_room -= questions
         return _seconds(self._group_at - now)
 
 
-def batch_target(rate: float | None, deadline_s: float, max_batch: int) -> int:
-    """The batch the server aims to keep waiting behind the running one: half of what the deadline
-    admits (``ADMIT_WITHIN`` of it at ``rate``), so a running batch and a waiting one both fit; at
-    most ``max_batch``, at least 1."""
-    if rate is None:
+def batch_target(cost: BatchCost | None, deadline_s: float, max_batch: int) -> int:
+    """The batch the server aims to keep waiting behind the running one: the largest whose cost,
+    twice over (the running batch and its own), fits ``ADMIT_WITHIN`` of the deadline; at most
+    ``max_batch``, at least 1."""
+    if cost is None:
         return max_batch
-    return max(1, min(max_batch, int(rate * ADMIT_WITHIN * deadline_s / 2)))
+    return max(1, min(max_batch, cost.most_within(ADMIT_WITHIN * deadline_s / 2)))
 
 
-def batch_room(rate: float | None, deadline_left_s: float, max_batch: int) -> int:
-    """The most questions a batch may hold and still end within ``deadline_left_s`` (the earliest
-    deadline among its requests) at ``rate``: at least 1, at most ``max_batch``."""
-    if rate is None:
+def batch_room(cost: BatchCost | None, deadline_left_s: float, max_batch: int) -> int:
+    """The most questions a batch may hold and still end within ``BATCH_WITHIN`` of
+    ``deadline_left_s`` (the earliest deadline among its requests): at least 1, at most
+    ``max_batch``."""
+    if cost is None:
         return max_batch
-    return max(1, min(max_batch, int(deadline_left_s * rate)))
+    return max(1, min(max_batch, cost.most_within(BATCH_WITHIN * deadline_left_s)))
 
 
 def _seconds(wait_s: float) -> int:

@@ -49,7 +49,7 @@ class Answerer:
                 queued=self.batcher.queued,
                 max_queue=self.cfg.max_queue,
                 deadline_s=deadline_s,
-                rate=self.batcher.meter.rate,
+                cost=self.batcher.cost,
                 busy_s=self.batcher.busy_s(now),
                 window_s=self.batcher.max_wait_s,
             )
@@ -60,11 +60,9 @@ class Answerer:
         """The 503, its ``Retry-After`` a place in a group of returning callers
         (``admission.RetrySlots``), each group a batch's worth (``admission.batch_target``)."""
         if exc.wait_s is not None:
-            meter = self.batcher.meter
-            group = batch_target(meter.rate, deadline_s, self.batcher.max_batch)
-            exc.retry_after_s = self.batcher.slots.after(
-                exc.wait_s, questions, meter.mean_rate, time.monotonic(), group
-            )
+            cost = self.batcher.cost
+            group = batch_target(cost, deadline_s, self.batcher.max_batch)
+            exc.retry_after_s = self.batcher.slots.after(exc.wait_s, questions, cost, time.monotonic(), group)
         return errors.from_refusal(exc)
 
     async def __call__(

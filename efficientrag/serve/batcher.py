@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from efficientrag.serve.admission import RateMeter, RetrySlots, admit, batch_room, running_left
+from efficientrag.serve.admission import BatchCost, RateMeter, RetrySlots, admit, batch_room, running_left
 from efficientrag.serve.backend import BatchStopped
 from efficientrag.serve.metrics import Metrics
 
@@ -129,13 +129,18 @@ class MicroBatcher:
     def queued(self) -> int:
         return self._queued
 
+    @property
+    def cost(self) -> BatchCost | None:
+        """What a batch costs this server lately (``admission.BatchCost``; None before the first)."""
+        return self.meter.cost(self.max_batch)
+
     def busy_s(self, now: float) -> float:
-        """Seconds the running batch still needs, at the measured rate (0 when idle or unmeasured)."""
-        rate = self.meter.rate
-        if self._running is None or rate is None:
+        """Seconds the running batch still needs, at the measured cost (0 when idle or unmeasured)."""
+        cost = self.cost
+        if self._running is None or cost is None:
             return 0.0
         size, started = self._running
-        return running_left(rate, size, now - started)
+        return running_left(cost, size, now - started)
 
     async def submit(self, key: Hashable, questions: list[str], caller: Caller) -> list[Any]:
         """The questions' results, in order. Raises ``admission.Refused`` (not queued),
@@ -146,7 +151,7 @@ class MicroBatcher:
             queued=self._queued,
             max_queue=self.max_queue,
             deadline_s=caller.deadline - now,
-            rate=self.meter.rate,
+            cost=self.cost,
             busy_s=self.busy_s(now),
             window_s=self.max_wait_s,
         )
@@ -221,7 +226,7 @@ class MicroBatcher:
         """The oldest same-key pieces that fit in one batch: at most ``max_batch`` questions, and
         no more than can be answered before the earliest deadline among them (the first piece
         always goes)."""
-        now, rate = time.monotonic(), self.meter.rate
+        now, cost = time.monotonic(), self.cost
         taken: list[_Job] = []
         size, earliest = 0, float("inf")
         for job in list(self._pending):
@@ -231,7 +236,7 @@ class MicroBatcher:
                 self._drop(job.caller, job.caller.reason)
                 continue
             sooner = min(earliest, job.caller.deadline - now)
-            if taken and size + len(job.questions) > batch_room(rate, sooner, self.max_batch):
+            if taken and size + len(job.questions) > batch_room(cost, sooner, self.max_batch):
                 break
             taken.append(job)
             size += len(job.questions)
@@ -269,6 +274,10 @@ class MicroBatcher:
             self.metrics.batch_seconds.inc(time.monotonic() - started)
         self.meter.record(len(questions), time.monotonic() - started)
         self.metrics.rate.set(self.meter.rate or 0.0)
+        cost = self.cost
+        if cost is not None:
+            self.metrics.cost_fixed.set(cost.fixed_s)
+            self.metrics.cost_per_question.set(cost.per_question_s)
         self.metrics.questions.inc(len(questions))
         self._deliver(batch, results)
 

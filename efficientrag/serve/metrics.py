@@ -74,7 +74,17 @@ class Metrics:
         )
         self.rate = Gauge(
             "efficientrag_rate",
-            "questions per second over the last batches (admission's estimate)",
+            "questions per second over the last batches taken together",
+            registry=r,
+        )
+        self.cost_fixed = Gauge(
+            "efficientrag_batch_cost_fixed_seconds",
+            "admission's batch cost, fitted over the last batches: the seconds a batch takes whatever its size",
+            registry=r,
+        )
+        self.cost_per_question = Gauge(
+            "efficientrag_batch_cost_per_question_seconds",
+            "admission's batch cost, fitted over the last batches: the seconds each question adds",
             registry=r,
         )
 
