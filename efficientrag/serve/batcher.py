@@ -224,8 +224,8 @@ class MicroBatcher:
 
     def _take(self, key: Hashable) -> list[_Job]:
         """The oldest same-key pieces that fit in one batch: at most ``max_batch`` questions, and
-        no more than can be answered before the earliest deadline among them (the first piece
-        always goes)."""
+        no more than can be answered well before the earliest deadline among them
+        (``admission.batch_room``; the first piece always goes)."""
         now, cost = time.monotonic(), self.cost
         taken: list[_Job] = []
         size, earliest = 0, float("inf")
