@@ -78,7 +78,7 @@ class Load:
         self.taken = 0
 
     def run(self) -> float:
-        threads = [threading.Thread(target=self._client, args=(i,), daemon=True) for i in range(self.clients)]
+        threads = [threading.Thread(target=self._client, daemon=True) for _ in range(self.clients)]
         started = time.monotonic()
         for t in threads:
             t.start()
@@ -95,12 +95,12 @@ class Load:
             self.taken += 1
         return self.questions[n % len(self.questions)]
 
-    def _client(self, i: int) -> None:
+    def _client(self) -> None:
         with httpx.Client(base_url=self.url, timeout=self.timeout) as http:
             question = self._next_question()
             while time.monotonic() < self.stop_at:
                 wait = self._one(http, question)
-                if wait is None or wait == 0.0:  # answered, or given up on: the next question
+                if not wait:  # answered, or given up on: the next question
                     question = self._next_question()
                 if wait:  # refused: the same question again after its Retry-After, as a trainer does
                     time.sleep(min(wait, max(0.0, self.stop_at - time.monotonic())))

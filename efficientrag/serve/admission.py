@@ -128,13 +128,12 @@ class RateMeter:
         if not self._batches:
             return None
         sizes = [q for q, _ in self._batches]
-        per_question = 1.0 / self.rate  # type: ignore[operator]
+        n, total_q, total_s = len(sizes), sum(sizes), sum(s for _, s in self._batches)
+        per_question = total_s / total_q
         proportional = BatchCost(0.0, per_question, max_batch)
         if len(set(sizes)) < 2:
             return proportional
-        n = len(sizes)
-        mean_q = sum(sizes) / n
-        mean_s = sum(s for _, s in self._batches) / n
+        mean_q, mean_s = total_q / n, total_s / n
         spread = sum((q - mean_q) ** 2 for q in sizes)
         slope = sum((q - mean_q) * (s - mean_s) for q, s in self._batches) / spread
         if slope <= 0:
