@@ -69,6 +69,7 @@ def render(
     results: Mapping[str, Mapping[str, Any]],
     minutes: float,
     timed_on: int = 0,
+    notes: Sequence[str] = (),
 ) -> str:
     label, overrides = setting
     seconds = (
@@ -90,6 +91,8 @@ def render(
         f"mean of recall and all-gold@6 of the top 20): {recipes}; used: {reranker['recipe']}. No dev "
         f"question chose anything. Numbers in %; s/q: seconds per question on this machine ({seconds}).",
     ]
+    for note in notes:
+        lines += ["", note]
     for dataset, runs in results.items():
         where = "in domain" if dataset.split()[0] in train_on else "left out"
         lines += ["", *dataset_tables(dataset, where, runs)]

@@ -37,6 +37,7 @@ import json
 import shlex
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,21 @@ def train_cross_encoder(
     return root / best / "best", {"recipe": best, "recipes": table}
 
 
+def loop_candidates(
+    setting: tuple[str, list[str]], loop_variants: list[str], reranked_variants: list[str], reranker: Path
+) -> dict[str, list[str]]:
+    """The protocol's setting and each named variant on top of it (a variant's keys replace the
+    setting's), by label."""
+    label, overrides = setting
+    candidates = {label: overrides}
+    variants = {n: LOOP_VARIANTS[n] for n in loop_variants}
+    variants |= {n: [*RERANKED_VARIANTS[n], f"first_hop_reranker={reranker}"] for n in reranked_variants}
+    for name, changes in variants.items():
+        keys = {v.split("=")[0] for v in changes}
+        candidates[f"{label}+{name}"] = [o for o in overrides if o.split("=")[0] not in keys] + changes
+    return candidates
+
+
 def choose_loop(
     args: argparse.Namespace,
     models: Path,
@@ -143,13 +159,7 @@ def choose_loop(
     on top of it: the best validation score."""
     from retrieval_efficientrag import validation_examples
 
-    label, overrides = setting
-    candidates = {label: overrides}
-    variants = {n: LOOP_VARIANTS[n] for n in args.loop_variants}
-    variants |= {n: [*RERANKED_VARIANTS[n], f"first_hop_reranker={reranker}"] for n in args.reranked_variants}
-    for name, changes in variants.items():
-        keys = {v.split("=")[0] for v in changes}
-        candidates[f"{label}+{name}"] = [o for o in overrides if o.split("=")[0] not in keys] + changes
+    candidates = loop_candidates(setting, args.loop_variants, args.reranked_variants, reranker)
     scores = {}
     for cand, ov in candidates.items():
         per_file = []
@@ -171,19 +181,23 @@ def evaluate_dev(
     reranker: Path,
     loops: dict[str, tuple[str, list[str]]],
     out: Path,
+    reuse: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Every method on the pool's questions (of ``dataset``), each run cached in its own folder under
     ``out``. ``loops``: the EfficientRAG settings reported, by row name (``"EfficientRAG"``: the one
-    chosen).
+    chosen); ``reuse``: rows already evaluated on the same questions (another call's results), kept
+    as they are instead of being run again.
 
     Returns:
         Per method: its summary and its per-question records.
     """
     from efficientrag.eval.job_runs import evaluate_direct_r_run, evaluate_rerank_run
 
-    examples, progress = pool.examples, not args.quiet
-    direct = evaluate_direct_r_run(pool.retriever, examples, out / "direct_r_k", ks=KS, progress=progress)
-    runs = {"Direct-R": (dict(direct), out / "direct_r_k")}
+    examples, progress, reuse = pool.examples, not args.quiet, reuse or {}
+    runs = {}
+    if "Direct-R" not in reuse:
+        direct = evaluate_direct_r_run(pool.retriever, examples, out / "direct_r_k", ks=KS, progress=progress)
+        runs["Direct-R"] = (dict(direct), out / "direct_r_k")
     cfg = quick_config(out, dataset, args)
     for name, (lab, ov) in loops.items():
         # Each setting its own models and prediction cache: a run served from another's cache would
@@ -191,18 +205,21 @@ def evaluate_dev(
         rag = load_rag(pool, models)
         runs[name] = (dict(run_setting(pool, rag, examples, lab, ov, out, cfg)), out / lab)
     for name, (method, folder) in rerankers(pool, models, reranker).items():
+        if name in reuse:
+            continue
         run_dir = out / folder
         runs[name] = (
             dict(evaluate_rerank_run(method, examples, run_dir, ks=KS, progress=progress)),
             run_dir,
         )
     types = known_types(args.shared_data, dataset)
-    results = {
+    results = dict(reuse) | {
         name: {"summary": summary, "records": _records(run_dir, types)}
         for name, (summary, run_dir) in runs.items()
     }
     if args.time_sample:
-        timed = time_side_by_side(pool, models, reranker, loops, examples[: args.time_sample])
+        sample = examples[: args.time_sample]
+        timed = time_side_by_side(pool, models, reranker, loops, sample, skip=set(reuse))
         for name, seconds in timed.items():
             results[name]["timed_s"] = seconds
     return results
@@ -228,12 +245,18 @@ def rerankers(pool: Pool, models: Path, reranker: Path) -> dict[str, tuple[Any, 
 
 
 def time_side_by_side(
-    pool: Pool, models: Path, reranker: Path, loops: dict[str, tuple[str, list[str]]], examples: list
+    pool: Pool,
+    models: Path,
+    reranker: Path,
+    loops: dict[str, tuple[str, list[str]]],
+    examples: list,
+    skip: Collection[str] = (),
 ) -> dict[str, float]:
     """Seconds per question of every method on the same ``examples``, one after another in this
     process: models loaded first (not timed), no prediction cache, batches of ``TIMING_BATCH``.
     The runs' own stage timings were taken whenever each run was made (a cached run keeps the
-    cores' load of its day); these are comparable with each other."""
+    cores' load of its day); these are comparable with each other. Methods named in ``skip`` (timed
+    by another call) are left out."""
     from efficientrag.config import load_config
     from efficientrag.models import Filter, Labeler
     from efficientrag.pipeline.config import EfficientRAGConfig
@@ -250,10 +273,14 @@ def time_side_by_side(
         rag = EfficientRAG(pool.retriever, labeler, filter_, load_config(EfficientRAGConfig, None, overrides))
         work[name] = lambda rag=rag: [rag.retrieve_batch(questions[b]) for b in batches]
     for name, (method, _) in rerankers(pool, models, reranker).items():
+        if name in skip:
+            continue
         method.setup()
         work[name] = lambda method=method: [method.run_batch(examples[b]) for b in batches]
     seconds = {}
     for name, run in work.items():
+        if name in skip:
+            continue
         started = time.perf_counter()
         run()
         seconds[name] = (time.perf_counter() - started) / len(examples)
@@ -293,6 +320,38 @@ def open_domain_pool(args: argparse.Namespace, work: Path, train_on: list[str]) 
     return Pool(pool.name, pool.corpus, examples, pool.retriever)
 
 
+def after_adaptation(
+    args: argparse.Namespace,
+    work: Path,
+    models: Path,
+    pools: dict[str, Pool],
+    dev: Pool,
+    setting: tuple[str, list[str]],
+    reranker: Path,
+    before: dict[str, Any],
+) -> tuple[str, dict[str, Any], str]:
+    """``--adapt``: the direction's models adapted to the left-out ``dev`` pool's corpus, the loop's
+    setting chosen again for them, and every row that changes (the loops, the Labeler reranks)
+    evaluated beside the un-adapted run's Direct-R and cross-encoder rows (``before``).
+
+    Returns:
+        The report's name for the set, its rows and the paragraph saying what was chosen.
+    """
+    from rerank_adapted import adapt_models, adaptation_note, adapted_root, choose_adapted_loop
+
+    target = dev.name.removeprefix("dev-")
+    adapted, summary, sets = adapt_models(args, work, models, pools, target, setting[1])
+    candidates = loop_candidates(setting, args.loop_variants, [], reranker)
+    root = adapted_root(models, target)
+    chosen, scores = choose_adapted_loop(args, adapted, candidates, sets, root / "loop-choice")
+    loops = {"EfficientRAG": chosen}
+    if chosen[0] != setting[0]:
+        loops["EfficientRAG, protocol setting (not chosen)"] = setting
+    reuse = {n: r for n, r in before.items() if n == "Direct-R" or n.startswith("rerank ")}
+    runs = evaluate_dev(args, dev, target, adapted, reranker, loops, root / "dev", reuse=reuse)
+    return f"{target} after adaptation", runs, adaptation_note(target, summary, chosen, scores)
+
+
 def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eval_on: list[str]) -> str:
     t0 = time.perf_counter()
     models, counts, pools = train(args, work, train_on)
@@ -302,10 +361,14 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
     loops = {"EfficientRAG": chosen}
     if chosen[0] != label:
         loops["EfficientRAG, protocol setting (not chosen)"] = (label, overrides)
-    results = {}
+    results, notes = {}, []
     for name in eval_on:
         pool = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args)
         results[name] = evaluate_dev(args, pool, name, models, reranker, loops, models / "dev" / name)
+        if args.adapt and name not in train_on:
+            key, runs, note = after_adaptation(args, work, models, pools, pool, (label, overrides), reranker, results[name])
+            results[key] = runs
+            notes.append(note)
     if args.open_domain:
         pool = open_domain_pool(args, work, train_on)
         out = models / "dev" / f"opendomain-2wiki-{len(pool.examples)}"
@@ -322,6 +385,7 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
         results=results,
         minutes=(time.perf_counter() - t0) / 60,
         timed_on=args.time_sample,
+        notes=notes,
     )
     tag = "+".join(train_on) + "_to_" + "+".join(eval_on)
     plots = []
@@ -376,6 +440,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="time every method on the first N questions of each set, side by side in this process "
         "(0: report each run's own stage timings)",
+    )
+    parser.add_argument(
+        "--adapt",
+        action="store_true",
+        help="also report each left-out set after `efficientrag adapt` on its corpus (rerank_adapted.py)",
     )
     parser.add_argument(
         "--leave-one-out",
