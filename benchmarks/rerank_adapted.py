@@ -75,7 +75,12 @@ def adapt_models(
 
     base = adapt_base(args, work, models, target, overrides)
     sets = [
-        ScoringSet(name, VALIDATION_GROUP, pool.retriever, validation_examples(pool, quick_config(models, name, args)))
+        ScoringSet(
+            name,
+            VALIDATION_GROUP,
+            pool.retriever,
+            validation_examples(pool, quick_config(models, name, args)),
+        )
         for name, pool in pools.items()
     ]
     summary = run_adapt(base, extra_sets=sets)
@@ -111,7 +116,9 @@ def choose_adapted_loop(
     return (best, candidates[best]), scores
 
 
-def adaptation_note(target: str, summary: dict[str, Any], setting: tuple[str, list[str]], scores: dict) -> str:
+def adaptation_note(
+    target: str, summary: dict[str, Any], setting: tuple[str, list[str]], scores: dict
+) -> str:
     """What adapt kept and which loop setting the adapted models chose, for the report."""
     corpus = summary.get("stages", {}).get("corpus", {})
     ratios = ", ".join(

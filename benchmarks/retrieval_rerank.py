@@ -320,6 +320,11 @@ def open_domain_pool(args: argparse.Namespace, work: Path, train_on: list[str]) 
     return Pool(pool.name, pool.corpus, examples, pool.retriever)
 
 
+def shared_rows(runs: dict[str, Any]) -> dict[str, Any]:
+    """The rows that do not depend on the Labeler and Filter: Direct-R and the cross-encoder's."""
+    return {n: r for n, r in runs.items() if n == "Direct-R" or n.startswith("rerank ")}
+
+
 def after_adaptation(
     args: argparse.Namespace,
     work: Path,
@@ -347,8 +352,7 @@ def after_adaptation(
     loops = {"EfficientRAG": chosen}
     if chosen[0] != setting[0]:
         loops["EfficientRAG, protocol setting (not chosen)"] = setting
-    reuse = {n: r for n, r in before.items() if n == "Direct-R" or n.startswith("rerank ")}
-    runs = evaluate_dev(args, dev, target, adapted, reranker, loops, root / "dev", reuse=reuse)
+    runs = evaluate_dev(args, dev, target, adapted, reranker, loops, root / "dev", reuse=shared_rows(before))
     return f"{target} after adaptation", runs, adaptation_note(target, summary, chosen, scores)
 
 
@@ -366,7 +370,9 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
         pool = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args)
         results[name] = evaluate_dev(args, pool, name, models, reranker, loops, models / "dev" / name)
         if args.adapt and name not in train_on:
-            key, runs, note = after_adaptation(args, work, models, pools, pool, (label, overrides), reranker, results[name])
+            key, runs, note = after_adaptation(
+                args, work, models, pools, pool, (label, overrides), reranker, results[name]
+            )
             results[key] = runs
             notes.append(note)
     if args.open_domain:

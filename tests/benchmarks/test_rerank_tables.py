@@ -97,7 +97,9 @@ def test_the_report_names_the_choice_and_where_each_dataset_stands(bench):
         },
         results={"musique": runs(), "hotpotqa": runs(), "2wikimultihopqa open-domain": runs()},
         minutes=12.0,
+        notes=["**hotpotqa after adaptation.** adapt kept the adapted models."],
     )
+    assert "\n\n**hotpotqa after adaptation.** adapt kept the adapted models.\n\n### musique" in text
     assert "neg4 61.23, neg8 60.00; used: neg4" in text
     assert "protocol score k6-t0.2-f3 60.00, k6-t0.2-f3+first20 62.50): `k6-t0.2-f3+first20`" in text
     assert (

@@ -42,3 +42,31 @@ def test_every_loop_variant_is_a_valid_loop_setting(bench):
         if name in bench.RERANKED_VARIANTS:
             settings["first_hop_reranker"] = "some/cross-encoder"
         EfficientRAGConfig(**settings)
+
+
+def test_a_variants_keys_replace_the_settings_and_a_reranked_one_names_the_reranker(bench, tmp_path):
+    setting = ("k6", ["top_k=6", "floor_k=3", "chunk_budget=7"])
+    got = bench.loop_candidates(setting, ["fill"], ["ce20-f5"], tmp_path / "ce")
+    assert got["k6"] == setting[1]
+    assert got["k6+fill"] == ["top_k=6", "floor_k=3", "chunk_budget=7", "fill_budget=true"]
+    # floor_k=5 replaces the setting's floor_k=3 instead of sitting beside it.
+    assert got["k6+ce20-f5"] == [
+        "top_k=6",
+        "chunk_budget=7",
+        "first_top_k=20",
+        "floor_k=5",
+        f"first_hop_reranker={tmp_path / 'ce'}",
+    ]
+    assert list(bench.loop_candidates(setting, [], [], tmp_path)) == ["k6"]
+
+
+def test_after_adaptation_only_the_rows_without_labeler_or_filter_are_reused(bench):
+    runs = {
+        "Direct-R": 1,
+        "EfficientRAG": 2,
+        "EfficientRAG, protocol setting (not chosen)": 3,
+        "rerank N=20": 4,
+        "rerank N=50": 5,
+        "Labeler rerank N=20": 6,
+    }
+    assert bench.shared_rows(runs) == {"Direct-R": 1, "rerank N=20": 4, "rerank N=50": 5}
