@@ -81,6 +81,9 @@ LOOP_VARIANTS = {
     # A question whose loop keeps fewer chunks than the budget gets the rest from its own first-hop
     # hits (``fill_budget``): every question then costs the budget, as a reranker's top K does.
     "fill": ["fill_budget=true"],
+    # Every hop as wide as a reranker's N: the Labeler judges the top 20 of each query and the budget
+    # keeps its best (the probe of the adapted models; about 3-4 times the loop's cost).
+    "top20": ["top_k=20"],
 }
 # The same, with the direction's cross-encoder reordering the question's wide first hop before the
 # Labeler judges its best top_k (``first_hop_reranker``; the floor is then the reranker's top
