@@ -21,8 +21,13 @@ under the honest protocol of ``benchmarks/retrieval_efficientrag.py``:
    chunk count (interpolated); the same split by question type (HotpotQA bridge / comparison; 2Wiki
    compositional / comparison / inference / bridge_comparison; MuSiQue by hop count); seconds per
    question beside each (the loop's own stage timings; a reranker's search + scoring).
+5. With ``--adapt``, each left-out set again after ``efficientrag adapt`` on its corpus: the adapted
+   loop (its setting chosen again, on adapt's scoring sets) and the adapted Labeler as a reranker,
+   beside the same Direct-R and cross-encoder rows (``rerank_adapted.py``).
 
     python benchmarks/retrieval_rerank.py --retriever bm25 --train-on 2wikimultihopqa,musique
+    python benchmarks/retrieval_rerank.py --retriever bm25 --train-on 2wikimultihopqa,musique \
+        --eval-on hotpotqa --adapt
     python benchmarks/retrieval_rerank.py --retriever bm25 --leave-one-out
     python benchmarks/retrieval_rerank.py --retriever dense --leave-one-out
 
