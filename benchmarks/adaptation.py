@@ -142,10 +142,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_target(args: argparse.Namespace, target: str) -> str:
-    from efficientrag.adapt.choice import VALIDATION_GROUP, ScoringSet
     from efficientrag.adapt.config import AdaptConfig
     from efficientrag.adapt.job import build_judge, pseudo_stage
-    from efficientrag.config import load_config
     from efficientrag.data.corpus import Corpus
 
     t0 = time.perf_counter()
@@ -157,17 +155,10 @@ def run_target(args: argparse.Namespace, target: str) -> str:
     dev = rb.open_pool(f"dev-{target}", [(target, rb.DEV_FILES[target])], work / "pools", pargs)
     root = Path(args.adapt_dir) / args.retriever / target
     root.mkdir(parents=True, exist_ok=True)
-    base = load_config(AdaptConfig, args.preset, [f"retriever.kind={args.retriever}"])
+    base = adapt_config(pargs, args.preset, work, models, target, overrides, root / "adapt")
     base = replace(
         base,
-        corpus=str(work / "pools" / f"dev-{target}" / "data" / "corpus.jsonl"),
-        labeler=str(models / "labeler" / "best"),
-        filter=str(models / "filter" / "best"),
-        train_data=str(models / "train_data"),
-        progress=not args.quiet,
-        efficientrag=_loop_config(overrides),
         mix=replace(base.mix, original_rows=args.original_rows, ratios=args.ratios or base.mix.ratios),
-        work_dir=str(root / "adapt"),
     )
     ratios = [r.labeler for r in base.mix.candidates()]
     # Pseudo-validation questions from the target's dev corpus (the same for every candidate).
@@ -175,15 +166,7 @@ def run_target(args: argparse.Namespace, target: str) -> str:
     pseudo_dir, pseudo_stats = pseudo_stage(base, corpus, root / "adapt", corpus.fingerprint())
     # Scored as `efficientrag adapt` scores its candidates (efficientrag/adapt/choice.py), on its
     # pseudo-validation questions and, here, the training files' validation questions as well.
-    sets = [
-        ScoringSet(
-            name,
-            VALIDATION_GROUP,
-            pool.retriever,
-            rb.validation_examples(pool, rb.quick_config(work, name, pargs)),
-        )
-        for name, pool in pools.items()
-    ]
+    sets = validation_sets(pargs, work, pools)
     judge = build_judge(base, corpus, pseudo_dir, sets)
 
     def evaluate(variant: Variant) -> Variant:
@@ -275,6 +258,58 @@ def run_target(args: argparse.Namespace, target: str) -> str:
         counts,
         time.perf_counter() - t0,
     )
+
+
+def adapt_config(
+    pargs: argparse.Namespace,
+    preset: str | Path,
+    work: Path,
+    models: Path,
+    target: str,
+    overrides: list[str],
+    work_dir: Path,
+) -> Any:
+    """The ``AdaptConfig`` that adapts a direction's ``models`` (the protocol's, under ``work``) to
+    ``target``'s pooled dev corpus (paragraphs only), scoring with the loop of ``overrides``.
+
+    Args:
+        pargs: the protocol's arguments (``retriever``, ``quiet``).
+        preset: the adapt preset (``configs/adapt/minilm-cpu.yaml``).
+        work: the protocol's folder for this retriever (its pools).
+        models: the direction's folder (``labeler/best``, ``filter/best``, ``train_data``).
+        target: the left-out dataset.
+        overrides: the loop setting's overrides.
+        work_dir: adapt's own folder.
+    """
+    from efficientrag.adapt.config import AdaptConfig
+    from efficientrag.config import load_config
+
+    base = load_config(AdaptConfig, preset, [f"retriever.kind={pargs.retriever}"])
+    return replace(
+        base,
+        corpus=str(work / "pools" / f"dev-{target}" / "data" / "corpus.jsonl"),
+        labeler=str(models / "labeler" / "best"),
+        filter=str(models / "filter" / "best"),
+        train_data=str(models / "train_data"),
+        progress=not pargs.quiet,
+        efficientrag=_loop_config(overrides),
+        work_dir=str(work_dir),
+    )
+
+
+def validation_sets(pargs: argparse.Namespace, work: Path, pools: dict[str, Any]) -> list[Any]:
+    """The training files' validation questions, each over its own pool, as adapt scoring sets."""
+    from efficientrag.adapt.choice import VALIDATION_GROUP, ScoringSet
+
+    return [
+        ScoringSet(
+            name,
+            VALIDATION_GROUP,
+            pool.retriever,
+            rb.validation_examples(pool, rb.quick_config(work, name, pargs)),
+        )
+        for name, pool in pools.items()
+    ]
 
 
 # -- evaluation plumbing -----------------------------------------------------------------------

@@ -22,32 +22,13 @@ No question of the left-out dataset, and none of its gold, chooses anything.
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from retrieval_efficientrag import REPO, Pool, quick_config, validation_examples
+from adaptation import adapt_config, validation_sets
+from retrieval_efficientrag import REPO, Pool
 
 ADAPT_PRESET = REPO / "configs" / "adapt" / "minilm-cpu.yaml"
-
-
-def adapt_base(args: argparse.Namespace, work: Path, models: Path, target: str, overrides: list[str]) -> Any:
-    """The ``AdaptConfig`` of ``models`` (a direction's) for ``target``'s pooled dev corpus."""
-    from efficientrag.adapt.config import AdaptConfig
-    from efficientrag.config import load_config
-    from efficientrag.pipeline.config import EfficientRAGConfig
-
-    base = load_config(AdaptConfig, ADAPT_PRESET, [f"retriever.kind={args.retriever}"])
-    return replace(
-        base,
-        corpus=str(work / "pools" / f"dev-{target}" / "data" / "corpus.jsonl"),
-        labeler=str(models / "labeler" / "best"),
-        filter=str(models / "filter" / "best"),
-        train_data=str(models / "train_data"),
-        progress=not args.quiet,
-        efficientrag=load_config(EfficientRAGConfig, None, overrides),
-        work_dir=str(adapted_root(models, target) / "adapt"),
-    )
 
 
 def adapted_root(models: Path, target: str) -> Path:
@@ -69,20 +50,12 @@ def adapt_models(
         The folder holding the kept ``labeler/best`` and ``filter/best``, what adapt reported,
         and the sets it scored on (reused to choose the adapted loop's setting).
     """
-    from efficientrag.adapt.choice import VALIDATION_GROUP, ScoringSet
     from efficientrag.adapt.job import build_judge, pseudo_stage, run_adapt
     from efficientrag.data.corpus import Corpus
 
-    base = adapt_base(args, work, models, target, overrides)
-    sets = [
-        ScoringSet(
-            name,
-            VALIDATION_GROUP,
-            pool.retriever,
-            validation_examples(pool, quick_config(models, name, args)),
-        )
-        for name, pool in pools.items()
-    ]
+    root = adapted_root(models, target)
+    base = adapt_config(args, ADAPT_PRESET, work, models, target, overrides, root / "adapt")
+    sets = validation_sets(args, work, pools)
     summary = run_adapt(base, extra_sets=sets)
     kept = Path(summary["labeler"])
     folder = kept.parents[1]
