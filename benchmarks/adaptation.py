@@ -52,6 +52,7 @@ from efficientrag.eval import versus_direct  # noqa: E402
 from efficientrag.eval.gold_fate import fate_cells, fate_table_head  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+PRESET = REPO / "configs" / "adapt" / "minilm-cpu.yaml"
 CONTINUE_THRESHOLDS = (0.3, 0.6)
 AGREEMENTS = ("none", "links")  # option 2: the models' confidence alone, or also the corpus's links
 GOAL_SHARE = 0.5  # of the in-domain gain over Direct-R at equal chunks (issue 30)
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         default="bm25",
         help="the protocol's retriever (its models and choices are reused from --work-dir/<retriever>)",
     )
-    parser.add_argument("--preset", default=str(REPO / "configs" / "adapt" / "minilm-cpu.yaml"))
+    parser.add_argument("--preset", default=str(PRESET))
     parser.add_argument(
         "--ratios", type=float, nargs="+", help="option 1 mix ratios (default: the preset's mix.ratios)"
     )

@@ -25,10 +25,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from adaptation import adapt_config, validation_sets
-from retrieval_efficientrag import REPO, Pool
-
-ADAPT_PRESET = REPO / "configs" / "adapt" / "minilm-cpu.yaml"
+from adaptation import PRESET, adapt_config, validation_sets
+from retrieval_efficientrag import Pool
 
 
 def adapted_root(models: Path, target: str) -> Path:
@@ -54,7 +52,7 @@ def adapt_models(
     from efficientrag.data.corpus import Corpus
 
     root = adapted_root(models, target)
-    base = adapt_config(args, ADAPT_PRESET, work, models, target, overrides, root / "adapt")
+    base = adapt_config(args, PRESET, work, models, target, overrides, root / "adapt")
     sets = validation_sets(args, work, pools)
     summary = run_adapt(base, extra_sets=sets)
     kept = Path(summary["labeler"])
@@ -90,7 +88,7 @@ def choose_adapted_loop(
 
 
 def adaptation_note(
-    target: str, summary: dict[str, Any], setting: tuple[str, list[str]], scores: dict
+    target: str, summary: dict[str, Any], setting: tuple[str, list[str]], scores: dict[str, float]
 ) -> str:
     """What adapt kept and which loop setting the adapted models chose, for the report."""
     corpus = summary.get("stages", {}).get("corpus", {})
