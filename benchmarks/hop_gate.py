@@ -1,0 +1,240 @@
+"""Hops only for the questions that need them? A gate on the first hop, tried on validation (issue 49).
+
+Retrieve-then-rerank beats the loop on comparison questions, which name both of their entities:
+the question's own hits already hold the evidence, and later hops can only push it out of the
+chunk budget. The natural fix is a gate after the first hop: stop there when the question looks
+answered, hop on otherwise. This script measures that fix on a loop run's saved traces, so no
+model runs again. Every question's first hop is in its trace (each hit's Continue probability,
+its floor mark and its rank), so "first hop only" is that hop's pool, selected the way the loop
+selects (``first_hop_only``: floor chunks, then the most probable Continue chunks up to the
+budget, then ``fill_budget``'s next-ranked hits), exactly what ``max_hops=1`` keeps.
+
+Reported, per run folder (give the loop's validation runs: settings are chosen on them):
+
+1. By question type: the loop against its first hop alone. Where the first hop alone scores as
+   high, the hops cost nothing there; where it scores lower, they earn their keep.
+2. Gates: "stop after the first hop when its m-th most probable chunk has a Continue probability
+   of at least tau" for m = 2, 3 and a grid of tau, and, as an upper bound for a question-type
+   router, the gold type ("comparison" questions stop after the first hop).
+
+    python benchmarks/hop_gate.py \\
+        runs/bench_protocol/bm25/models/2wikimultihopqa+musique/validation/2wikimultihopqa/k6-t0.05-f3-tok0.5+fill \\
+        runs/bench_protocol/bm25/models/2wikimultihopqa+musique/validation/musique/k6-t0.05-f3-tok0.5+fill
+
+No dev question is read unless you pass a dev run folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from rerank_tables import question_type  # noqa: E402
+
+from efficientrag.retrieval.metrics import all_gold, oracle_recall  # noqa: E402
+
+TAUS = (0.5, 0.8, 0.9, 0.95, 0.98, 0.99)
+MS = (2, 3)
+# The gold type a question-type router would send to the first hop alone (the upper bound row).
+FIRST_HOP_TYPES = frozenset({"comparison"})
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """The loop settings ``first_hop_only`` needs, read from a run's fingerprint."""
+
+    floor_k: int
+    tag_threshold: float
+    chunk_budget: int | None
+    budget_policy: str
+    fill_budget: bool
+
+    @classmethod
+    def of_run(cls, run: Mapping[str, Any], where: str) -> LoopSettings:
+        try:
+            s = run["fingerprint"]["settings"]["efficientrag"]
+            return cls(
+                int(s["floor_k"]),
+                float(s["tag_threshold"]),
+                s["chunk_budget"],
+                str(s["budget_policy"]),
+                bool(s.get("fill_budget", False)),
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValueError(
+                f"{where}: not an EfficientRAG run (no fingerprint.settings.efficientrag.{exc})"
+            ) from exc
+
+
+def first_hop_hits(record: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:
+    """The question's own hits at the first hop, in rank order, as the trace recorded them."""
+    try:
+        return list(record["trace"]["hops"][0]["hits"][0])
+    except (KeyError, IndexError, TypeError):
+        raise ValueError(f"{where}: record {record.get('id')!r} has no first hop in its trace") from None
+
+
+def first_hop_only(hits: Sequence[Mapping[str, Any]], s: LoopSettings) -> list[str]:
+    """The chunk ids the loop keeps when it stops after the first hop (``max_hops=1``).
+
+    Args:
+        hits: The first hop's hit records in rank order (``id``, ``floor``, ``continue_prob``).
+        s: The run's loop settings.
+
+    Returns:
+        Kept ids in the loop's order: the pool (floor or Continue, in rank order; under a "first"
+        budget, Continue chunks only while the pool is under the budget), cut under a "best" budget
+        to the floor chunks and the most probable others, then topped up with next-ranked hits.
+    """
+    pool: dict[str, float] = {}
+    floor: set[str] = set()
+    for h in hits:
+        prob, cid = float(h.get("continue_prob") or 0.0), str(h["id"])
+        if h.get("floor"):
+            floor.add(cid)
+            pool[cid] = prob
+        full = s.chunk_budget is not None and s.budget_policy == "first" and len(pool) >= s.chunk_budget
+        if prob >= s.tag_threshold and (cid in floor or not full):
+            pool[cid] = prob
+    kept = list(pool)
+    budget = s.chunk_budget
+    if budget is not None and s.budget_policy == "best" and len(kept) > budget:
+        rest = sorted((c for c in kept if c not in floor), key=lambda c: -pool[c])
+        kept = [c for c in kept if c in floor] + rest[: max(0, budget - len(floor))]
+    if s.fill_budget and budget is not None:
+        kept += [str(h["id"]) for h in hits if str(h["id"]) not in kept][: max(0, budget - len(kept))]
+    return kept
+
+
+def gate_open(hits: Sequence[Mapping[str, Any]], m: int, tau: float) -> bool:
+    """The gate stops the loop after the first hop: its m-th most probable chunk is at least tau."""
+    probs = sorted((float(h.get("continue_prob") or 0.0) for h in hits), reverse=True)
+    return len(probs) >= m and probs[m - 1] >= tau
+
+
+@dataclass
+class Question:
+    set_name: str
+    type: str
+    gold: list[str]
+    loop: list[str]
+    first_hop: list[str]
+    hits: list[Mapping[str, Any]]
+
+
+def load_run(folder: Path) -> list[Question]:
+    """A run folder's questions with the loop's chunks and its first hop's alone."""
+    run_file, pred_file = folder / "run.json", folder / "predictions.jsonl"
+    for f in (run_file, pred_file):
+        if not f.is_file():
+            raise FileNotFoundError(f"{f}: missing (give an EfficientRAG run folder)")
+    settings = LoopSettings.of_run(json.loads(run_file.read_text()), str(run_file))
+    name = folder.parent.name
+    out = []
+    with pred_file.open() as fh:
+        for i, line in enumerate(fh, 1):
+            rec = json.loads(line)
+            if not rec.get("gold_chunk_ids"):
+                continue
+            hits = first_hop_hits(rec, f"{pred_file}:{i}")
+            out.append(
+                Question(
+                    name,
+                    question_type(rec),
+                    list(rec["gold_chunk_ids"]),
+                    list(rec["retrieved_ids"]),
+                    first_hop_only(hits, settings),
+                    hits,
+                )
+            )
+    return out
+
+
+def score(questions: Sequence[Question], pick: Callable[[Question], list[str]]) -> tuple[float, float, float]:
+    """Recall, all-gold (%) and chunks per question of the ids ``pick`` keeps."""
+    n = max(1, len(questions))
+    kept = [(pick(q), q.gold) for q in questions]
+    return (
+        100 * sum(oracle_recall(ids, gold) for ids, gold in kept) / n,
+        100 * sum(all_gold(ids, gold) for ids, gold in kept) / n,
+        sum(len(ids) for ids, _ in kept) / n,
+    )
+
+
+def _cell(values: tuple[float, float, float]) -> str:
+    return f"{values[0]:.1f} / {values[1]:.1f} ({values[2]:.2f})"
+
+
+def type_table(questions: Sequence[Question]) -> list[str]:
+    lines = ["| set | type | n | loop | first hop only |", "|---|---|---|---|---|"]
+    groups: dict[tuple[str, str], list[Question]] = {}
+    for q in questions:
+        groups.setdefault((q.set_name, q.type), []).append(q)
+    for (set_name, qtype), qs in sorted(groups.items()):
+        loop, first = score(qs, lambda q: q.loop), score(qs, lambda q: q.first_hop)
+        lines.append(f"| {set_name} | {qtype} | {len(qs)} | {_cell(loop)} | {_cell(first)} |")
+    return lines
+
+
+def gate_table(questions: Sequence[Question]) -> list[str]:
+    sets = sorted({q.set_name for q in questions})
+    of = {s: [q for q in questions if q.set_name == s] for s in sets}
+    lines = [
+        "| gate | " + " | ".join(f"{s}: recall / all-gold (chunks), stopped" for s in sets) + " |",
+        "|---" * (len(sets) + 1) + "|",
+    ]
+
+    def row(label: str, stops: Callable[[Question], bool]) -> str:
+        cells = []
+        for s in sets:
+            qs = of[s]
+            stopped = sum(stops(q) for q in qs)
+            cells.append(
+                f"{_cell(score(qs, lambda q: q.first_hop if stops(q) else q.loop))}, {stopped}/{len(qs)}"
+            )
+        return f"| {label} | " + " | ".join(cells) + " |"
+
+    lines.append(row("none (the loop)", lambda q: False))
+    for m in MS:
+        for tau in TAUS:
+            lines.append(row(f"m={m}, tau={tau}", lambda q, m=m, tau=tau: gate_open(q.hits, m, tau)))
+    lines.append(
+        row("gold type is comparison (upper bound of a type router)", lambda q: q.type in FIRST_HOP_TYPES)
+    )
+    lines.append(row("always (first hop only)", lambda q: True))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "runs", nargs="+", type=Path, help="EfficientRAG run folders (run.json, predictions.jsonl)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        questions = [q for folder in args.runs for q in load_run(folder)]
+    except (FileNotFoundError, ValueError) as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if not questions:
+        print("no question with gold chunk ids in the given runs", file=sys.stderr)
+        return 2
+    print("Command: `python benchmarks/hop_gate.py " + " ".join(str(f) for f in args.runs) + "`\n")
+    print("By question type, recall / all-gold (chunks per question):\n")
+    print("\n".join(type_table(questions)))
+    print("\nStop after the first hop when the gate says so:\n")
+    print("\n".join(gate_table(questions)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
