@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rerank_tables import question_type  # noqa: E402
 
+from efficientrag.jsonl import read_jsonl  # noqa: E402
 from efficientrag.retrieval.metrics import all_gold, oracle_recall  # noqa: E402
 
 TAUS = (0.5, 0.8, 0.9, 0.95, 0.98, 0.99)
@@ -138,29 +139,26 @@ def load_run(folder: Path) -> list[Question]:
     settings = LoopSettings.of_run(json.loads(run_file.read_text()), str(run_file))
     name = folder.parent.name
     out = []
-    with pred_file.open() as fh:
-        for i, line in enumerate(fh, 1):
-            rec = json.loads(line)
-            if not rec.get("gold_chunk_ids"):
-                continue
-            hits = first_hop_hits(rec, f"{pred_file}:{i}")
-            out.append(
-                Question(
-                    name,
-                    question_type(rec),
-                    list(rec["gold_chunk_ids"]),
-                    list(rec["retrieved_ids"]),
-                    first_hop_only(hits, settings),
-                    hits,
-                )
+    for i, rec in enumerate(read_jsonl(pred_file), 1):
+        if not rec.get("gold_chunk_ids"):
+            continue
+        hits = first_hop_hits(rec, f"{pred_file}:{i}")
+        out.append(
+            Question(
+                name,
+                question_type(rec),
+                list(rec["gold_chunk_ids"]),
+                list(rec["retrieved_ids"]),
+                first_hop_only(hits, settings),
+                hits,
             )
+        )
     return out
 
 
-def score(questions: Sequence[Question], pick: Callable[[Question], list[str]]) -> tuple[float, float, float]:
-    """Recall, all-gold (%) and chunks per question of the ids ``pick`` keeps."""
-    n = max(1, len(questions))
-    kept = [(pick(q), q.gold) for q in questions]
+def recall_all_gold(kept: Sequence[tuple[Sequence[str], Sequence[str]]]) -> tuple[float, float, float]:
+    """Recall, all-gold (%) and chunks per question of (kept ids, gold ids) pairs."""
+    n = max(1, len(kept))
     return (
         100 * sum(oracle_recall(ids, gold) for ids, gold in kept) / n,
         100 * sum(all_gold(ids, gold) for ids, gold in kept) / n,
@@ -168,7 +166,13 @@ def score(questions: Sequence[Question], pick: Callable[[Question], list[str]]) 
     )
 
 
-def _cell(values: tuple[float, float, float]) -> str:
+def score(questions: Sequence[Question], pick: Callable[[Question], list[str]]) -> tuple[float, float, float]:
+    """``recall_all_gold`` of the ids ``pick`` keeps for each question."""
+    return recall_all_gold([(pick(q), q.gold) for q in questions])
+
+
+def cell(values: tuple[float, float, float]) -> str:
+    """A table cell: recall / all-gold (chunks)."""
     return f"{values[0]:.1f} / {values[1]:.1f} ({values[2]:.2f})"
 
 
@@ -179,7 +183,7 @@ def type_table(questions: Sequence[Question]) -> list[str]:
         groups.setdefault((q.set_name, q.type), []).append(q)
     for (set_name, qtype), qs in sorted(groups.items()):
         loop, first = score(qs, lambda q: q.loop), score(qs, lambda q: q.first_hop)
-        lines.append(f"| {set_name} | {qtype} | {len(qs)} | {_cell(loop)} | {_cell(first)} |")
+        lines.append(f"| {set_name} | {qtype} | {len(qs)} | {cell(loop)} | {cell(first)} |")
     return lines
 
 
@@ -197,7 +201,7 @@ def gate_table(questions: Sequence[Question]) -> list[str]:
             qs = of[s]
             stopped = sum(stops(q) for q in qs)
             cells.append(
-                f"{_cell(score(qs, lambda q: q.first_hop if stops(q) else q.loop))}, {stopped}/{len(qs)}"
+                f"{cell(score(qs, lambda q: q.first_hop if stops(q) else q.loop))}, {stopped}/{len(qs)}"
             )
         return f"| {label} | " + " | ".join(cells) + " |"
 

@@ -27,7 +27,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from efficientrag.retrieval.metrics import all_gold, oracle_recall
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hop_gate import cell, first_hop_hits, recall_all_gold  # noqa: E402
+
+from efficientrag.jsonl import read_jsonl  # noqa: E402
 
 SETS = ("pseudo-validation",)
 
@@ -42,8 +46,7 @@ def candidate_runs(root: Path, set_name: str) -> dict[str, Path]:
 
 
 def read_records(folder: Path) -> list[dict[str, Any]]:
-    with (folder / "predictions.jsonl").open() as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    return list(read_jsonl(folder / "predictions.jsonl"))
 
 
 def search_order(runs: Mapping[str, Path]) -> dict[str, list[str]]:
@@ -56,9 +59,8 @@ def search_order(runs: Mapping[str, Path]) -> dict[str, list[str]]:
             continue
         width = settings.get("first_top_k") or settings["top_k"]
         if width > best[0]:
-            order = {
-                r["id"]: [h["id"] for h in r["trace"]["hops"][0]["hits"][0]] for r in read_records(folder)
-            }
+            where = str(folder / "predictions.jsonl")
+            order = {r["id"]: [h["id"] for h in first_hop_hits(r, where)] for r in read_records(folder)}
             best = (width, order)
     if best[0] < 0:
         raise ValueError("no candidate without a first-hop reranker: the search's own order is unknown")
@@ -77,10 +79,7 @@ def split_hard(records: Sequence[Mapping[str, Any]], order: Mapping[str, list[st
 def scores(records: Sequence[Mapping[str, Any]]) -> str:
     if not records:
         return "-"
-    n = len(records)
-    recall = 100 * sum(oracle_recall(r["retrieved_ids"], r["gold_chunk_ids"]) for r in records) / n
-    complete = 100 * sum(all_gold(r["retrieved_ids"], r["gold_chunk_ids"]) for r in records) / n
-    return f"{recall:.1f} / {complete:.1f} ({sum(len(r['retrieved_ids']) for r in records) / n:.2f})"
+    return cell(recall_all_gold([(r["retrieved_ids"], r["gold_chunk_ids"]) for r in records]))
 
 
 def set_table(root: Path, set_name: str, k: int) -> list[str]:
