@@ -31,7 +31,8 @@ under the honest protocol of ``benchmarks/retrieval_efficientrag.py``:
     python benchmarks/retrieval_rerank.py --retriever bm25 --leave-one-out
     python benchmarks/retrieval_rerank.py --retriever dense --leave-one-out
 
-No dev question chooses anything. Everything is cached under ``--work-dir``: a rerun redoes only
+With ``--retriever dense`` the report has TreeHop's rows too (``rerank_treehop.py``: trained and
+chosen as ``retrieval_treehop.py`` does, sharing its cache). No dev question chooses anything. Everything is cached under ``--work-dir``: a rerun redoes only
 what is missing, and a run made under other inputs (a retrained model, another setting) is redone.
 """
 
@@ -42,12 +43,13 @@ import json
 import shlex
 import sys
 import time
-from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import rerank_treehop  # noqa: E402
+from rerank_methods import KS, rerankers, time_side_by_side  # noqa: E402
 from rerank_tables import plot_dataset, render  # noqa: E402
 from retrieval_efficientrag import (  # noqa: E402
     DATASETS,
@@ -66,9 +68,6 @@ from retrieval_efficientrag import (  # noqa: E402
     train,
 )
 
-KS = [2, 3, 4, 5, 6, 7, 8, 10, 20]
-TIMING_BATCH = 32  # questions per call when every method is timed side by side (--time-sample)
-NS = (20, 50)
 PRESET = REPO / "configs" / "reranker" / "minilm-cpu.yaml"
 # Cross-encoder recipes (overrides of the preset), each trained and scored on the validation
 # questions; the best is reported. The preset's 2 epochs leave the model still learning (its
@@ -190,11 +189,12 @@ def evaluate_dev(
     loops: dict[str, tuple[str, list[str]]],
     out: Path,
     reuse: dict[str, Any] | None = None,
+    treehop: rerank_treehop.TreeHopRows | None = None,
 ) -> dict[str, Any]:
     """Every method on the pool's questions (of ``dataset``), each run cached in its own folder under
     ``out``. ``loops``: the EfficientRAG settings reported, by row name (``"EfficientRAG"``: the one
     chosen); ``reuse``: rows already evaluated on the same questions (another call's results), kept
-    as they are instead of being run again.
+    as they are instead of being run again; ``treehop``: TreeHop's rows too (dense search).
 
     Returns:
         Per method: its summary and its per-question records.
@@ -212,6 +212,10 @@ def evaluate_dev(
         # time the cache, not the loop.
         rag = load_rag(pool, models)
         runs[name] = (dict(run_setting(pool, rag, examples, lab, ov, out, cfg)), out / lab)
+    if treehop is not None:
+        runs |= {
+            n: (dict(s), d) for n, (s, d) in rerank_treehop.evaluate(treehop, pool, examples, out).items()
+        }
     for name, (method, folder) in rerankers(pool, models, reranker).items():
         if name in reuse:
             continue
@@ -227,72 +231,10 @@ def evaluate_dev(
     }
     if args.time_sample:
         sample = examples[: args.time_sample]
-        timed = time_side_by_side(pool, models, reranker, loops, sample, skip=set(reuse))
+        timed = time_side_by_side(pool, models, reranker, loops, sample, skip=set(reuse), treehop=treehop)
         for name, seconds in timed.items():
             results[name]["timed_s"] = seconds
     return results
-
-
-def rerankers(pool: Pool, models: Path, reranker: Path) -> dict[str, tuple[Any, str]]:
-    """Row name -> (the built method, its run folder's name): both scorers at every N."""
-    from efficientrag.baselines.labeler_rerank import LabelerRerank, LabelerRerankConfig
-    from efficientrag.baselines.rerank import Rerank, RerankConfig
-
-    labeler = str(models / "labeler" / "best")
-    out = {}
-    for n in NS:
-        out[f"rerank N={n}"] = (
-            Rerank(pool.retriever, None, RerankConfig(model=str(reranker), top_n=n)),
-            f"rerank-n{n}",
-        )
-        out[f"Labeler rerank N={n}"] = (
-            LabelerRerank(pool.retriever, None, LabelerRerankConfig(labeler=labeler, top_n=n)),
-            f"labeler-rerank-n{n}",
-        )
-    return out
-
-
-def time_side_by_side(
-    pool: Pool,
-    models: Path,
-    reranker: Path,
-    loops: dict[str, tuple[str, list[str]]],
-    examples: list,
-    skip: Collection[str] = (),
-) -> dict[str, float]:
-    """Seconds per question of every method on the same ``examples``, one after another in this
-    process: models loaded first (not timed), no prediction cache, batches of ``TIMING_BATCH``.
-    The runs' own stage timings were taken whenever each run was made (a cached run keeps the
-    cores' load of its day); these are comparable with each other. Methods named in ``skip`` (timed
-    by another call) are left out."""
-    from efficientrag.config import load_config
-    from efficientrag.models import Filter, Labeler
-    from efficientrag.pipeline.config import EfficientRAGConfig
-    from efficientrag.pipeline.efficientrag import EfficientRAG
-
-    questions = [ex.question for ex in examples]
-    batches = [slice(lo, lo + TIMING_BATCH) for lo in range(0, len(examples), TIMING_BATCH)]
-    labeler = Labeler.from_pretrained(models / "labeler" / "best")
-    filter_ = Filter.from_pretrained(models / "filter" / "best")
-    work: dict[str, Any] = {
-        "Direct-R": lambda: [pool.retriever.search(questions[b], max(KS)) for b in batches],
-    }
-    for name, (_, overrides) in loops.items():
-        rag = EfficientRAG(pool.retriever, labeler, filter_, load_config(EfficientRAGConfig, None, overrides))
-        work[name] = lambda rag=rag: [rag.retrieve_batch(questions[b]) for b in batches]
-    for name, (method, _) in rerankers(pool, models, reranker).items():
-        if name in skip:
-            continue
-        method.setup()
-        work[name] = lambda method=method: [method.run_batch(examples[b]) for b in batches]
-    seconds = {}
-    for name, run in work.items():
-        if name in skip:
-            continue
-        started = time.perf_counter()
-        run()
-        seconds[name] = (time.perf_counter() - started) / len(examples)
-    return seconds
 
 
 def known_types(shared_data: str, dataset: str) -> dict[str, str]:
@@ -374,9 +316,15 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
     if chosen[0] != label:
         loops["EfficientRAG, protocol setting (not chosen)"] = (label, overrides)
     results, notes = {}, []
+    treehop = None
+    if args.retriever == "dense" and not args.no_treehop:
+        treehop = rerank_treehop.prepare(args, work, train_on)
+        notes.append(rerank_treehop.note(treehop))
     for name in eval_on:
         pool = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args)
-        results[name] = evaluate_dev(args, pool, name, models, reranker, loops, models / "dev" / name)
+        results[name] = evaluate_dev(
+            args, pool, name, models, reranker, loops, models / "dev" / name, treehop=treehop
+        )
         if args.adapt and name not in train_on:
             key, runs, note = after_adaptation(
                 args, work, models, pools, pool, (label, overrides), reranker, results[name]
@@ -386,7 +334,9 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
     if args.open_domain:
         pool = open_domain_pool(args, work, train_on)
         out = models / "dev" / f"opendomain-2wiki-{len(pool.examples)}"
-        results[OPEN_DOMAIN_NAME] = evaluate_dev(args, pool, "2wikimultihopqa", models, reranker, loops, out)
+        results[OPEN_DOMAIN_NAME] = evaluate_dev(
+            args, pool, "2wikimultihopqa", models, reranker, loops, out, treehop=treehop
+        )
     command = "python benchmarks/retrieval_rerank.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     report = render(
         command=command.strip(),
@@ -464,6 +414,11 @@ def main(argv: list[str] | None = None) -> int:
         "--leave-one-out",
         action="store_true",
         help="for each dataset: train on the others, report on all three",
+    )
+    parser.add_argument(
+        "--no-treehop",
+        action="store_true",
+        help="with --retriever dense: leave TreeHop's rows out (rerank_treehop.py)",
     )
     args = parser.parse_args(argv)
     # What retrieval_efficientrag.choose reads besides these: its grid and diagnostics, as it defaults them.

@@ -225,6 +225,29 @@ def choose(args: argparse.Namespace, work: Path, model: Any, tag: str, pools: di
     return best, {"table": table, "scores": scores, "direct": direct}
 
 
+def choose_combination(
+    args: argparse.Namespace, work: Path, train_on: list[str], model: Any, tag: str, pools: dict[str, Pool]
+) -> tuple[tuple | None, dict | None, Any, Path | None]:
+    """TreeHop + EfficientRAG's Tagger, its setting chosen on the validation questions of every
+    training file, over the Labeler ``retrieval_efficientrag.py`` (or ``retrieval_rerank.py``) trained
+    with this retriever.
+
+    Returns:
+        (setting, validation table, the Labeler, the combination's folder), all None where that
+        Labeler is not trained yet.
+    """
+    models = work / "models" / "+".join(train_on)
+    labeler = combination.load_labeler(models)
+    if labeler is None:
+        return None, None, None, None
+    # The folder names both models, so a retrained TreeHop or Labeler never reuses these runs.
+    labeler_tag = folder_digest(models / "labeler" / "best", 12)
+    combo_dir = work / "treehop" / "+".join(train_on) / "combination" / f"{tag}-{labeler_tag}"
+    val = {n: (p, validation_examples(p, quick_config(work, n, args))) for n, p in pools.items()}
+    setting, combo = combination.choose(val, model, labeler, combo_dir / "validation")
+    return setting, combo, labeler, combo_dir
+
+
 def report_on(
     args: argparse.Namespace,
     work: Path,
@@ -289,20 +312,8 @@ def run_protocol(args: argparse.Namespace, train_on: list[str], eval_on: list[st
     model = TreeHop.from_pretrained(model_dir, device="cpu")
     chosen, validation = choose(args, work, model, tag, pools)
     combo_setting, combo, labeler, combo_dir = None, None, None, None
-    models = work / "models" / "+".join(train_on)
     if not args.no_combination:
-        labeler = combination.load_labeler(models)
-    if labeler is not None:
-        # TreeHop + EfficientRAG's Tagger: chosen on the same validation questions.
-        combo_dir = (
-            work
-            / "treehop"
-            / "+".join(train_on)
-            / "combination"
-            / f"{tag}-{folder_digest(models / 'labeler' / 'best', 12)}"
-        )
-        val = {n: (p, validation_examples(p, quick_config(work, n, args))) for n, p in pools.items()}
-        combo_setting, combo = combination.choose(val, model, labeler, combo_dir / "validation")
+        combo_setting, combo, labeler, combo_dir = choose_combination(args, work, train_on, model, tag, pools)
     results: dict[str, dict[str, Any]] = {}
     bm25_args = argparse.Namespace(**{**vars(args), "retriever": "bm25"})
     pool_keys = [("own pool", lambda d: [(d, DEV_FILES[d])], lambda d: f"dev-{d}")]

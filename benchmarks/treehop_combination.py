@@ -27,6 +27,12 @@ def load_labeler(models: Path) -> Any | None:
     return CachedPredictor(Labeler.from_pretrained(folder, device="cpu"))
 
 
+def run_folder(out: Path, setting: tuple) -> Path:
+    """Where ``evaluate`` keeps the run of ``setting`` under ``out``."""
+    k, hops, threshold, floor = setting
+    return out / f"k{k}-h{hops}-t{threshold}-f{floor}-b{BUDGET}"
+
+
 def evaluate(
     pool: Any, model: Any, labeler: Any, examples: list, out: Path, setting: tuple
 ) -> dict[str, Any]:
@@ -42,7 +48,7 @@ def evaluate(
     tagged = TaggedTreeHop(
         search, labeler, TagSettings(tag_threshold=threshold, floor_k=floor, chunk_budget=BUDGET)
     )
-    folder = out / f"k{k}-h{hops}-t{threshold}-f{floor}-b{BUDGET}"
+    folder = run_folder(out, setting)
     # The folder names the models (their fingerprints) and the setting; the record binds them all.
     bound = {"method": "treehop+tagger", "setting": list(setting), **index_and_data(pool.retriever, examples)}
     return run_method(

@@ -53,3 +53,8 @@ def test_efficientrag_row_is_the_chosen_setting_on_the_pool_asked_for(bench, tmp
 def test_setting_labels_make_distinct_folder_names(bench):
     slugs = {bench._slug(label) for label in bench.SETTINGS}
     assert len(slugs) == len(bench.SETTINGS) and all("/" not in s and " " not in s for s in slugs)
+
+
+def test_no_combination_without_the_labeler_its_protocol_trained(bench, tmp_path):
+    got = bench.choose_combination(None, tmp_path, ["hotpotqa", "musique"], None, "fp", {})
+    assert got == (None, None, None, None)

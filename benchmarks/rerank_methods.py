@@ -1,0 +1,82 @@
+"""The methods ``retrieval_rerank.py`` compares, built over one pool, and their seconds per question
+measured side by side in one process (the runs' own stage timings come from different days and
+loads, so they are not compared with each other)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+import rerank_treehop
+from retrieval_efficientrag import Pool
+
+KS = [2, 3, 4, 5, 6, 7, 8, 10, 20]  # the ranked methods' cut-offs
+NS = (20, 50)  # how many of the question's hits a reranker scores
+TIMING_BATCH = 32  # questions per call when every method is timed side by side (--time-sample)
+
+
+def rerankers(pool: Pool, models: Path, reranker: Path) -> dict[str, tuple[Any, str]]:
+    """Row name -> (the built method, its run folder's name): both scorers at every N."""
+    from efficientrag.baselines.labeler_rerank import LabelerRerank, LabelerRerankConfig
+    from efficientrag.baselines.rerank import Rerank, RerankConfig
+
+    labeler = str(models / "labeler" / "best")
+    out = {}
+    for n in NS:
+        out[f"rerank N={n}"] = (
+            Rerank(pool.retriever, None, RerankConfig(model=str(reranker), top_n=n)),
+            f"rerank-n{n}",
+        )
+        out[f"Labeler rerank N={n}"] = (
+            LabelerRerank(pool.retriever, None, LabelerRerankConfig(labeler=labeler, top_n=n)),
+            f"labeler-rerank-n{n}",
+        )
+    return out
+
+
+def time_side_by_side(
+    pool: Pool,
+    models: Path,
+    reranker: Path,
+    loops: dict[str, tuple[str, list[str]]],
+    examples: list,
+    skip: Collection[str] = (),
+    treehop: rerank_treehop.TreeHopRows | None = None,
+) -> dict[str, float]:
+    """Seconds per question of every method on the same ``examples``, one after another in this
+    process: models loaded first (not timed), no prediction cache, batches of ``TIMING_BATCH``.
+    The runs' own stage timings were taken whenever each run was made (a cached run keeps the
+    cores' load of its day); these are comparable with each other. Methods named in ``skip`` (timed
+    by another call) are left out; ``treehop``'s rows are timed too."""
+    from efficientrag.config import load_config
+    from efficientrag.models import Filter, Labeler
+    from efficientrag.pipeline.config import EfficientRAGConfig
+    from efficientrag.pipeline.efficientrag import EfficientRAG
+
+    questions = [ex.question for ex in examples]
+    batches = [slice(lo, lo + TIMING_BATCH) for lo in range(0, len(examples), TIMING_BATCH)]
+    labeler = Labeler.from_pretrained(models / "labeler" / "best")
+    filter_ = Filter.from_pretrained(models / "filter" / "best")
+    work: dict[str, Any] = {
+        "Direct-R": lambda: [pool.retriever.search(questions[b], max(KS)) for b in batches],
+    }
+    for name, (_, overrides) in loops.items():
+        rag = EfficientRAG(pool.retriever, labeler, filter_, load_config(EfficientRAGConfig, None, overrides))
+        work[name] = lambda rag=rag: [rag.retrieve_batch(questions[b]) for b in batches]
+    for name, (method, _) in rerankers(pool, models, reranker).items():
+        if name in skip:
+            continue
+        method.setup()
+        work[name] = lambda method=method: [method.run_batch(examples[b]) for b in batches]
+    if treehop is not None:
+        work |= rerank_treehop.timers(treehop, pool, questions, batches)
+    seconds = {}
+    for name, run in work.items():
+        if name in skip:
+            continue
+        started = time.perf_counter()
+        run()
+        seconds[name] = (time.perf_counter() - started) / len(examples)
+    return seconds
