@@ -32,8 +32,9 @@ under the honest protocol of ``benchmarks/retrieval_efficientrag.py``:
     python benchmarks/retrieval_rerank.py --retriever dense --leave-one-out
 
 With ``--retriever dense`` the report has TreeHop's rows too (``rerank_treehop.py``: trained and
-chosen as ``retrieval_treehop.py`` does, sharing its cache). No dev question chooses anything. Everything is cached under ``--work-dir``: a rerun redoes only
-what is missing, and a run made under other inputs (a retrained model, another setting) is redone.
+chosen as ``retrieval_treehop.py`` does, sharing its cache). No dev question chooses anything.
+Everything is cached under ``--work-dir``: a rerun redoes only what is missing, and a run made
+under other inputs (a retrained model, another setting) is redone.
 """
 
 from __future__ import annotations
@@ -213,9 +214,7 @@ def evaluate_dev(
         rag = load_rag(pool, models)
         runs[name] = (dict(run_setting(pool, rag, examples, lab, ov, out, cfg)), out / lab)
     if treehop is not None:
-        runs |= {
-            n: (dict(s), d) for n, (s, d) in rerank_treehop.evaluate(treehop, pool, examples, out).items()
-        }
+        runs |= rerank_treehop.evaluate(treehop, pool, examples, out)
     for name, (method, folder) in rerankers(pool, models, reranker).items():
         if name in reuse:
             continue
