@@ -70,3 +70,13 @@ def test_after_adaptation_only_the_rows_without_labeler_or_filter_are_reused(ben
         "Labeler rerank N=20": 6,
     }
     assert bench.shared_rows(runs) == {"Direct-R": 1, "rerank N=20": 4, "rerank N=50": 5}
+
+
+def test_every_cross_encoder_recipe_is_a_valid_training_config(bench):
+    from efficientrag.config import load_config
+    from efficientrag.training.reranker_config import RerankerTrainConfig
+
+    for name, changes in bench.RECIPES.items():
+        cfg = load_config(RerankerTrainConfig, bench.PRESET, changes)
+        assert cfg.epochs == 4 and cfg.top_negatives <= cfg.negatives, name
+    assert load_config(RerankerTrainConfig, bench.PRESET, bench.RECIPES["neg4-top1-ep4"]).top_negatives == 1
