@@ -38,6 +38,7 @@ class TreeHopRows:
         combo_setting: (K, hops, tag threshold, floor) of TreeHop + Tagger, or None without a Labeler.
         labeler: the Labeler the combination tags with (memoized predictions), or None.
         labeler_dir: that Labeler's folder (loaded again, without the memo, to be timed).
+        combo_key: the combination's folder name, naming both models' fingerprints.
     """
 
     model: Any
@@ -47,6 +48,7 @@ class TreeHopRows:
     combo_setting: tuple | None
     labeler: Any
     labeler_dir: Path
+    combo_key: str
 
     @property
     def name(self) -> str:
@@ -77,9 +79,10 @@ def prepare(args: argparse.Namespace, work: Path, train_on: list[str]) -> TreeHo
     tag = folder_digest(model_dir, 12)
     model = TreeHop.from_pretrained(model_dir, device="cpu")
     chosen, _ = treehop.choose(th_args, work, model, tag, pools)
-    setting, _, labeler, _ = treehop.choose_combination(th_args, work, train_on, model, tag, pools)
+    setting, _, labeler, combo_dir = treehop.choose_combination(th_args, work, train_on, model, tag, pools)
     labeler_dir = work / "models" / "+".join(train_on) / "labeler" / "best"
-    return TreeHopRows(model, tag, chosen, metrics["variant"], setting, labeler, labeler_dir)
+    key = combo_dir.name if combo_dir is not None else ""
+    return TreeHopRows(model, tag, chosen, metrics["variant"], setting, labeler, labeler_dir, key)
 
 
 def note(rows: TreeHopRows) -> str:
@@ -109,7 +112,7 @@ def evaluate(rows: TreeHopRows, pool: Any, examples: list, out: Path) -> dict[st
         )
     }
     if rows.combo_setting is not None:
-        combo_out = out / "treehop" / f"{rows.tag}-{folder_digest(rows.labeler_dir, 12)}"
+        combo_out = out / "treehop" / rows.combo_key
         summary = combination.evaluate(
             pool, rows.model, rows.labeler, examples, combo_out, rows.combo_setting
         )

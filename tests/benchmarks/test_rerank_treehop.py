@@ -40,7 +40,7 @@ def rows(bench, world, combo):
     root, _, model = world
     labeler = CachedPredictor(Labeler.from_pretrained(root / "labeler", device="cpu"))
     return bench.TreeHopRows(
-        model, "fp123", "TreeHop@5, 2 hops", "gate1024-lr1e-3", combo, labeler, root / "labeler"
+        model, "fp123", "TreeHop@5, 2 hops", "gate1024-lr1e-3", combo, labeler, root / "labeler", "fp123-lab4"
     )
 
 
@@ -55,6 +55,8 @@ def test_rows_are_the_chosen_settings_runs_and_the_timers_compute_them(bench, wo
     runs = bench.evaluate(chosen, pool, pool.examples, tmp_path)
     assert list(runs) == ["TreeHop@5, 2 hops", "TreeHop@10, 2 hops + Tagger (t0.2, floor 2)"]
     plain, combo = (kept(folder) for _, folder in runs.values())
+    # Each run in a folder that names its models: TreeHop's fingerprint, and both for the combination.
+    assert [folder.parent.name for _, folder in runs.values()] == ["fp123", "fp123-lab4"]
     # The plain row is TreeHop@5 with 2 hops, as a direct search gives it.
     search = TreeHopRetriever(pool.retriever, model, TreeHopRetrievalConfig(top_k=5, hops=2))
     direct = search.retrieve_batch([ex.question for ex in pool.examples])
