@@ -33,7 +33,7 @@ class TreeHopRows:
     Args:
         model: the chosen TreeHop network.
         tag: its fingerprint (the dev runs' folder names it).
-        chosen: the chosen label in ``retrieval_treehop.SETTINGS``.
+        chosen: the chosen label in ``retrieval_treehop.SETTINGS`` (its row's name).
         variant: the training variant that won on validation.
         combo_setting: (K, hops, tag threshold, floor) of TreeHop + Tagger, or None without a Labeler.
         labeler: the Labeler the combination tags with (memoized predictions), or None.
@@ -49,11 +49,6 @@ class TreeHopRows:
     labeler: Any
     labeler_dir: Path
     combo_key: str
-
-    @property
-    def name(self) -> str:
-        k, hops = treehop.SETTINGS[self.chosen]
-        return f"TreeHop@{k}, {hops} hops"
 
     @property
     def combo_name(self) -> str:
@@ -106,7 +101,7 @@ def evaluate(rows: TreeHopRows, pool: Any, examples: list, out: Path) -> dict[st
     folder = out / "treehop" / rows.tag
     label = treehop._slug(rows.chosen)
     runs = {
-        rows.name: (
+        rows.chosen: (
             treehop.evaluate_treehop(pool, rows.model, examples, label, folder, top_k=k, hops=hops),
             folder / label,
         )
@@ -133,7 +128,7 @@ def timers(
     k, hops = treehop.SETTINGS[rows.chosen]
     search = TreeHopRetriever(pool.retriever, rows.model, TreeHopRetrievalConfig(top_k=k, hops=hops))
     out: dict[str, Callable[[], Any]] = {
-        rows.name: lambda: [search.retrieve_batch(questions[b]) for b in batches]
+        rows.chosen: lambda: [search.retrieve_batch(questions[b]) for b in batches]
     }
     if rows.combo_setting is not None:
         ck, chops, threshold, floor = rows.combo_setting
