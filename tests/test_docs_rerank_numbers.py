@@ -1,0 +1,232 @@
+"""The rerank numbers the README and the framework pages quote are a committed report's.
+
+``benchmarks/retrieval_rerank.py`` writes one report per run; the ones the docs quote are kept
+under ``docs/reports/rerank/<search>/``. Each row of the README's rerank table and of the
+framework pages' tables must match one section of one such report in every cell it shows (a
+summary table that outlived the run it quotes was found by hand twice before this test).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+REPORTS = REPO / "docs" / "reports" / "rerank"
+DATASETS = {"HotpotQA": "hotpotqa", "2Wiki": "2wikimultihopqa", "MuSiQue": "musique"}
+PAIR = re.compile(r"([\d.]+) / ([\d.]+)")
+
+
+@dataclass
+class Section:
+    """One ``### <set>`` of a report: where the set stood and the at-chunk-count table."""
+
+    report: str
+    search: str
+    train: frozenset[str]
+    where: str
+    chunks: float
+    # method (its "@<chunks>" suffix and bold dropped) -> recall, all-gold, answer recall, s/q
+    rows: dict[str, tuple[float, ...]] = field(default_factory=dict)
+
+
+def read_reports() -> dict[str, list[Section]]:
+    """Every report's sections by set name (``hotpotqa``, ``2wikimultihopqa open-domain`` ...)."""
+    sections: dict[str, list[Section]] = {}
+    for path in sorted(REPORTS.glob("*/*.md")):
+        train = frozenset(path.stem.split("_to_")[0].split("+"))
+        current: Section | None = None
+        for line in path.read_text(encoding="utf-8").splitlines():
+            head = re.match(r"^### (.+) \(\d+ [a-z ]+, (in domain|left out)\)$", line)
+            if head:
+                current = Section(path.name, path.parent.name, train, head[2], float("nan"))
+                sections.setdefault(head[1], []).append(current)
+            chunks = re.match(r"^At EfficientRAG's own chunk count \(([\d.]+) per question\):$", line)
+            if chunks and current is not None:
+                current.chunks = float(chunks[1])
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if current is not None and len(cells) == 5 and re.fullmatch(r"[\d.]+", cells[-1]):
+                name = re.sub(r" @[\d.]+$", "", cells[0].replace("**", ""))
+                current.rows[name] = tuple(float(c) for c in cells[1:])
+    return sections
+
+
+SECTIONS = read_reports()
+
+
+def table(path: Path, header_start: str) -> list[list[str]]:
+    """The body rows of the markdown table in ``path`` whose header starts with ``header_start``."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows
+
+
+def pair(cell: str) -> tuple[float, float]:
+    m = PAIR.search(cell.replace("**", ""))
+    assert m, f"no 'recall / all-gold' in {cell!r}"
+    return float(m[1]), float(m[2])
+
+
+def close(shown: float, exact: float, places: int) -> bool:
+    """``shown`` is ``exact`` rounded to ``places`` decimals (either rounding of a tie)."""
+    return abs(shown - exact) <= 0.5 * 10**-places + 1e-9
+
+
+@dataclass
+class Claim:
+    """What one docs row says: the set, and cells that a report section must all match."""
+
+    set_name: str
+    search: str
+    train: frozenset[str] | None
+    where: str | None
+    checks: list[tuple[str, int, float, int]]  # method, column, shown value, decimals
+    chunks: float | None = None
+
+    def mismatches(self, s: Section) -> list[str]:
+        wrong = []
+        if self.chunks is not None and not close(self.chunks, s.chunks, 2):
+            wrong.append(f"chunks {self.chunks} != {s.chunks}")
+        for method, column, shown, places in self.checks:
+            row = s.rows.get(method)
+            if row is None or not close(shown, row[column], places):
+                wrong.append(f"{method}[{column}] {shown} != {row[column] if row else 'missing'}")
+        return wrong
+
+
+def check(claim: Claim) -> None:
+    candidates = [
+        s
+        for s in SECTIONS.get(claim.set_name, [])
+        if s.search == claim.search
+        and (claim.train is None or s.train == claim.train)
+        and (claim.where is None or s.where == claim.where)
+    ]
+    assert candidates, f"no committed report has {claim.set_name!r} for {claim.search} {claim.train}"
+    misses = {s.report: claim.mismatches(s) for s in candidates}
+    assert any(not m for m in misses.values()), f"{claim.set_name}: no report matches: {misses}"
+
+
+def set_name(cell: str) -> tuple[str, str | None]:
+    """A docs row's set cell -> the report's set name and, where the cell says, left out or not."""
+    label = re.sub(r", \d+ q", "", cell).strip()
+    where = "left out" if "(left out)" in label else ("in domain" if "(in domain)" in label else None)
+    label = re.sub(r" \((left out|in domain)\)", "", label)
+    base, _, suffix = label.partition(" open-domain")
+    name = DATASETS[base] + (" open-domain" if _ else "")
+    assert not suffix, cell
+    return name, where
+
+
+def readme_claims() -> list[Claim]:
+    claims, search, train, previous = [], "", frozenset(), ""
+    for cells in table(REPO / "README.md", "| search, trained on | set |"):
+        if cells[0]:
+            engine, _, trained = cells[0].partition(", ")
+            search = "dense" if engine.startswith("dense") else engine.lower()
+            train = frozenset(DATASETS[d.strip()] for d in trained.split("+"))
+        if cells[1].startswith("the same after `efficientrag adapt`"):
+            name, where = previous + " after adaptation", None
+        else:
+            name, where = set_name(cells[1])
+            where = where or "in domain"
+            previous = name
+        loop, own, best = pair(cells[2]), pair(cells[3]), pair(cells[4])
+        reranker = "Labeler rerank N=20" if "Labeler" in cells[4] else "rerank N=20"
+        seconds = [float(x) for x in cells[5].replace("**", "").split(" / ")]
+        chunks = float(re.search(r"\(([\d.]+)\)", cells[2])[1])
+        checks = [
+            ("EfficientRAG", 0, loop[0], 1),
+            ("EfficientRAG", 1, loop[1], 1),
+            ("Direct-R", 0, own[0], 1),
+            ("Direct-R", 1, own[1], 1),
+            (reranker, 0, best[0], 1),
+            (reranker, 1, best[1], 1),
+            ("EfficientRAG", 3, seconds[0], 2),
+            (reranker, 3, seconds[1], 2),
+        ]
+        claims.append(Claim(name, search, train, where, checks, chunks))
+    return claims
+
+
+FRAMEWORK_PAGES = ("langchain.md", "llamaindex.md", "haystack.md")
+
+
+def framework_claims(page: str) -> list[Claim]:
+    claims = []
+    for cells in table(REPO / "docs" / page, "| dev set (BM25 search) |"):
+        name, where = set_name(cells[0])
+        loop, top20, top50 = pair(cells[1]), pair(cells[2]), pair(cells[3])
+        seconds = [float(x) for x in cells[4].split(" / ")]
+        checks = [
+            ("EfficientRAG", 0, loop[0], 1),
+            ("EfficientRAG", 1, loop[1], 1),
+            ("rerank N=20", 0, top20[0], 1),
+            ("rerank N=20", 1, top20[1], 1),
+            ("rerank N=50", 0, top50[0], 1),
+            ("rerank N=50", 1, top50[1], 1),
+            ("EfficientRAG", 3, seconds[0], 2),
+            ("rerank N=20", 3, seconds[1], 2),
+        ]
+        chunks = float(re.search(r"\(([\d.]+)\)", cells[1])[1])
+        claims.append(Claim(name, "bm25", None, where, checks, chunks))
+    return claims
+
+
+README_CLAIMS = readme_claims()
+
+
+def test_the_reports_parse_into_sections_with_their_chunk_count_and_methods():
+    assert len(SECTIONS) >= 4
+    for name, sections in SECTIONS.items():
+        for s in sections:
+            assert s.chunks == s.chunks, f"{s.report} {name}: no chunk count"
+            assert {"EfficientRAG", "Direct-R", "rerank N=20", "Labeler rerank N=20"} <= set(s.rows), s.report
+
+
+def test_the_readme_table_has_every_row_it_shows():
+    assert len(README_CLAIMS) >= 10
+
+
+@pytest.mark.parametrize("claim", README_CLAIMS, ids=lambda c: f"{c.search}-{c.set_name}")
+def test_each_readme_rerank_row_is_a_reports(claim):
+    check(claim)
+
+
+@pytest.mark.parametrize("claim", README_CLAIMS, ids=lambda c: f"{c.search}-{c.set_name}")
+def test_the_readmes_best_reranker_is_the_better_of_the_two_over_20(claim):
+    """The column "best reranker (top 20)" names the better by recall at the loop's chunk count."""
+    named = next(m for m, col, *_ in claim.checks if col == 0 and "N=20" in m)
+    other = "rerank N=20" if named.startswith("Labeler") else "Labeler rerank N=20"
+    for s in SECTIONS[claim.set_name]:
+        if not claim.mismatches(s):
+            assert s.rows[named][0] >= s.rows[other][0], f"{other} beats {named} in {s.report}"
+
+
+@pytest.mark.parametrize("page", FRAMEWORK_PAGES)
+def test_each_framework_pages_rerank_row_is_a_reports(page):
+    claims = framework_claims(page)
+    assert len(claims) >= 4
+    for claim in claims:
+        check(claim)
+
+
+def test_a_changed_number_is_caught():
+    """The check is not vacuous: the README's first row with one digit moved fails it."""
+    claim = README_CLAIMS[0]
+    method, column, shown, places = claim.checks[0]
+    moved = replace(claim, checks=[(method, column, shown + 0.1, places), *claim.checks[1:]])
+    with pytest.raises(AssertionError, match="no report matches"):
+        check(moved)
+    last = claim.checks[-1]
+    slower = replace(claim, checks=[*claim.checks[:-1], (last[0], last[1], last[2] + 0.02, last[3])])
+    with pytest.raises(AssertionError, match="no report matches"):
+        check(slower)
