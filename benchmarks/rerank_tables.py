@@ -189,4 +189,6 @@ def plot_dataset(dataset: str, where: str, runs: Mapping[str, Mapping[str, Any]]
         for name, run in runs.items()
         if (r := run["summary"]["retrieval"].get(ALL))
     ]
-    return plot_recall_vs_chunks(curves, points, [], path, title=f"{dataset} dev ({where}): recall vs chunks")
+    # A plain dataset name is its dev set; "open-domain" (train questions) and "after adaptation" say what they are.
+    label = dataset if " " in dataset else f"{dataset} dev"
+    return plot_recall_vs_chunks(curves, points, [], path, title=f"{label} ({where}): recall vs chunks")

@@ -203,12 +203,13 @@ def test_each_readme_rerank_row_is_a_reports(claim):
 
 @pytest.mark.parametrize("claim", README_CLAIMS, ids=lambda c: f"{c.search}-{c.set_name}")
 def test_the_readmes_best_reranker_is_the_better_of_the_two_over_20(claim):
-    """The column "best reranker (top 20)" names the better by recall at the loop's chunk count."""
+    """The column "best reranker (top 20)" names the better at the loop's chunk count: by recall,
+    then all-gold."""
     named = next(m for m, col, *_ in claim.checks if col == 0 and "N=20" in m)
     other = "rerank N=20" if named.startswith("Labeler") else "Labeler rerank N=20"
     for s in SECTIONS[claim.set_name]:
         if not claim.mismatches(s):
-            assert s.rows[named][0] >= s.rows[other][0], f"{other} beats {named} in {s.report}"
+            assert s.rows[named][:2] >= s.rows[other][:2], f"{other} beats {named} in {s.report}"
 
 
 @pytest.mark.parametrize("page", FRAMEWORK_PAGES)
