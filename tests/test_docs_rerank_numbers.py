@@ -102,16 +102,21 @@ class Claim:
         return wrong
 
 
-def check(claim: Claim) -> None:
-    candidates = [
+def candidates(claim: Claim) -> list[Section]:
+    """The report sections a row may quote: its set, search, training files and setting."""
+    return [
         s
         for s in SECTIONS.get(claim.set_name, [])
         if s.search == claim.search
         and (claim.train is None or s.train == claim.train)
         and (claim.where is None or s.where == claim.where)
     ]
-    assert candidates, f"no committed report has {claim.set_name!r} for {claim.search} {claim.train}"
-    misses = {s.report: claim.mismatches(s) for s in candidates}
+
+
+def check(claim: Claim) -> None:
+    found = candidates(claim)
+    assert found, f"no committed report has {claim.set_name!r} for {claim.search} {claim.train}"
+    misses = {s.report: claim.mismatches(s) for s in found}
     assert any(not m for m in misses.values()), f"{claim.set_name}: no report matches: {misses}"
 
 
@@ -192,7 +197,7 @@ def test_the_reports_parse_into_sections_with_their_chunk_count_and_methods():
             assert {"EfficientRAG", "Direct-R", "rerank N=20", "Labeler rerank N=20"} <= set(s.rows), s.report
 
 
-def test_the_readme_table_has_every_row_it_shows():
+def test_the_readme_rerank_table_is_found_and_parsed():
     assert len(README_CLAIMS) >= 10
 
 
@@ -207,7 +212,7 @@ def test_the_readmes_best_reranker_is_the_better_of_the_two_over_20(claim):
     then all-gold."""
     named = next(m for m, col, *_ in claim.checks if col == 0 and "N=20" in m)
     other = "rerank N=20" if named.startswith("Labeler") else "Labeler rerank N=20"
-    for s in SECTIONS[claim.set_name]:
+    for s in candidates(claim):
         if not claim.mismatches(s):
             assert s.rows[named][:2] >= s.rows[other][:2], f"{other} beats {named} in {s.report}"
 
