@@ -162,6 +162,20 @@ def readme_claims() -> list[Claim]:
     return claims
 
 
+def best_reranker(claim: Claim) -> str:
+    return next(m for m, col, *_ in claim.checks if col == 0 and "N=20" in m)
+
+
+def shown(claim: Claim, method: str) -> tuple[float, float]:
+    """The (recall, all-gold) a README row shows for ``method``."""
+    values = {col: value for m, col, value, _ in claim.checks if m == method and col < 2}
+    return values[0], values[1]
+
+
+def readme_prose() -> str:
+    return " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+
+
 FRAMEWORK_PAGES = ("langchain.md", "llamaindex.md", "haystack.md")
 
 
@@ -210,7 +224,7 @@ def test_each_readme_rerank_row_is_a_reports(claim):
 def test_the_readmes_best_reranker_is_the_better_of_the_two_over_20(claim):
     """The column "best reranker (top 20)" names the better at the loop's chunk count: by recall,
     then all-gold."""
-    named = next(m for m, col, *_ in claim.checks if col == 0 and "N=20" in m)
+    named = best_reranker(claim)
     other = "rerank N=20" if named.startswith("Labeler") else "Labeler rerank N=20"
     for s in candidates(claim):
         if not claim.mismatches(s):
@@ -228,11 +242,31 @@ def test_each_framework_pages_rerank_row_is_a_reports(page):
 def test_a_changed_number_is_caught():
     """The check is not vacuous: the README's first row with one digit moved fails it."""
     claim = README_CLAIMS[0]
-    method, column, shown, places = claim.checks[0]
-    moved = replace(claim, checks=[(method, column, shown + 0.1, places), *claim.checks[1:]])
+    method, column, value, places = claim.checks[0]
+    moved = replace(claim, checks=[(method, column, value + 0.1, places), *claim.checks[1:]])
     with pytest.raises(AssertionError, match="no report matches"):
         check(moved)
     last = claim.checks[-1]
     slower = replace(claim, checks=[*claim.checks[:-1], (last[0], last[1], last[2] + 0.02, last[3])])
     with pytest.raises(AssertionError, match="no report matches"):
         check(slower)
+
+
+def test_the_readme_says_the_loop_leads_only_while_every_row_shows_it():
+    """The README says "The loop leads every set measured" exactly while the loop is above both the
+    search's own order and the best reranker on every row of its table (by recall, then all-gold)."""
+    claims = "The loop leads every set measured" in readme_prose()
+    behind = [
+        f"{c.search} {c.set_name}"
+        for c in README_CLAIMS
+        if shown(c, "EfficientRAG") <= max(shown(c, "Direct-R"), shown(c, best_reranker(c)))
+    ]
+    assert claims == (not behind), f"the README's claim does not match its table; behind on {behind}"
+
+
+def test_the_readmes_limits_count_the_rows_where_the_best_reranker_is_below_the_search():
+    """The Limits bullet's "below the search's own order on N of these M rows" is the table's count."""
+    said = re.search(r"below the search's own order on (\d+) of these (\d+) rows", readme_prose())
+    assert said, "the README's Limits bullet no longer gives the count"
+    below = sum(shown(c, best_reranker(c)) < shown(c, "Direct-R") for c in README_CLAIMS)
+    assert (int(said[1]), int(said[2])) == (below, len(README_CLAIMS))
