@@ -24,29 +24,30 @@ from typing import Any
 
 from efficientrag.eval.gold_fate import FATE_HEADERS, FATES, fate_of_record
 from efficientrag.jsonl import read_jsonl
+from efficientrag.pipeline.trace import HitRecord
 
 MISSED_FATES = FATES[1:]  # every fate but "kept"
 PLACES = ("in the search's top K", "beyond the search's top K")
-UNSURE = 0.05  # a Terminate tag with the best Continue probability below this is a confident one
+SURE_BELOW = 0.05  # a Terminate tag with the best Continue probability below this is a confident one
 
 
-def best_continue_prob(rec: Mapping[str, Any], chunk_id: str) -> float | None:
-    """The highest Continue probability the Labeler gave ``chunk_id`` at any hop (None: never judged)."""
-    probs = [
-        hit["continue_prob"]
-        for hop in rec["trace"]["hops"]
-        for rows in hop["hits"]
-        for hit in rows
-        if hit["id"] == chunk_id and hit.get("continue_prob") is not None
-    ]
-    return max(probs) if probs else None
+def best_continue_probs(rec: Mapping[str, Any], *, where: str) -> dict[str, float]:
+    """Chunk id -> the highest Continue probability the Labeler gave it at any hop (a chunk never
+    judged is absent), read through the trace's own record type as ``fate_of_record`` reads it."""
+    best: dict[str, float] = {}
+    for h, hop in enumerate(rec["trace"]["hops"]):
+        for rows in hop["hits"]:
+            for hit in (HitRecord.from_dict(row, where=f"{where}: trace.hops[{h}]") for row in rows):
+                if hit.continue_prob is not None:
+                    best[hit.id] = max(hit.continue_prob, best.get(hit.id, hit.continue_prob))
+    return best
 
 
 def count_misses(
     loop: Iterable[Mapping[str, Any]], direct: Mapping[str, Mapping[str, Any]], k: int
 ) -> Counter[tuple[str, str]]:
     """(place, fate) -> gold chunks the loop missed; also ``(place, "sure_terminate")`` for the
-    Terminate tags below ``UNSURE``, and ``("direct", "missed")`` for Direct-R@K's own misses.
+    Terminate tags below ``SURE_BELOW``, and ``("direct", "missed")`` for Direct-R@K's own misses.
 
     Args:
         loop: The loop's prediction records (with ``trace.hops``).
@@ -58,24 +59,26 @@ def count_misses(
         qid = str(rec["id"])
         if qid not in direct:
             raise ValueError(f"question {qid!r} of the loop's run has no Direct-R record")
-        top_k = set(direct[qid]["retrieved_ids"][:k])
-        if len(direct[qid]["retrieved_ids"]) < k:
+        ranked = direct[qid]["retrieved_ids"]
+        if len(ranked) < k:
             raise ValueError(f"question {qid!r}: Direct-R's record holds fewer than {k} chunks")
+        top_k = set(ranked[:k])
         counts["direct", "missed"] += len(set(rec["gold_chunk_ids"]) - top_k)
-        for gid, fate in fate_of_record(rec, where=f"question {qid!r}").items():
+        where = f"question {qid!r}"
+        probs = best_continue_probs(rec, where=where)
+        for gid, fate in fate_of_record(rec, where=where).items():
             if fate == "kept":
                 continue
             place = PLACES[0] if gid in top_k else PLACES[1]
             counts[place, fate] += 1
-            prob = best_continue_prob(rec, gid)
-            if fate == "tagged_terminate" and prob is not None and prob < UNSURE:
+            if fate == "tagged_terminate" and probs.get(gid, SURE_BELOW) < SURE_BELOW:
                 counts[place, "sure_terminate"] += 1
     return counts
 
 
 def render(counts: Mapping[tuple[str, str], int], k: int, n_questions: int, command: str) -> str:
     heads = [FATE_HEADERS[FATES.index(f)] for f in MISSED_FATES]
-    heads[0] += f" (Continue below {UNSURE} at every hop)"
+    heads[0] += f" (Continue below {SURE_BELOW} at every hop)"
     lines = [
         f"Gold chunks the loop missed on {n_questions} questions, by where the search ranked them"
         f" (Direct-R@{k} misses {counts['direct', 'missed']}). Command: `{command}`",
