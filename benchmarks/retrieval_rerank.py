@@ -91,6 +91,9 @@ LOOP_VARIANTS = {
     # A question whose loop keeps fewer chunks than the budget gets the rest from its own first-hop
     # hits (``fill_budget``): every question then costs the budget, as a reranker's top K does.
     "fill": ["fill_budget=true"],
+    # The same budget filled from everything the Labeler judged, at any hop, most probable first
+    # (``fill_from=labeled``): its own ranking of all it read, where ``fill`` takes the search's.
+    "fill-labeled": ["fill_budget=true", "fill_from=labeled"],
     # Every hop as wide as a reranker's N: the Labeler judges the top 20 of each query and the budget
     # keeps its best (the probe of the adapted models; about 3-4 times the loop's cost).
     "top20": ["top_k=20"],

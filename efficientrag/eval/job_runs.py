@@ -19,6 +19,7 @@ from efficientrag.config import to_dict
 from efficientrag.eval.evaluation import RunSummary
 from efficientrag.eval.run_binding import index_and_data, resumable
 from efficientrag.eval.runner import run_method
+from efficientrag.pipeline.config import without_later_defaults
 
 if TYPE_CHECKING:
     from efficientrag.baselines.rerank import Rerank
@@ -77,7 +78,7 @@ def evaluate_efficientrag_run(
     # The reranker's path is left out like the models' (its content is hashed under models.reranker),
     # so runs without one keep the fingerprints they had before the setting existed.
     skipped = {*_NOT_RETRIEVAL, "first_hop_reranker"}
-    settings = {k: v for k, v in to_dict(rag_cfg).items() if k not in skipped}
+    settings = {k: v for k, v in without_later_defaults(to_dict(rag_cfg)).items() if k not in skipped}
     # What runs, not "auto": the loaded models' path when they say it, else the config's.
     settings["quantize"] = loaded_path(rag.labeler) or resolve_quantize(rag_cfg.quantize, rag_cfg.device)
     fingerprint = {

@@ -27,6 +27,7 @@ from efficientrag.baselines.registry import METHODS, registered_name
 from efficientrag.config import flatten, to_dict
 from efficientrag.data.schema import Example
 from efficientrag.fingerprint import json_digest
+from efficientrag.pipeline.config import without_later_defaults
 from efficientrag.retrieval.fingerprint import retriever_fingerprint
 from efficientrag.run_lock import folder_lock
 
@@ -183,10 +184,12 @@ def method_settings(cfg: ExperimentConfig, method: str) -> dict[str, Any]:
         own = to_dict(cls.settings(cfg))
         for path_key in cls.model_fields:  # their content is hashed under models.*
             own.pop(path_key)
-        if key == "efficientrag" and own.get("quantize") == "auto":  # what ran, not the wish
-            from efficientrag.models.export import resolve_quantize
+        if key == "efficientrag":
+            own = without_later_defaults(own)
+            if own.get("quantize") == "auto":  # what ran, not the wish
+                from efficientrag.models.export import resolve_quantize
 
-            own["quantize"] = resolve_quantize("auto", cfg.efficientrag.device)
+                own["quantize"] = resolve_quantize("auto", cfg.efficientrag.device)
         settings[cls.section_key()] = own
     if cls is None or not cls.retrieval_only or cfg.eval.answer:
         settings["baselines.prompts"] = to_dict(cfg.baselines.prompts)

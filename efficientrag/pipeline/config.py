@@ -42,7 +42,10 @@ class EfficientRAGConfig:
         budget_policy: ``"first"``: stop adding once the budget is full; ``"best"``: run the loop
             and keep the floor chunks, then the most probable Continue chunks.
         floor_k: The first hop's top ``floor_k`` hits are kept whatever their tag (0: off).
-        fill_budget: Fill a question's unspent ``chunk_budget`` with its next-ranked first-hop hits.
+        fill_budget: Fill a question's unspent ``chunk_budget`` (with what ``fill_from`` names).
+        fill_from: What ``fill_budget`` fills with: ``"first_hits"``, the question's next-ranked
+            first-hop hits; ``"labeled"``, the most probable other chunks the Labeler judged at any
+            hop.
         answer_top_k: Kept chunks the one answer call reads (None: all of them).
         answer_max_new_tokens: Tokens the answer call writes at most.
         batch_size: Labeler/Filter inference batch size.
@@ -84,6 +87,10 @@ class EfficientRAGConfig:
     # from its own first-hop hits, best ranked first, so the result holds Direct-R@(floor_k + the
     # unspent budget) beside the loop's chunks and every question costs the same number of chunks.
     fill_budget: bool = False
+    # What fills it: "first_hits", the question's own first-hop hits in the search's order, so the
+    # result holds Direct-R's next ranks; "labeled", every other chunk the Labeler judged at any hop
+    # (tagged Terminate, or cut by the budget), most probable first: its own ranking of all it read.
+    fill_from: Literal["first_hits", "labeled"] = "first_hits"
     # The one answer call (``efficientrag eval`` with eval.answer=true) reads this many of the kept
     # chunks (None: every chunk the loop kept, the paper) and writes at most answer_max_new_tokens.
     answer_top_k: int | None = None
@@ -106,6 +113,10 @@ class EfficientRAGConfig:
             raise ValueError(f"quantize must be one of {modes}, got {self.quantize!r}")
         if self.fill_budget and self.chunk_budget is None:
             raise ValueError("fill_budget needs a chunk_budget (the number of chunks to fill up to)")
+        if self.fill_from not in ("first_hits", "labeled"):
+            raise ValueError(f"fill_from must be 'first_hits' or 'labeled', got {self.fill_from!r}")
+        if self.fill_from != "first_hits" and not self.fill_budget:
+            raise ValueError(f"fill_from={self.fill_from!r} only applies with fill_budget=true")
         if self.first_top_k is not None and self.first_top_k < 1:
             raise ValueError(f"first_top_k must be >= 1 (or None: top_k), got {self.first_top_k}")
         if self.first_hop_reranker is not None and self.first_hop_k <= self.top_k:
@@ -148,10 +159,29 @@ class EfficientRAGConfig:
     quantize: QuantizeMode = "none"
 
 
+# Settings added after runs were fingerprinted, each with the value that behaves as before: at that
+# value a fingerprint leaves it out, so a run recorded before the setting existed is still found.
+LATER_SETTINGS = {"fill_from": "first_hits"}
+
+
+def without_later_defaults(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` without the ``LATER_SETTINGS`` that hold their old behaviour.
+
+    Args:
+        settings: The loop's settings as plain data (``to_dict`` of an :class:`EfficientRAGConfig`,
+            or a part of it).
+
+    Returns:
+        A new dict to fingerprint.
+    """
+    return {k: v for k, v in settings.items() if LATER_SETTINGS.get(k, object()) != v}
+
+
 def loop_settings(cfg: EfficientRAGConfig) -> dict[str, Any]:
     """The loop's settings for a fingerprint of what it decides: the Labeler and Filter folders left
     out (their content is hashed where the models are), the first-hop reranker's content digest in
-    place of its path (absent when there is none, so runs without one keep their fingerprints).
+    place of its path (absent when there is none, so runs without one keep their fingerprints), and
+    the ``LATER_SETTINGS`` at their old behaviour left out for the same reason.
 
     Args:
         cfg: The loop's settings.
@@ -159,7 +189,7 @@ def loop_settings(cfg: EfficientRAGConfig) -> dict[str, Any]:
     Returns:
         Plain data to hash.
     """
-    out = to_dict(cfg)
+    out = without_later_defaults(to_dict(cfg))
     for name in ("labeler", "filter"):
         out[name] = None
     reranker = out.pop("first_hop_reranker")

@@ -282,6 +282,8 @@ class EfficientRAG:
             state.count("labeler_pairs")
             if work.hop == 0:
                 state.first_hits.append((h, prob))
+            if prob > state.judged.get(h.id, (None, -1.0))[1]:
+                state.judged[h.id] = (h.chunk, prob)
             if pair.record.floor:
                 state.floor.add(h.id)
                 state.pool[h.id] = (h.chunk, prob)
@@ -406,7 +408,8 @@ class EfficientRAG:
     def _select(self, state: QuestionState) -> list[tuple[Chunk, float]]:
         """The question's final chunks: the whole pool, or under a "best" budget the floor chunks
         and then the most probable Continue chunks up to the budget; then, with ``fill_budget``,
-        the question's next-ranked first-hop hits up to the budget."""
+        the question's next-ranked first-hop hits (or, ``fill_from="labeled"``, the most probable
+        other chunks the Labeler judged) up to the budget."""
         items = list(state.pool.items())
         budget = self.config.chunk_budget
         if budget is None or self.config.budget_policy != "best" or len(items) <= budget:
@@ -417,7 +420,11 @@ class EfficientRAG:
             kept = floor + rest[: max(0, budget - len(floor))]
         if self.config.fill_budget and budget is not None and len(kept) < budget:
             have = {c.id for c, _ in kept}
-            fill = [(h.chunk, p) for h, p in state.first_hits if h.id not in have][: budget - len(kept)]
+            if self.config.fill_from == "labeled":
+                source = sorted(state.judged.values(), key=lambda v: -v[1])  # stable: first judged first
+            else:
+                source = [(h.chunk, p) for h, p in state.first_hits]
+            fill = [(c, p) for c, p in source if c.id not in have][: budget - len(kept)]
             state.count("filled", len(fill))
             kept += fill
         return kept

@@ -40,6 +40,9 @@ class QuestionState:
     queries_used: set[str] = field(default_factory=set)
     # The question's own first-hop hits in rank order with their Continue probability (fill_budget).
     first_hits: list[tuple[Hit, float]] = field(default_factory=list)
+    # Every chunk the Labeler judged for the question, at any hop, with its best Continue
+    # probability, in the order first judged (fill_from="labeled").
+    judged: dict[str, tuple[Chunk, float]] = field(default_factory=dict)
     trace: list[Hop] = field(default_factory=list)
     counters: dict[str, float] = field(default_factory=dict)
 

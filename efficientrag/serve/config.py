@@ -21,6 +21,7 @@ ALLOWED_SETTINGS = (
     "budget_policy",
     "floor_k",
     "fill_budget",
+    "fill_from",
     "query_mode",
     "max_branches",
     "tag_threshold",

@@ -37,6 +37,7 @@ class LoopSettings(BaseModel):
     budget_policy: Literal["first", "best"] | None = None
     floor_k: int | None = Field(None, ge=0, description="the question's own top hits kept whatever their tag")
     fill_budget: bool | None = None
+    fill_from: Literal["first_hits", "labeled"] | None = None
     query_mode: Literal["merged", "branch"] | None = None
     max_branches: int | None = Field(None, ge=1)
     tag_threshold: float | None = Field(None, ge=0, le=1)

@@ -31,17 +31,14 @@ def test_types_come_from_the_distractor_file_where_the_dev_file_has_none(bench, 
 
 
 def test_every_loop_variant_is_a_valid_loop_setting(bench):
+    from efficientrag.config import load_config
     from efficientrag.pipeline.config import EfficientRAGConfig
 
-    base = {"top_k": 6, "chunk_budget": 7, "budget_policy": "best", "floor_k": 3}
+    base = ["top_k=6", "chunk_budget=7", "budget_policy=best", "floor_k=3"]
     for name, changes in {**bench.LOOP_VARIANTS, **bench.RERANKED_VARIANTS}.items():
-        settings = dict(base)
-        for change in changes:
-            key, value = change.split("=")
-            settings[key] = value == "true" if value in ("true", "false") else int(value)
-        if name in bench.RERANKED_VARIANTS:
-            settings["first_hop_reranker"] = "some/cross-encoder"
-        EfficientRAGConfig(**settings)
+        reranker = ["first_hop_reranker=some/cross-encoder"] if name in bench.RERANKED_VARIANTS else []
+        cfg = load_config(EfficientRAGConfig, None, [*base, *changes, *reranker])
+        assert all(str(getattr(cfg, c.split("=")[0])).lower() == c.split("=")[1] for c in changes), name
 
 
 def test_a_variants_keys_replace_the_settings_and_a_reranked_one_names_the_reranker(bench, tmp_path):
