@@ -85,6 +85,7 @@ RECIPES = {
 # Changes to the loop (issue 49's "a loop that beats them"), each tried on the validation questions
 # on top of the protocol's chosen setting; the best protocol score (mean over the training files of
 # (recall + all-gold) / 2, the chunk budget unchanged) is reported on dev beside the protocol's own.
+RANK_WEIGHTS = ("0.02", "0.05", "0.1", "0.2")
 LOOP_VARIANTS = {
     "first20": ["first_top_k=20"],
     "first30": ["first_top_k=30"],
@@ -94,6 +95,12 @@ LOOP_VARIANTS = {
     # The same budget filled from everything the Labeler judged, at any hop, most probable first
     # (``fill_from=labeled``): its own ranking of all it read, where ``fill`` takes the search's.
     "fill-labeled": ["fill_budget=true", "fill_from=labeled"],
+    # ... with the search's own order added where the budget ranks chunks (``rank_weight``): a
+    # chunk's score is its Continue probability + w / (1 + its best rank in any query's hits).
+    **{
+        f"fill-labeled-r{w}": ["fill_budget=true", "fill_from=labeled", f"rank_weight={w}"]
+        for w in RANK_WEIGHTS
+    },
     # Every hop as wide as a reranker's N: the Labeler judges the top 20 of each query and the budget
     # keeps its best (the issue's probe of the adapted models; about 3-4 times the loop's cost).
     "top20": ["top_k=20"],

@@ -46,6 +46,9 @@ class EfficientRAGConfig:
         fill_from: What ``fill_budget`` fills with: ``"first_hits"``, the question's next-ranked
             first-hop hits; ``"labeled"``, the most probable other chunks the Labeler judged at any
             hop.
+        rank_weight: Added to a chunk's Continue probability where the budget ranks chunks ("best",
+            and ``fill_from="labeled"``): ``rank_weight / (1 + its best rank in any query's hits)``,
+            so the search's own order breaks the Labeler's near-ties (0: the probability alone).
         answer_top_k: Kept chunks the one answer call reads (None: all of them).
         answer_max_new_tokens: Tokens the answer call writes at most.
         batch_size: Labeler/Filter inference batch size.
@@ -91,6 +94,10 @@ class EfficientRAGConfig:
     # result holds Direct-R's next ranks; "labeled", every other chunk the Labeler judged at any hop
     # (tagged Terminate, or cut by the budget), most probable first: its own ranking of all it read.
     fill_from: Literal["first_hits", "labeled"] = "first_hits"
+    # Where the budget ranks chunks, each one's score is its Continue probability plus
+    # rank_weight / (1 + its best rank in any query's hits): a chunk some query's search put first
+    # gains rank_weight, one at rank 9 a tenth of it. 0: the Labeler's probability alone.
+    rank_weight: float = 0.0
     # The one answer call (``efficientrag eval`` with eval.answer=true) reads this many of the kept
     # chunks (None: every chunk the loop kept, the paper) and writes at most answer_max_new_tokens.
     answer_top_k: int | None = None
@@ -117,6 +124,14 @@ class EfficientRAGConfig:
             raise ValueError(f"fill_from must be 'first_hits' or 'labeled', got {self.fill_from!r}")
         if self.fill_from != "first_hits" and not self.fill_budget:
             raise ValueError(f"fill_from={self.fill_from!r} only applies with fill_budget=true")
+        if self.rank_weight < 0:
+            raise ValueError(f"rank_weight must be >= 0, got {self.rank_weight}")
+        ranks = self.chunk_budget is not None and (self.budget_policy == "best" or self.fill_from == "labeled")
+        if self.rank_weight > 0 and not ranks:
+            raise ValueError(
+                "rank_weight only applies where the chunk budget ranks chunks: set a chunk_budget with "
+                "budget_policy=best or fill_from=labeled"
+            )
         if self.first_top_k is not None and self.first_top_k < 1:
             raise ValueError(f"first_top_k must be >= 1 (or None: top_k), got {self.first_top_k}")
         if self.first_hop_reranker is not None and self.first_hop_k <= self.top_k:
@@ -161,7 +176,7 @@ class EfficientRAGConfig:
 
 # Settings added after runs were fingerprinted, each with the value that behaves as before: at that
 # value a fingerprint leaves it out, so a run recorded before the setting existed is still found.
-LATER_SETTINGS = {"fill_from": "first_hits"}
+LATER_SETTINGS = {"fill_from": "first_hits", "rank_weight": 0.0}
 
 
 def without_later_defaults(settings: dict[str, Any]) -> dict[str, Any]:

@@ -241,6 +241,7 @@ class EfficientRAG:
             qkey = query_key(branch.query)
             records = []
             for rank, h in enumerate(branch_hits):
+                state.best_rank[h.id] = min(rank, state.best_rank.get(h.id, rank))
                 pooled = h.id in state.pool and h.id not in state.floor_only
                 seen = pooled or (qkey, h.id) in state.labeled_pairs
                 record = HitRecord(h.id, h.score, seen, floor=work.hop == 0 and rank < cfg.floor_k)
@@ -409,19 +410,25 @@ class EfficientRAG:
         """The question's final chunks: the whole pool, or under a "best" budget the floor chunks
         and then the most probable Continue chunks up to the budget; then, with ``fill_budget``,
         the question's next-ranked first-hop hits (or, ``fill_from="labeled"``, the most probable
-        other chunks the Labeler judged) up to the budget."""
+        other chunks the Labeler judged) up to the budget. Where chunks are ranked, ``rank_weight``
+        adds the search's own order to the probability."""
         items = list(state.pool.items())
         budget = self.config.chunk_budget
+        weight = self.config.rank_weight
+
+        def score(v: tuple[Chunk, float]) -> float:  # sorted on its negation: stable, first found first
+            return v[1] + (weight / (1 + state.best_rank.get(v[0].id, 0)) if weight else 0.0)
+
         if budget is None or self.config.budget_policy != "best" or len(items) <= budget:
             kept = [v for _, v in items]
         else:
             floor = [v for cid, v in items if cid in state.floor]
-            rest = sorted((v for cid, v in items if cid not in state.floor), key=lambda v: -v[1])
+            rest = sorted((v for cid, v in items if cid not in state.floor), key=lambda v: -score(v))
             kept = floor + rest[: max(0, budget - len(floor))]
         if self.config.fill_budget and budget is not None and len(kept) < budget:
             have = {c.id for c, _ in kept}
             if self.config.fill_from == "labeled":
-                source = sorted(state.judged.values(), key=lambda v: -v[1])  # stable: first judged first
+                source = sorted(state.judged.values(), key=lambda v: -score(v))
             else:
                 source = [(h.chunk, p) for h, p in state.first_hits]
             fill = [(c, p) for c, p in source if c.id not in have][: budget - len(kept)]

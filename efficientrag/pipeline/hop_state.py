@@ -43,6 +43,8 @@ class QuestionState:
     # Every chunk the Labeler judged for the question, at any hop, with its best Continue
     # probability, in the order first judged (fill_from="labeled").
     judged: dict[str, tuple[Chunk, float]] = field(default_factory=dict)
+    # Each retrieved chunk's best (lowest, 0-based) rank in any query's hits (rank_weight).
+    best_rank: dict[str, int] = field(default_factory=dict)
     trace: list[Hop] = field(default_factory=list)
     counters: dict[str, float] = field(default_factory=dict)
 

@@ -22,6 +22,7 @@ ALLOWED_SETTINGS = (
     "floor_k",
     "fill_budget",
     "fill_from",
+    "rank_weight",
     "query_mode",
     "max_branches",
     "tag_threshold",

@@ -1,6 +1,7 @@
 """``fill_from="labeled"``: the unspent chunk budget goes to the most probable chunks the Labeler
-judged at any hop, not to the question's next-ranked first-hop hits; and a fingerprint leaves the
-setting out at its old value, so runs recorded before it existed are still found."""
+judged at any hop, not to the question's next-ranked first-hop hits; ``rank_weight`` adds the
+search's own order where the budget ranks chunks; and a fingerprint leaves both settings out at their
+old values, so runs recorded before they existed are still found."""
 
 from __future__ import annotations
 
@@ -94,6 +95,9 @@ def test_fingerprints_name_fill_from_only_when_it_changes_what_fills(tmp_path):
         top_k=3, chunk_budget=3, budget_policy="best", fill_budget=True, fill_from="labeled"
     )
     assert "fill_from" not in loop_settings(old) and loop_settings(new)["fill_from"] == "labeled"
+    assert "rank_weight" not in loop_settings(old)
+    weighted = EfficientRAGConfig(top_k=3, chunk_budget=3, budget_policy="best", rank_weight=0.1)
+    assert loop_settings(weighted)["rank_weight"] == 0.1
     base = ["data.dataset=toy", f"work_dir={tmp_path}"]
     cfgs = [load_config(ExperimentConfig, None, [*base, *extra]) for extra in ([], ["efficientrag.fill_from=labeled",
             "efficientrag.fill_budget=true", "efficientrag.chunk_budget=3"])]  # fmt: skip
@@ -116,3 +120,61 @@ def test_fingerprints_name_fill_from_only_when_it_changes_what_fills(tmp_path):
     (old_settings, old_recall), (new_settings, new_recall) = run(old, "old"), run(new, "new")
     assert "fill_from" not in old_settings and new_settings["fill_from"] == "labeled"
     assert (old_recall, new_recall) == (50.0, 100.0)  # the run ran the fill it names
+
+
+def test_rank_weight_adds_the_searchs_order_where_the_budget_ranks_chunks():
+    # The question's hits: alpha, bob, omega, carla, noise. Only alpha is tagged Continue; omega (rank
+    # 2) scores 0.25 and carla (rank 3) 0.28: w / (1 + rank) turns the order at w = 0.5.
+    scores = {"Omega": 0.25, "Carla": 0.28}
+
+    def one_hop(**cfg) -> list[str]:
+        rag = EfficientRAG(
+            WordOverlapRetriever(bridge_corpus(), STOP),
+            GradedLabeler(USEFUL),
+            InfoOnlyFilter(),
+            EfficientRAGConfig(
+                top_k=5,
+                max_hops=1,
+                chunk_budget=2,
+                budget_policy="best",
+                fill_budget=True,
+                fill_from="labeled",
+                **cfg,
+            ),  # fmt: skip
+        )
+        return rag.retrieve(Q1).chunk_ids
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(f"{__name__}.REJECTED", scores)
+        assert one_hop() == ["alpha", "carla"]
+        assert one_hop(rank_weight=0.5) == ["alpha", "omega"]
+        assert one_hop(rank_weight=0.05) == ["alpha", "carla"]  # too small to turn 0.03
+
+
+def test_rank_weight_orders_the_continue_chunks_of_a_best_budget():
+    q = "Which film was directed by Alpha or Omega?"  # its search ranks alpha first, omega second
+
+    def kept(**cfg) -> list[str]:
+        labeler = ScriptedLabeler(USEFUL, confidence={"Alpha": 0.6, "Omega": 0.65})
+        cfg = EfficientRAGConfig(top_k=2, max_hops=1, chunk_budget=1, budget_policy="best", **cfg)
+        return (
+            EfficientRAG(WordOverlapRetriever(bridge_corpus(), STOP), labeler, InfoOnlyFilter(), cfg)
+            .retrieve(q)
+            .chunk_ids
+        )
+
+    assert kept() == ["omega"]  # the likelier
+    assert kept(rank_weight=0.2) == ["alpha"]  # 0.6 + 0.2 against 0.65 + 0.1
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"rank_weight": -0.1}, "rank_weight must be >= 0"),
+        ({"rank_weight": 0.1}, "only applies where the chunk budget ranks chunks"),
+        ({"rank_weight": 0.1, "chunk_budget": 3}, "only applies where the chunk budget ranks chunks"),
+    ],
+)
+def test_bad_rank_weight_is_refused(kw, match):
+    with pytest.raises(ValueError, match=match):
+        EfficientRAGConfig(**kw)
