@@ -24,23 +24,11 @@ from typing import Any
 
 from efficientrag.eval.gold_fate import FATE_HEADERS, FATES, fate_of_record
 from efficientrag.jsonl import read_jsonl
-from efficientrag.pipeline.trace import HitRecord
+from efficientrag.pipeline.budget import judgements_from_trace
 
 MISSED_FATES = FATES[1:]  # every fate but "kept"
 PLACES = ("in the search's top K", "beyond the search's top K")
 SURE_BELOW = 0.05  # a Terminate tag with the best Continue probability below this is a confident one
-
-
-def best_continue_probs(rec: Mapping[str, Any], *, where: str) -> dict[str, float]:
-    """Chunk id -> the highest Continue probability the Labeler gave it at any hop (a chunk never
-    judged is absent), read through the trace's own record type as ``fate_of_record`` reads it."""
-    best: dict[str, float] = {}
-    for h, hop in enumerate(rec["trace"]["hops"]):
-        for rows in hop["hits"]:
-            for hit in (HitRecord.from_dict(row, where=f"{where}: trace.hops[{h}]") for row in rows):
-                if hit.continue_prob is not None:
-                    best[hit.id] = max(hit.continue_prob, best.get(hit.id, hit.continue_prob))
-    return best
 
 
 def count_misses(
@@ -65,7 +53,7 @@ def count_misses(
         top_k = set(ranked[:k])
         counts["direct", "missed"] += len(set(rec["gold_chunk_ids"]) - top_k)
         where = f"question {qid!r}"
-        probs = best_continue_probs(rec, where=where)
+        probs = judgements_from_trace(rec["trace"]["hops"], where=where).judged  # best at any hop
         for gid, fate in fate_of_record(rec, where=where).items():
             if fate == "kept":
                 continue
@@ -99,11 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loop", type=Path, required=True, help="the loop's run folder (predictions.jsonl)")
     parser.add_argument("--direct", type=Path, required=True, help="Direct-R's run folder, same questions")
     parser.add_argument("--k", type=int, default=10, help="the search's cut-off to compare with")
+    argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
     loop = list(read_jsonl(args.loop / "predictions.jsonl"))
     direct = {str(r["id"]): r for r in read_jsonl(args.direct / "predictions.jsonl")}
     counts = count_misses(loop, direct, args.k)
-    command = "python benchmarks/rerank_misses.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = "python benchmarks/rerank_misses.py " + " ".join(shlex.quote(a) for a in argv)
     print(render(counts, args.k, len(loop), command.strip()))
     return 0
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from efficientrag.data.schema import Chunk
 from efficientrag.models.inputs import filter_words
+from efficientrag.pipeline.budget import choose_chunks
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.hop_state import Branch, FilterJob, HopWork, Pair, QuestionState, query_key
 from efficientrag.pipeline.inputs import (
@@ -241,8 +242,9 @@ class EfficientRAG:
             qkey = query_key(branch.query)
             records = []
             for rank, h in enumerate(branch_hits):
-                state.best_rank[h.id] = min(rank, state.best_rank.get(h.id, rank))
-                pooled = h.id in state.pool and h.id not in state.floor_only
+                ranks = state.judgements.best_rank
+                ranks[h.id] = min(rank, ranks.get(h.id, rank))
+                pooled = h.id in state.judgements.pool and h.id not in state.floor_only
                 seen = pooled or (qkey, h.id) in state.labeled_pairs
                 record = HitRecord(h.id, h.score, seen, floor=work.hop == 0 and rank < cfg.floor_k)
                 records.append(record)
@@ -281,18 +283,20 @@ class EfficientRAG:
             labeled = [w for w, p in zip(words, pred.word_probs, strict=False) if p >= cfg.token_threshold]
             pair.record.judge(prob, cont, labeled)
             state.count("labeler_pairs")
+            j = state.judgements
+            state.chunks[h.id] = h.chunk
             if work.hop == 0:
-                state.first_hits.append((h, prob))
-            if prob > state.judged.get(h.id, (None, -1.0))[1]:
-                state.judged[h.id] = (h.chunk, prob)
+                j.first_hits.append((h.id, prob))
+            if prob > j.judged.get(h.id, -1.0):
+                j.judged[h.id] = prob
             if pair.record.floor:
-                state.floor.add(h.id)
-                state.pool[h.id] = (h.chunk, prob)
+                j.floor.add(h.id)
+                j.pool[h.id] = prob
                 if not cont:
                     state.floor_only.add(h.id)
-            if cont and (h.id in state.floor or not self._budget_full(state)):
+            if cont and (h.id in j.floor or not self._budget_full(state)):
                 state.floor_only.discard(h.id)
-                state.pool[h.id] = (h.chunk, max(prob, state.pool.get(h.id, (None, 0.0))[1]))
+                j.pool[h.id] = max(prob, j.pool.get(h.id, 0.0))
                 work.continued.setdefault(pair.branch, []).append((prob, labeled))
 
     def _next_queries(self, work: HopWork) -> None:
@@ -404,37 +408,14 @@ class EfficientRAG:
         budget = self.config.chunk_budget
         if budget is None or self.config.budget_policy == "best":
             return False  # "best" trims at the end (_select), so the loop itself never stops for it
-        return len(state.pool) >= budget
+        return len(state.judgements.pool) >= budget
 
     def _select(self, state: QuestionState) -> list[tuple[Chunk, float]]:
-        """The question's final chunks: the whole pool, or under a "best" budget the floor chunks
-        and then the most probable Continue chunks up to the budget; then, with ``fill_budget``,
-        the question's next-ranked first-hop hits (or, ``fill_from="labeled"``, the most probable
-        other chunks the Labeler judged) up to the budget. Where chunks are ranked, ``rank_weight``
-        adds the search's own order to the probability."""
-        items = list(state.pool.items())
-        budget = self.config.chunk_budget
-        weight = self.config.rank_weight
-
-        def score(v: tuple[Chunk, float]) -> float:  # sorted on its negation: stable, first found first
-            return v[1] + (weight / (1 + state.best_rank.get(v[0].id, 0)) if weight else 0.0)
-
-        if budget is None or self.config.budget_policy != "best" or len(items) <= budget:
-            kept = [v for _, v in items]
-        else:
-            floor = [v for cid, v in items if cid in state.floor]
-            rest = sorted((v for cid, v in items if cid not in state.floor), key=lambda v: -score(v))
-            kept = floor + rest[: max(0, budget - len(floor))]
-        if self.config.fill_budget and budget is not None and len(kept) < budget:
-            have = {c.id for c, _ in kept}
-            if self.config.fill_from == "labeled":
-                source = sorted(state.judged.values(), key=lambda v: -score(v))
-            else:
-                source = [(h.chunk, p) for h, p in state.first_hits]
-            fill = [(c, p) for c, p in source if c.id not in have][: budget - len(kept)]
-            state.count("filled", len(fill))
-            kept += fill
-        return kept
+        """The question's final chunks with their probability (efficientrag.pipeline.budget)."""
+        chosen, filled = choose_chunks(state.judgements, self.config)
+        if filled is not None:
+            state.count("filled", filled)
+        return [(state.chunks[cid], p) for cid, p in chosen]
 
     def _words_of(self, chunk: Chunk) -> list[str]:
         words = self._chunk_words.get(chunk.id)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from efficientrag.data.schema import Chunk
+from efficientrag.pipeline.budget import Judgements
 from efficientrag.pipeline.trace import HitRecord, Hop
 from efficientrag.retrieval.base import Hit
 
@@ -31,20 +32,14 @@ class QuestionState:
     question: str
     branches: list[Branch]
     index: int = 0  # the question's position in the batch
-    pool: dict[str, tuple[Chunk, float]] = field(default_factory=dict)
+    # What the chunk budget's last step reads (efficientrag.pipeline.budget), and the judged chunks.
+    judgements: Judgements = field(default_factory=Judgements)
+    chunks: dict[str, Chunk] = field(default_factory=dict)
     labeled_pairs: set[tuple[str, str]] = field(default_factory=set)
-    floor: set[str] = field(default_factory=set)
     # Floor chunks tagged Terminate: in the pool, but judged again by later queries (like any
     # rejected chunk), so a bridge paragraph kept only by the floor can still open its branch.
     floor_only: set[str] = field(default_factory=set)
     queries_used: set[str] = field(default_factory=set)
-    # The question's own first-hop hits in rank order with their Continue probability (fill_budget).
-    first_hits: list[tuple[Hit, float]] = field(default_factory=list)
-    # Every chunk the Labeler judged for the question, at any hop, with its best Continue
-    # probability, in the order first judged (fill_from="labeled").
-    judged: dict[str, tuple[Chunk, float]] = field(default_factory=dict)
-    # Each retrieved chunk's best (lowest, 0-based) rank in any query's hits (rank_weight).
-    best_rank: dict[str, int] = field(default_factory=dict)
     trace: list[Hop] = field(default_factory=list)
     counters: dict[str, float] = field(default_factory=dict)
 
