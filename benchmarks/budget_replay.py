@@ -48,6 +48,8 @@ class RecordedRun:
 
     folder: Path
     config: EfficientRAGConfig
+    run_id: str  # run.json's id: the digest of the run's fingerprint
+    models: dict[str, str]  # the models' content digests, from the fingerprint
     records: list[tuple[str, list[str], list[str], Any]]  # (id, gold ids, retrieved ids, judgements)
 
 
@@ -89,7 +91,8 @@ def read_run(folder: Path) -> RecordedRun:
         records.append((str(rec["id"]), list(rec["gold_chunk_ids"]), replayed, judgements))
     if not records:
         raise ValueError(f"{folder / 'predictions.jsonl'}: no records")
-    return RecordedRun(folder, cfg, records)
+    fingerprint = run_json["fingerprint"]
+    return RecordedRun(folder, cfg, str(run_json.get("id")), dict(fingerprint.get("models", {})), records)
 
 
 def with_changes(cfg: EfficientRAGConfig, changes: Sequence[str]) -> EfficientRAGConfig:
@@ -144,13 +147,12 @@ def compare(
     Returns:
         Per variant ``{"validation": [...], "dev": [...], "score": protocol score}``, and the chosen name.
     """
-    own = {
-        (r.folder.name, json.dumps(dataclasses.asdict(r.config), sort_keys=True)) for r in [*validation, *dev]
-    }
-    if len({settings for _, settings in own}) > 1:
+    runs = [*validation, *dev]
+    made = {json.dumps([dataclasses.asdict(r.config), r.models], sort_keys=True) for r in runs}
+    if len(made) > 1:
+        names = ", ".join(sorted({f"{r.folder.parent.name}/{r.folder.name}" for r in runs}))
         raise ValueError(
-            "the runs hold different settings; replay runs of one setting: "
-            + ", ".join(sorted(n for n, _ in own))
+            f"the runs hold different settings or models; replay runs of one setting and models: {names}"
         )
     out: dict[str, dict[str, Any]] = {}
     for name, changes in {"recorded": [], **variants}.items():
@@ -185,6 +187,12 @@ def render(
         "",
         f"Runs' own setting: `{validation[0].folder.name}`. Recall / all-gold (chunks); score = the "
         "protocol's, on validation only; **bold**: chosen.",
+        "",
+        "Models: "
+        + ", ".join(f"{k} `{v}`" for k, v in sorted(validation[0].models.items()))
+        + ". Runs: "
+        + ", ".join(f"{r.folder.parent.name} `{r.run_id}`" for r in [*validation, *dev])
+        + ".",
         "",
         "| variant | " + " | ".join(head) + " |",
         "|---|" + "---|" * len(head),

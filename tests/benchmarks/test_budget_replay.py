@@ -108,5 +108,5 @@ def test_a_run_the_replay_cannot_stand_for_is_refused_by_name(bench, runs, capsy
         bench.with_changes(BASE, ["top_k=5"])
     other, _ = runs(dataclasses.replace(BASE, chunk_budget=4), "dev", DEV, "other")
     good, _ = runs(BASE, "validation", VALIDATION, "good")
-    with pytest.raises(ValueError, match="the runs hold different settings"):
+    with pytest.raises(ValueError, match="the runs hold different settings or models"):
         bench.compare([bench.read_run(good)], [bench.read_run(other)], {})
