@@ -87,8 +87,9 @@ class EfficientRAGConfig:
     # labeled, and spawn next-hop queries only when tagged Continue.
     floor_k: int = 0
     # With a chunk_budget: a question whose loop keeps fewer chunks than the budget gets the rest
-    # from its own first-hop hits, best ranked first, so the result holds Direct-R@(floor_k + the
-    # unspent budget) beside the loop's chunks and every question costs the same number of chunks.
+    # (by default from its own first-hop hits, best ranked first, so the result holds
+    # Direct-R@(floor_k + the unspent budget) beside the loop's chunks), and every question costs
+    # the same number of chunks.
     fill_budget: bool = False
     # What fills it: "first_hits", the question's own first-hop hits in the search's order, so the
     # result holds Direct-R's next ranks; "labeled", every other chunk the Labeler judged at any hop

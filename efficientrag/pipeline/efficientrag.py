@@ -8,7 +8,9 @@ the labeled words (``_next_queries``), and add the hop to each question's trace 
 Two options bound the result: ``floor_k`` keeps the question's own top hits whatever their tag (the
 result then contains Direct-R@floor_k), and a ``chunk_budget`` with ``budget_policy="best"`` keeps
 the most probable chunks at the end instead of the first ones found; ``fill_budget`` spends what
-the loop left of the budget on the question's next-ranked hits. A chunk already in the pool is not
+the loop left of the budget on the question's next-ranked hits (or, ``fill_from="labeled"``, on the
+surest other chunks the Labeler judged). That last choice is :mod:`efficientrag.pipeline.budget`'s,
+a function of what the loop recorded, so a trace can replay it under other settings. A chunk already in the pool is not
 labeled again; a chunk tagged Terminate for one query is judged again when a different query
 retrieves it (the tag depends on the query: the bridge paragraph is often retrieved, and rightly
 rejected, by the original question before the next-hop query makes it relevant). A branch ends
@@ -241,8 +243,8 @@ class EfficientRAG:
             state.count("retrieval_calls")
             qkey = query_key(branch.query)
             records = []
+            ranks = state.judgements.best_rank
             for rank, h in enumerate(branch_hits):
-                ranks = state.judgements.best_rank
                 ranks[h.id] = min(rank, ranks.get(h.id, rank))
                 pooled = h.id in state.judgements.pool and h.id not in state.floor_only
                 seen = pooled or (qkey, h.id) in state.labeled_pairs
