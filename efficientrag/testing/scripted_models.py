@@ -55,12 +55,20 @@ class ScriptedLabeler:
     words of that chunk.
 
     ``confidence`` sets the continue probability per title (default 1.0), so callers can tell the
-    Labeler's score apart from the retriever's. Every call is kept in ``calls`` to count batches.
+    Labeler's score apart from the retriever's; ``rejected`` sets it per title for the chunks it
+    rejects (default 0.0; keep them below the tag threshold), so a chunk budget that ranks rejected
+    chunks has an order to follow. Every call is kept in ``calls`` to count batches.
     """
 
-    def __init__(self, useful: Mapping[str, Sequence[str]], confidence: Mapping[str, float] | None = None):
+    def __init__(
+        self,
+        useful: Mapping[str, Sequence[str]],
+        confidence: Mapping[str, float] | None = None,
+        rejected: Mapping[str, float] | None = None,
+    ):
         self.useful = dict(useful)
         self.confidence = dict(confidence or {})
+        self.rejected = dict(rejected or {})
         self.calls: list[list[tuple[list[str], list[str]]]] = []
 
     def predict(self, pairs: Sequence[tuple[list[str], list[str]]], **kw: Any) -> list[ScriptedPrediction]:
@@ -70,7 +78,7 @@ class ScriptedLabeler:
             title = chunk_words[0]
             keep = set(self.useful.get(title, []))
             cont = title in self.useful and title in query_words
-            prob = self.confidence.get(title, 1.0) if cont else 0.0
+            prob = self.confidence.get(title, 1.0) if cont else self.rejected.get(title, 0.0)
             out.append(ScriptedPrediction(prob, [1.0 if w in keep else 0.0 for w in chunk_words]))
         return out
 

@@ -37,18 +37,9 @@ BASE = EfficientRAGConfig(
 )
 
 
-class GradedLabeler(ScriptedLabeler):
-    def predict(self, pairs, **kw):
-        out = super().predict(pairs, **kw)
-        for (_, chunk_words), pred in zip(pairs, out, strict=True):
-            if pred.continue_prob == 0.0:
-                pred.continue_prob = GRADED.get(chunk_words[0], 0.0)
-        return out
-
-
 @pytest.fixture()
 def runs(tmp_path):
-    labeler = GradedLabeler(USEFUL, confidence={"Alpha": 0.9, "Bob": 0.7, "Omega": 0.8, "Carla": 0.6})
+    labeler = ScriptedLabeler(USEFUL, {"Alpha": 0.9, "Bob": 0.7, "Omega": 0.8, "Carla": 0.6}, rejected=GRADED)
     rag = EfficientRAG(WordOverlapRetriever(bridge_corpus(), STOPWORDS), labeler, InfoOnlyFilter(), BASE)
     for model, name in ((rag.labeler, "L"), (rag.filter, "F")):
         (tmp_path / name).mkdir()

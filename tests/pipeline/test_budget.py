@@ -24,22 +24,12 @@ from efficientrag.testing.scripted_models import USEFUL_WORDS as USEFUL
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 
 QUESTIONS = [ALPHA_QUESTION, OMEGA_QUESTION, "Which film was directed by Alpha or Omega?"]
+# Continue probabilities of the chunks the scripted Labeler rejects, so every order is decided.
 GRADED = {"Omega": 0.2, "Paris": 0.4, "Carla": 0.3, "Noise": 0.05, "Bob": 0.1}
 
 
-class GradedLabeler(ScriptedLabeler):
-    """Graded Continue probabilities for the chunks it rejects, so every order is decided."""
-
-    def predict(self, pairs, **kw):
-        out = super().predict(pairs, **kw)
-        for (_, chunk_words), pred in zip(pairs, out, strict=True):
-            if pred.continue_prob == 0.0:
-                pred.continue_prob = GRADED.get(chunk_words[0], 0.0)
-        return out
-
-
 def run(cfg: EfficientRAGConfig):
-    labeler = GradedLabeler(USEFUL, confidence={"Alpha": 0.9, "Bob": 0.7, "Omega": 0.8, "Carla": 0.6})
+    labeler = ScriptedLabeler(USEFUL, {"Alpha": 0.9, "Bob": 0.7, "Omega": 0.8, "Carla": 0.6}, rejected=GRADED)
     rag = EfficientRAG(WordOverlapRetriever(bridge_corpus(), STOPWORDS), labeler, InfoOnlyFilter(), cfg)
     return rag.retrieve_batch(QUESTIONS)
 

@@ -27,21 +27,10 @@ from efficientrag.testing.word_overlap import WordOverlapRetriever
 REJECTED = {"Omega": 0.2, "Paris": 0.4, "Carla": 0.1}
 
 
-class GradedLabeler(ScriptedLabeler):
-    """The scripted Labeler, with a graded probability per title for the chunks it rejects."""
-
-    def predict(self, pairs, **kw):
-        out = super().predict(pairs, **kw)
-        for (_, chunk_words), pred in zip(pairs, out, strict=True):
-            if pred.continue_prob == 0.0:
-                pred.continue_prob = REJECTED.get(chunk_words[0], 0.0)
-        return out
-
-
 def loop(budget: int, **cfg) -> EfficientRAG:
     return EfficientRAG(
         WordOverlapRetriever(bridge_corpus(), STOP),
-        GradedLabeler(USEFUL),
+        ScriptedLabeler(USEFUL, rejected=REJECTED),
         InfoOnlyFilter(),
         EfficientRAGConfig(
             top_k=3, max_hops=4, chunk_budget=budget, budget_policy="best", fill_budget=True, **cfg
@@ -63,7 +52,7 @@ def test_labeled_fill_takes_the_most_probable_judged_chunk_from_any_hop():
 
 
 def test_a_chunk_judged_twice_fills_with_its_best_probability():
-    class PerQuery(GradedLabeler):
+    class PerQuery(ScriptedLabeler):
         def predict(self, pairs, **kw):
             out = super().predict(pairs, **kw)
             for (query, chunk_words), pred in zip(pairs, out, strict=True):
@@ -72,7 +61,7 @@ def test_a_chunk_judged_twice_fills_with_its_best_probability():
             return out
 
     rag = loop(3, fill_from="labeled")
-    rag.labeler = PerQuery(USEFUL)
+    rag.labeler = PerQuery(USEFUL, rejected=REJECTED)
     res = rag.retrieve(Q1)
     assert res.chunk_ids == ["alpha", "bob", "paris"] and res.scores[-1] == pytest.approx(0.45)
 
@@ -130,7 +119,7 @@ def test_rank_weight_adds_the_searchs_order_where_the_budget_ranks_chunks():
     def one_hop(**cfg) -> list[str]:
         rag = EfficientRAG(
             WordOverlapRetriever(bridge_corpus(), STOP),
-            GradedLabeler(USEFUL),
+            ScriptedLabeler(USEFUL, rejected=scores),
             InfoOnlyFilter(),
             EfficientRAGConfig(
                 top_k=5,
@@ -140,15 +129,13 @@ def test_rank_weight_adds_the_searchs_order_where_the_budget_ranks_chunks():
                 fill_budget=True,
                 fill_from="labeled",
                 **cfg,
-            ),  # fmt: skip
+            ),
         )
         return rag.retrieve(Q1).chunk_ids
 
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(f"{__name__}.REJECTED", scores)
-        assert one_hop() == ["alpha", "carla"]
-        assert one_hop(rank_weight=0.5) == ["alpha", "omega"]
-        assert one_hop(rank_weight=0.05) == ["alpha", "carla"]  # too small to turn 0.03
+    assert one_hop() == ["alpha", "carla"]
+    assert one_hop(rank_weight=0.5) == ["alpha", "omega"]
+    assert one_hop(rank_weight=0.05) == ["alpha", "carla"]  # too small to turn 0.03
 
 
 def test_rank_weight_orders_the_continue_chunks_of_a_best_budget():
