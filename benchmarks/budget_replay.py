@@ -30,7 +30,7 @@ from retrieval_rerank import LOOP_VARIANTS
 
 from efficientrag.config import from_dict, parse_override
 from efficientrag.jsonl import read_jsonl
-from efficientrag.pipeline.budget import REPLAYABLE, choose_chunks, judgements_from_trace
+from efficientrag.pipeline.budget import REPLAYABLE, Judgements, choose_chunks, judgements_from_trace
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.metrics import all_gold, oracle_recall, protocol_score
 
@@ -50,7 +50,7 @@ class RecordedRun:
     config: EfficientRAGConfig
     run_id: str  # run.json's id: the digest of the run's fingerprint
     models: dict[str, str]  # the models' content digests, from the fingerprint
-    records: list[tuple[str, list[str], list[str], Any]]  # (id, gold ids, retrieved ids, judgements)
+    records: list[tuple[list[str], Judgements]]  # each record's gold ids and what its budget chose from
 
 
 def read_run(folder: Path) -> RecordedRun:
@@ -88,7 +88,7 @@ def read_run(folder: Path) -> RecordedRun:
                 f"{where}: its own setting replays to {replayed}, not the recorded {rec['retrieved_ids']}; "
                 "the trace does not hold what the loop chose from"
             )
-        records.append((str(rec["id"]), list(rec["gold_chunk_ids"]), replayed, judgements))
+        records.append((list(rec["gold_chunk_ids"]), judgements))
     if not records:
         raise ValueError(f"{folder / 'predictions.jsonl'}: no records")
     fingerprint = run_json["fingerprint"]
@@ -111,7 +111,13 @@ def with_changes(cfg: EfficientRAGConfig, changes: Sequence[str]) -> EfficientRA
         raise ValueError(
             f"{other[0]!r} changes the loop's hops; a replay may change only {', '.join(REPLAYABLE)}"
         )
-    return dataclasses.replace(cfg, **parsed)
+    changed = dataclasses.replace(cfg, **parsed)
+    if changed.chunk_budget is not None and changed.budget_policy != "best":
+        raise ValueError(
+            f"{', '.join(changes)}: a budget under budget_policy={changed.budget_policy!r} would stop the "
+            "loop's hops; a replay stands only for budget_policy='best'"
+        )
+    return changed
 
 
 def replay(run: RecordedRun, cfg: EfficientRAGConfig) -> dict[str, float]:
@@ -125,7 +131,7 @@ def replay(run: RecordedRun, cfg: EfficientRAGConfig) -> dict[str, float]:
         ``{"recall", "all_gold", "num_chunks"}``.
     """
     recall = gold = chunks = 0.0
-    for _, gold_ids, _, judgements in run.records:
+    for gold_ids, judgements in run.records:
         kept = [cid for cid, _ in choose_chunks(judgements, cfg)[0]]
         recall += oracle_recall(kept, gold_ids)
         gold += all_gold(kept, gold_ids)

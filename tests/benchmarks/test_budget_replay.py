@@ -97,6 +97,9 @@ def test_a_run_the_replay_cannot_stand_for_is_refused_by_name(bench, runs, capsy
         bench.read_run(first)
     with pytest.raises(ValueError, match="'top_k' changes the loop's hops"):
         bench.with_changes(BASE, ["top_k=5"])
+    unbudgeted = EfficientRAGConfig(top_k=3)  # "first" by default: a budget would stop its hops
+    with pytest.raises(ValueError, match="chunk_budget=3: a budget under budget_policy='first'"):
+        bench.with_changes(unbudgeted, ["chunk_budget=3"])
     other, _ = runs(dataclasses.replace(BASE, chunk_budget=4), "dev", DEV, "other")
     good, _ = runs(BASE, "validation", VALIDATION, "good")
     with pytest.raises(ValueError, match="the runs hold different settings or models"):
