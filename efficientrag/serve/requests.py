@@ -38,7 +38,9 @@ class LoopSettings(BaseModel):
     floor_k: int | None = Field(None, ge=0, description="the question's own top hits kept whatever their tag")
     fill_budget: bool | None = None
     fill_from: Literal["first_hits", "labeled"] | None = None
-    rank_weight: float | None = Field(None, ge=0, le=1)
+    rank_weight: float | None = Field(
+        None, ge=0, le=1, description="the search's rank added to a chunk's budget score"
+    )
     query_mode: Literal["merged", "branch"] | None = None
     max_branches: int | None = Field(None, ge=1)
     tag_threshold: float | None = Field(None, ge=0, le=1)
