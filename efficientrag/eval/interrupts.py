@@ -18,8 +18,14 @@ from typing import Any
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-class RunInterrupted(Exception):
-    """The run stopped on a signal. ``done`` / ``to_go`` count questions, when the runner knows them."""
+class RunInterrupted(BaseException):
+    """The run stopped on a signal. ``done`` / ``to_go`` count questions, when the runner knows them.
+
+    A ``BaseException``, as ``KeyboardInterrupt`` is: the second signal raises it wherever the main
+    thread is, nearly always inside a method's own code, and an ``except Exception`` there or in the
+    runner (which retries a failed batch one question at a time) would turn "stop at once" into a
+    recorded failure or a slower run of the rest of the batch.
+    """
 
     def __init__(self, signum: int, *, done: int | None = None, to_go: int | None = None) -> None:
         self.signum = signum

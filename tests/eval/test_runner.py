@@ -100,3 +100,36 @@ def test_failing_example_is_recorded_not_fatal_and_resume_skips_done(tmp_path, w
     assert sorted(ids) == ["q1", "q2", "q3"]
     assert not (tmp_path / "errors.jsonl").exists()
     assert "failed" not in (tmp_path / "table.md").read_text()
+
+
+class SignalledTwice:
+    """A method that receives a run's two stop signals while its first batch is in flight."""
+
+    name = "signalled"
+
+    def __init__(self):
+        self.batches: list[list[str]] = []
+
+    def run_batch(self, examples):
+        import os
+        import signal
+
+        self.batches.append([ex.id for ex in examples])
+        if len(self.batches) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # asks the run to stop after this batch
+            os.kill(os.getpid(), signal.SIGINT)  # stops it at once, here
+        return [Prediction(ex.id, []) for ex in examples]
+
+
+def test_a_second_signal_stops_inside_the_batch_without_retrying_or_recording_it(tmp_path, world):
+    from efficientrag.eval.interrupts import RunInterrupted
+
+    _, examples = world
+    method = SignalledTwice()
+    with pytest.raises(RunInterrupted) as caught:
+        run_method(method, examples, tmp_path, ks=[1], batch_size=2, progress=False)
+    assert (caught.value.done, caught.value.to_go) == (0, 3)
+    # Neither retried one question at a time nor written as failures: the batch is simply not done.
+    assert method.batches == [["q1", "q2"]]
+    assert not (tmp_path / "errors.jsonl").exists() or not (tmp_path / "errors.jsonl").read_text()
+    assert list(read_jsonl(tmp_path / "predictions.jsonl")) == []
