@@ -83,7 +83,9 @@ def render(counts: Mapping[tuple[str, str], int], k: int, n_questions: int, comm
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--loop", type=Path, required=True, help="the loop's run folder (predictions.jsonl)")
     parser.add_argument("--direct", type=Path, required=True, help="Direct-R's run folder, same questions")
     parser.add_argument("--k", type=int, default=10, help="the search's cut-off to compare with")

@@ -127,7 +127,9 @@ class EfficientRAGConfig:
             raise ValueError(f"fill_from={self.fill_from!r} only applies with fill_budget=true")
         if self.rank_weight < 0:
             raise ValueError(f"rank_weight must be >= 0, got {self.rank_weight}")
-        ranks = self.chunk_budget is not None and (self.budget_policy == "best" or self.fill_from == "labeled")
+        ranks = self.chunk_budget is not None and (
+            self.budget_policy == "best" or self.fill_from == "labeled"
+        )
         if self.rank_weight > 0 and not ranks:
             raise ValueError(
                 "rank_weight only applies where the chunk budget ranks chunks: set a chunk_budget with "
@@ -141,7 +143,9 @@ class EfficientRAGConfig:
                 f"set first_top_k above top_k (got {self.first_top_k})"
             )
         if self.floor_k > self.first_hop_judged:
-            which = "first_top_k" if self.first_top_k is not None and self.first_hop_reranker is None else "top_k"
+            which = (
+                "first_top_k" if self.first_top_k is not None and self.first_hop_reranker is None else "top_k"
+            )
             raise ValueError(
                 f"floor_k ({self.floor_k}) cannot exceed the first hop's hits ({which}={self.first_hop_judged})"
             )

@@ -77,7 +77,8 @@ def test_more_questions_than_the_trusted_batch_are_planned_as_several_batches():
 
 def test_what_fits_its_deadline_is_admitted_and_an_unmeasured_server_only_caps():
     ask(queued=184, questions=10, max_queue=1000, deadline_s=30.0)  # 0.01 + 19.4 s <= 0.65 x 30
-    with pytest.raises(Overloaded):  # 19.61 s: past ADMIT_WITHIN of the deadline, the margin for a slower batch
+    # 19.61 s: past ADMIT_WITHIN of the deadline, the margin for a slower batch
+    with pytest.raises(Overloaded):
         ask(queued=186, questions=10, max_queue=1000, deadline_s=30.0)
     with pytest.raises(Overloaded):  # the running batch counts: 1 + 19.41 s
         ask(queued=184, questions=10, max_queue=1000, deadline_s=30.0, busy_s=1.0)
