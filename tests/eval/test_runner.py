@@ -1,4 +1,6 @@
 import json
+import os
+import signal
 
 import pytest
 
@@ -6,6 +8,7 @@ from efficientrag.baselines.base import Prediction, SharedSettings
 from efficientrag.baselines.direct_r import DirectRetrieval
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Chunk, Example
+from efficientrag.eval.interrupts import RunInterrupted
 from efficientrag.eval.runner import run_method
 from efficientrag.jsonl import read_jsonl
 from efficientrag.retrieval.base import Hit
@@ -111,9 +114,6 @@ class SignalledTwice:
         self.batches: list[list[str]] = []
 
     def run_batch(self, examples):
-        import os
-        import signal
-
         self.batches.append([ex.id for ex in examples])
         if len(self.batches) == 1:
             os.kill(os.getpid(), signal.SIGINT)  # asks the run to stop after this batch
@@ -122,8 +122,6 @@ class SignalledTwice:
 
 
 def test_a_second_signal_stops_inside_the_batch_without_retrying_or_recording_it(tmp_path, world):
-    from efficientrag.eval.interrupts import RunInterrupted
-
     _, examples = world
     method = SignalledTwice()
     with pytest.raises(RunInterrupted) as caught:
