@@ -50,6 +50,7 @@ import retrieval_efficientrag as rb  # noqa: E402  (the protocol benchmark: mode
 
 from efficientrag.eval import versus_direct  # noqa: E402
 from efficientrag.eval.gold_fate import fate_cells, fate_table_head  # noqa: E402
+from efficientrag.eval.interrupts import main_reporting_interrupts  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PRESET = REPO / "configs" / "adapt" / "minilm-cpu.yaml"
@@ -489,4 +490,4 @@ def _goal_line(target: str, rows: list, ceiling: tuple[float, float]) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_reporting_interrupts(main))

@@ -286,4 +286,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from efficientrag.eval.interrupts import main_reporting_interrupts
+
+    sys.exit(main_reporting_interrupts(main))

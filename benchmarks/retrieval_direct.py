@@ -147,4 +147,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from efficientrag.eval.interrupts import main_reporting_interrupts
+
+    sys.exit(main_reporting_interrupts(main))

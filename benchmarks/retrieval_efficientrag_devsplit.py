@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.eval.gold_fate import fate_cells, fate_table_head, gold_fate
+from efficientrag.eval.interrupts import main_reporting_interrupts
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = REPO.parent / "shared" / "data"
@@ -506,4 +507,4 @@ def _parse_setting(text: str) -> tuple[str, list[str]]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_reporting_interrupts(main))

@@ -52,6 +52,7 @@ from retrieval_efficientrag import (  # noqa: E402
 )
 from treehop_tables import render  # noqa: E402
 
+from efficientrag.eval.interrupts import main_reporting_interrupts  # noqa: E402
 from efficientrag.fingerprint import folder_digest  # noqa: E402
 from efficientrag.treehop.fixed_update import FixedUpdate  # noqa: E402
 
@@ -434,4 +435,4 @@ def _names(parser: argparse.ArgumentParser, text: str) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_reporting_interrupts(main))

@@ -16,10 +16,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         args: the parsed command line (``--config``, the flags, ``--no-resume``, ``--wait``).
 
     Returns:
-        0, 1 (too many failures, or a run that stopped early), or an interrupted run's status.
+        0, or 1 (too many failures, or a run that stopped early); an interrupt propagates to
+        :func:`efficientrag.cli.main.main`, which reports it.
     """
     from efficientrag.eval.evaluation import evaluate
-    from efficientrag.eval.interrupts import RunInterrupted, ignore_further_stop_signals
     from efficientrag.eval.runner import RunAbortedError
 
     cfg = experiment_config(args)
@@ -29,10 +29,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
             resume=cfg.eval.resume and not args.no_resume,
             wait_for_lock=cfg.eval.wait_for_lock or args.wait,
         )
-    except RunInterrupted as exc:
-        ignore_further_stop_signals()  # the process is on its way out: a repeated Ctrl-C changes nothing
-        print(exc.message(), file=sys.stderr)
-        return exc.exit_code
     except RunAbortedError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from efficientrag.cli.parser import STANDALONE, add_verbose, build_parser
 from efficientrag.config import ConfigError, parse_args_with_overrides
+from efficientrag.eval.interrupts import RunInterrupted, report_interrupt
 from efficientrag.retrieval.errors import BackendUnavailableError
 from efficientrag.run_lock import FolderLockedError
 
@@ -39,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns:
         The exit status: 0 on success, 2 for bad input or config, 75 when another process holds
-        the folder, 130 when interrupted, or the command's own status.
+        the folder, 128 + the signal number when interrupted (130 for Ctrl-C), or the command's own status.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     delegated = _delegate(argv)
@@ -83,6 +84,9 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         # same command succeeds once that process is done.
         print(f"error: {exc}", file=sys.stderr)
         return 75
+    except RunInterrupted as exc:
+        # An evaluation stopped on a signal (eval, quickstart, adapt): what is done is kept.
+        return report_interrupt(exc)
     except KeyboardInterrupt:
         # Outside an evaluation loop (reading data, building an index): index builds resume.
         print("interrupted; rerun the same command to resume", file=sys.stderr)

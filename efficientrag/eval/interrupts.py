@@ -12,6 +12,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -90,3 +91,35 @@ def ignore_further_stop_signals() -> None:
     if threading.current_thread() is threading.main_thread():
         for signum in HANDLED_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
+
+
+def report_interrupt(exc: RunInterrupted) -> int:
+    """Say how an interrupted command resumes, in one line on stderr, and return its exit status.
+
+    Args:
+        exc: the interrupt that ended the run.
+
+    Returns:
+        128 + the signal number (130 for SIGINT, 143 for SIGTERM).
+    """
+    ignore_further_stop_signals()  # the process is on its way out: a repeated Ctrl-C changes nothing
+    print(exc.message(), file=sys.stderr)
+    return exc.exit_code
+
+
+def main_reporting_interrupts(main: Callable[[], int | None]) -> int | None:
+    """Run a script's ``main`` so that an interrupt ends it with the resume line, not a traceback.
+
+    Long benchmark scripts evaluate many runs; a Ctrl-C in one of them is an ordinary way to stop,
+    and the user needs to read that rerunning resumes, not ten frames of the runner's internals.
+
+    Args:
+        main: the script's entry, returning its exit status.
+
+    Returns:
+        ``main``'s status, or the interrupt's (see :func:`report_interrupt`).
+    """
+    try:
+        return main()
+    except RunInterrupted as exc:
+        return report_interrupt(exc)
