@@ -30,6 +30,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "hotpotqa" / "dev_ircot.350.jsonl"
@@ -124,7 +125,7 @@ class OracleReader:
         return f"{ins.FINAL} {answers[-1]}"
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--data", default=str(DEFAULT_DATA), help="HotpotQA file (IRCoT JSONL or distractor JSON)"
@@ -145,34 +146,22 @@ def main(argv: list[str] | None = None) -> int:
         help="key=value settings of the EfficientRAG loop (efficientrag.*)",
     )
     parser.add_argument("--batch-size", type=int, default=32)
-    args = parser.parse_args(argv)
-    if bool(args.labeler) != bool(args.filter):
-        parser.error("--labeler and --filter go together")
+    return parser
 
+
+def _experiment(args: argparse.Namespace) -> tuple[Any, list[str]]:
+    """The experiment config the flags describe, and the methods to evaluate (EfficientRAG added
+    when trained models are given)."""
     from efficientrag.config import load_config
     from efficientrag.data.config import DataConfig
-    from efficientrag.data.loader import load_data
-    from efficientrag.eval.assembly import build_method, select_examples
-    from efficientrag.eval.evaluation import evaluate_method
     from efficientrag.eval.experiment import EvalSettings, ExperimentConfig
-    from efficientrag.eval.report import write_report
-    from efficientrag.llm.config import LLMConfig
-    from efficientrag.llm.generator_config import GeneratorConfig, OpenAIGeneratorConfig
-    from efficientrag.llm.openai_generator import OpenAIGenerator
     from efficientrag.pipeline.config import EfficientRAGConfig
     from efficientrag.retrieval.config import RetrieverConfig
-    from efficientrag.retrieval.factory import build_retriever
-    from efficientrag.testing.fake_openai import FakeOpenAIServer
 
-    if not Path(args.data).is_file():
-        print(f"data file not found: {args.data} (pass --data)", file=sys.stderr)
-        return 2
-    out = Path(args.out)
-    retriever_cfg = RetrieverConfig(kind=args.retriever)
     cfg = ExperimentConfig(
-        work_dir=str(out),
+        work_dir=str(Path(args.out)),
         data=DataConfig(dataset="hotpotqa", path=str(Path(args.data).resolve())),
-        retriever=retriever_cfg,
+        retriever=RetrieverConfig(kind=args.retriever),
         eval=EvalSettings(
             ks=[2, 5, 10, 20], limit=args.limit, batch_size=args.batch_size, answer=True, ids_file=args.ids
         ),
@@ -189,15 +178,17 @@ def main(argv: list[str] | None = None) -> int:
             ],
         )
         methods.append("efficientrag")
-    t0 = time.perf_counter()
-    pooled = load_data(cfg.data)
-    examples = select_examples(cfg, pooled.examples)
-    retriever = build_retriever(
-        retriever_cfg, pooled.corpus, out / "index" / args.retriever, show_progress=False
-    )
-    print(
-        f"{len(pooled.corpus)} chunks, {len(examples)} questions, {args.retriever} index in {time.perf_counter() - t0:.1f}s"
-    )
+    return cfg, methods
+
+
+def _evaluate_all(cfg: Any, methods: list[str], retriever: Any, pooled: Any, examples: list) -> list[Path]:
+    """Each method over the same questions, every answer from the scripted oracle reader."""
+    from efficientrag.eval.assembly import build_method
+    from efficientrag.eval.evaluation import evaluate_method
+    from efficientrag.llm.config import LLMConfig
+    from efficientrag.llm.generator_config import GeneratorConfig, OpenAIGeneratorConfig
+    from efficientrag.llm.openai_generator import OpenAIGenerator
+    from efficientrag.testing.fake_openai import FakeOpenAIServer
 
     run_dirs = []
     with FakeOpenAIServer(OracleReader(pooled.examples), model="oracle-reader") as srv:
@@ -226,6 +217,35 @@ def main(argv: list[str] | None = None) -> int:
             )
             run_dirs.append(summary.run_dir)
         generator.close()
+    return run_dirs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if bool(args.labeler) != bool(args.filter):
+        parser.error("--labeler and --filter go together")
+
+    from efficientrag.data.loader import load_data
+    from efficientrag.eval.assembly import select_examples
+    from efficientrag.eval.report import write_report
+    from efficientrag.retrieval.factory import build_retriever
+
+    if not Path(args.data).is_file():
+        print(f"data file not found: {args.data} (pass --data)", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    cfg, methods = _experiment(args)
+    t0 = time.perf_counter()
+    pooled = load_data(cfg.data)
+    examples = select_examples(cfg, pooled.examples)
+    retriever = build_retriever(
+        cfg.retriever, pooled.corpus, out / "index" / args.retriever, show_progress=False
+    )
+    print(
+        f"{len(pooled.corpus)} chunks, {len(examples)} questions, {args.retriever} index in {time.perf_counter() - t0:.1f}s"
+    )
+    run_dirs = _evaluate_all(cfg, methods, retriever, pooled, examples)
     note = (
         f"Every answer below comes from the scripted server, not a model. Retrieval is real ({args.retriever}); "
         + (
