@@ -70,7 +70,7 @@ def paired_bootstrap(
     """
     if len(a) != len(b):
         raise ValueError(f"paired_bootstrap: {len(a)} scores against {len(b)}; pair each question once")
-    if not a:
+    if len(a) == 0:  # a NumPy array has no truth value
         raise ValueError("paired_bootstrap: no questions to compare")
     if resamples < 1:
         raise ValueError(f"paired_bootstrap: resamples must be at least 1, got {resamples}")

@@ -81,3 +81,10 @@ def test_the_seed_makes_it_reproducible():
 def test_bad_input_is_refused_by_name(a, b, kwargs, words):
     with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)")):
         paired_bootstrap(a, b, **kwargs)
+
+
+def test_numpy_arrays_are_accepted_like_lists():
+    import numpy as np
+
+    a, b = [1.0, 0.0, 0.5], [0.0, 0.0, 1.0]
+    assert paired_bootstrap(np.array(a), np.array(b), resamples=100) == paired_bootstrap(a, b, resamples=100)
