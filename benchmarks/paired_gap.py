@@ -21,7 +21,6 @@ nothing is chosen on them.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -29,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rerank_tables import question_type
+from rerank_tables import TYPE_FILES, known_types, question_type
 
 from efficientrag.eval.paired_bootstrap import PairedGap, paired_bootstrap
 from efficientrag.eval.run_binding import FINGERPRINT_FILE, PREDICTIONS_FILE, read_fingerprint
@@ -38,9 +37,6 @@ from efficientrag.jsonl import read_jsonl
 ALL = "all"
 # The fingerprint keys both sides must share: the same questions, searched in the same index.
 SHARED_KEYS = ("data", "index")
-# Question id -> type for a dev file that names no types (HotpotQA's IRCoT file): the original
-# distractor file names them for its first 100 questions (retrieval_rerank.py's TYPE_FILES).
-TYPE_FILES = ("hotpotqa/hotpot_dev_distractor_v1.first100.json",)
 
 
 @dataclass(frozen=True)
@@ -203,16 +199,6 @@ def render(label: str, a: Side, b: Side, rows: Sequence[Row]) -> list[str]:
     return [*lines, ""]
 
 
-def known_types(shared_data: Path | None) -> dict[str, str]:
-    """Question id -> type from ``TYPE_FILES`` under ``shared_data`` (empty without it)."""
-    types: dict[str, str] = {}
-    for name in TYPE_FILES if shared_data else ():
-        path = shared_data / name
-        if path.is_file():
-            types |= {str(r["_id"]): str(r["type"]) for r in json.loads(path.read_text(encoding="utf-8"))}
-    return types
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -229,7 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="also write the tables to this Markdown file")
     args = parser.parse_args(argv)
     command = shlex.join(["python", "benchmarks/paired_gap.py", *(sys.argv[1:] if argv is None else argv)])
-    types = known_types(args.shared_data)
+    types: dict[str, str] = {}
+    for dataset in TYPE_FILES if args.shared_data else ():
+        types |= known_types(args.shared_data, dataset)
     lines = [f"Command: `{command}`", ""]
     try:
         for label, a_text, b_text in args.pair:

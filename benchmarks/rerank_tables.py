@@ -7,7 +7,9 @@ seconds per question beside each method.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from efficientrag.eval.chunk_curve import curve_from_ranked, value_at
@@ -16,6 +18,9 @@ from efficientrag.eval.summary import aggregate_retrieval
 ALL = "all"
 SHOWN_KS = ("2", "4", "6", "7", "8", "10")
 METRICS = ("recall", "all_gold", "answer_recall")
+# HotpotQA's IRCoT dev file names no question type; the original distractor file does, for the
+# first 100 of its questions (all among the 350). The rest are reported as untyped.
+TYPE_FILES = {"hotpotqa": "hotpotqa/hotpot_dev_distractor_v1.first100.json"}
 
 
 def question_type(record: Mapping[str, Any]) -> str:
@@ -24,6 +29,14 @@ def question_type(record: Mapping[str, Any]) -> str:
     if "hop" in rid.split("__")[0]:
         return rid.split("__")[0][:4]  # 2hop, 3hop, 4hop
     return str(record.get("type") or "untyped")
+
+
+def known_types(shared_data: str | Path, dataset: str) -> dict[str, str]:
+    """Question id -> type from ``TYPE_FILES`` (empty where the dataset's dev file names its types)."""
+    path = Path(shared_data) / TYPE_FILES[dataset] if dataset in TYPE_FILES else None
+    if path is None or not path.is_file():
+        return {}
+    return {str(r["_id"]): str(r["type"]) for r in json.loads(path.read_text(encoding="utf-8"))}
 
 
 def seconds_per_question(summary: Mapping[str, Any]) -> float:

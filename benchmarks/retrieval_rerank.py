@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import rerank_treehop  # noqa: E402
 from rerank_methods import KS, rerankers, time_side_by_side  # noqa: E402
-from rerank_tables import plot_dataset, render  # noqa: E402
+from rerank_tables import known_types, plot_dataset, render  # noqa: E402
 from retrieval_efficientrag import (  # noqa: E402
     DATASETS,
     DEV_FILES,
@@ -115,10 +115,7 @@ RERANKED_VARIANTS = {
     "ce20-f5": ["first_top_k=20", "floor_k=5"],
     "ce20-fill": ["first_top_k=20", "fill_budget=true"],
 }
-# HotpotQA's IRCoT dev file names no question type; the original distractor file does, for the
-# first 100 of its questions (all among the 350). The rest are reported as untyped.
 OPEN_DOMAIN_NAME = "2wikimultihopqa open-domain"
-TYPE_FILES = {"hotpotqa": "hotpotqa/hotpot_dev_distractor_v1.first100.json"}
 
 
 def train_cross_encoder(
@@ -250,14 +247,6 @@ def evaluate_dev(
         for name, seconds in timed.items():
             results[name]["timed_s"] = seconds
     return results
-
-
-def known_types(shared_data: str, dataset: str) -> dict[str, str]:
-    """Question id -> type from ``TYPE_FILES`` (empty where the dataset's dev file names its types)."""
-    path = Path(shared_data) / TYPE_FILES[dataset] if dataset in TYPE_FILES else None
-    if path is None or not path.is_file():
-        return {}
-    return {str(r["_id"]): str(r["type"]) for r in json.loads(path.read_text(encoding="utf-8"))}
 
 
 def _records(run_dir: Path, types: dict[str, str]) -> list[dict[str, Any]]:

@@ -7,14 +7,16 @@ BENCHMARK = "retrieval_rerank"  # the conftest fixture `bench` imports it
 
 
 def test_types_come_from_the_distractor_file_where_the_dev_file_has_none(bench, tmp_path):
+    from rerank_tables import known_types  # benchmarks/ is on the path while `bench` is in use
+
     (tmp_path / "hotpotqa").mkdir()
     rows = [{"_id": "a", "type": "comparison"}, {"_id": "b", "type": "bridge"}]
     (tmp_path / "hotpotqa" / "hotpot_dev_distractor_v1.first100.json").write_text(json.dumps(rows))
-    types = bench.known_types(str(tmp_path), "hotpotqa")
+    types = known_types(str(tmp_path), "hotpotqa")
     assert types == {"a": "comparison", "b": "bridge"}
     # Datasets whose dev files name their types read nothing; a missing file is no types.
-    assert bench.known_types(str(tmp_path), "2wikimultihopqa") == {}
-    assert bench.known_types(str(tmp_path / "elsewhere"), "hotpotqa") == {}
+    assert known_types(str(tmp_path), "2wikimultihopqa") == {}
+    assert known_types(str(tmp_path / "elsewhere"), "hotpotqa") == {}
 
     run = tmp_path / "run"
     run.mkdir()
