@@ -1,7 +1,7 @@
 """Choose the chunk budget's last step on validation traces, with no model run again.
 
-Under ``budget_policy="best"`` the loop's hops never depend on ``chunk_budget``, ``fill_budget``,
-``fill_from`` or ``rank_weight``: they decide only which of the judged chunks a question returns
+Under ``budget_policy="best"`` or ``"rerank"`` the loop's hops never depend on ``chunk_budget``,
+``budget_policy``, ``fill_budget``, ``fill_from``, ``rank_weight`` or ``hop_calibration``: they decide only which of the judged chunks a question returns
 (``efficientrag.pipeline.budget``). This script replays that choice from the traces of loop runs
 already made, for every variant of ``benchmarks/retrieval_rerank.py`` that changes nothing else;
 chooses on the validation runs by the protocol score (mean over files of (recall + all-gold) / 2;
@@ -71,10 +71,11 @@ def read_run(folder: Path) -> RecordedRun:
     if settings is None:
         raise ValueError(f"{folder / 'run.json'}: fingerprint.settings.efficientrag missing; not a loop run")
     cfg = from_dict(EfficientRAGConfig, settings, origin=str(folder / "run.json"))
-    if cfg.chunk_budget is not None and cfg.budget_policy != "best":
+    if cfg.chunk_budget is not None and cfg.budget_policy == "first":
         raise ValueError(
             f"{folder}: budget_policy={cfg.budget_policy!r} stops the loop at its budget, so its hops "
-            "depend on the budget and a replay cannot stand for another; replay runs made with 'best'"
+            "depend on the budget and a replay cannot stand for another; replay runs made with 'best' "
+            "or 'rerank'"
         )
     records = []
     for n, rec in enumerate(read_jsonl(folder / "predictions.jsonl"), 1):
@@ -112,10 +113,10 @@ def with_changes(cfg: EfficientRAGConfig, changes: Sequence[str]) -> EfficientRA
             f"{other[0]!r} changes the loop's hops; a replay may change only {', '.join(REPLAYABLE)}"
         )
     changed = dataclasses.replace(cfg, **parsed)
-    if changed.chunk_budget is not None and changed.budget_policy != "best":
+    if changed.chunk_budget is not None and changed.budget_policy == "first":
         raise ValueError(
             f"{', '.join(changes)}: a budget under budget_policy={changed.budget_policy!r} would stop the "
-            "loop's hops; a replay stands only for budget_policy='best'"
+            "loop's hops; a replay stands only for budget_policy='best' or 'rerank'"
         )
     return changed
 

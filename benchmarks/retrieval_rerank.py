@@ -102,6 +102,16 @@ LOOP_VARIANTS = {
         f"fill-labeled-r{w}": ["fill_budget=true", "fill_from=labeled", f"rank_weight={w}"]
         for w in RANK_WEIGHTS
     },
+    # The loop that contains its Labeler as a reranker: the first hop judges the question's top 20,
+    # the budget holds the best-scored of every judged chunk (``budget_policy=rerank``, no floor), so
+    # a later hop's chunk enters only by outscoring the lowest of the one-hop reranker's top K.
+    "rerank20": [
+        "first_top_k=20",
+        "floor_k=0",
+        "budget_policy=rerank",
+        "fill_budget=false",
+        "fill_from=first_hits",
+    ],
     # Every hop as wide as a reranker's N: the Labeler judges the top 20 of each query and the budget
     # keeps its best (the probe of the adapted models; about 3-4 times the loop's cost).
     "top20": ["top_k=20"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -40,7 +41,12 @@ class EfficientRAGConfig:
         filter_threshold: Probability at or above which the Filter keeps a word in the next query.
         chunk_budget: Chunks per question at most (None: no budget).
         budget_policy: ``"first"``: stop adding once the budget is full; ``"best"``: run the loop
-            and keep the floor chunks, then the most probable Continue chunks.
+            and keep the floor chunks, then the most probable Continue chunks; ``"rerank"``: run
+            the loop and keep the floor chunks, then the best-scored chunks the Labeler judged at
+            any hop, so the first hop is ``labeler_rerank`` of the question's hits and a later
+            hop's chunk enters only by outscoring the lowest kept one. The first hop's hits past
+            ``top_k`` are judged for the budget only: the hops start from the search's top
+            ``top_k``, as they would without ``first_top_k``.
         floor_k: The first hop's top ``floor_k`` hits are kept whatever their tag (0: off).
         fill_budget: Fill a question's unspent ``chunk_budget`` (with what ``fill_from`` names).
         fill_from: What ``fill_budget`` fills with: ``"first_hits"``, the question's next-ranked
@@ -49,6 +55,13 @@ class EfficientRAGConfig:
         rank_weight: Added to a chunk's Continue probability where the budget ranks chunks ("best",
             and ``fill_from="labeled"``): ``rank_weight / (1 + its best rank in any query's hits)``,
             so the search's own order breaks the Labeler's near-ties (0: the probability alone).
+        hop_calibration: Per hop, ``[a, b]`` or ``[a, b, c]`` mapping a Continue probability ``p``
+            judged at that hop, at rank ``r`` of its query's hits, to
+            ``sigmoid(a * logit(p) + b + c * log(1 + r))`` where the budget ranks chunks; the last
+            entry serves every deeper hop (None: the probability itself). Fitted on validation
+            traces by :func:`efficientrag.pipeline.calibration.fit_hop_calibration`.
+        pair_budget: Labeler pairs per question at most, the first hop's included (None: no
+            bound): a later hop judges only what is left of it, in its hits' rank order.
         answer_top_k: Kept chunks the one answer call reads (None: all of them).
         answer_max_new_tokens: Tokens the answer call writes at most.
         batch_size: Labeler/Filter inference batch size.
@@ -81,7 +94,11 @@ class EfficientRAGConfig:
     # once the budget is full (the loop ends early); "best" lets the loop run and keeps the
     # chunk_budget chunks with the highest Continue probability (floor chunks first).
     chunk_budget: int | None = None
-    budget_policy: Literal["first", "best"] = "first"
+    # "rerank" is "best" over every judged chunk, not only the Continue ones: with floor_k=0 its
+    # first hop alone is labeler_rerank of the question's first_top_k hits, and a chunk that a later
+    # hop judges takes a place only from a kept chunk it outscores. The hits past top_k are judged
+    # for the budget only, so the hops are those of the same loop without first_top_k.
+    budget_policy: Literal["first", "best", "rerank"] = "first"
     # The first hop's top floor_k hits of the question are kept whatever their tag, so the result
     # always contains Direct-R@floor_k and the loop can only add to it (0: off). They are still
     # labeled, and spawn next-hop queries only when tagged Continue.
@@ -99,6 +116,16 @@ class EfficientRAGConfig:
     # rank_weight / (1 + its best rank in any query's hits): a chunk some query's search put first
     # gains rank_weight, one at rank 9 a tenth of it. 0: the Labeler's probability alone.
     rank_weight: float = 0.0
+    # A later hop's query is the Filter's, not the question: the same Continue probability there
+    # need not mean the same chance of gold. Per hop, [a, b] puts each probability on one scale
+    # (Platt scaling, a > 0 so each hop's own order stays) before the budget compares chunks found
+    # at different hops; [a, b, c] adds c * log(1 + the chunk's rank in its query's hits), the
+    # search's order fused with the Labeler's. The last entry serves deeper hops. None: the raw
+    # probabilities.
+    hop_calibration: list[list[float]] | None = None
+    # Labeler pairs per question at most, counted from the first hop; later hops judge what is left,
+    # best-ranked hits first, and a question stops hopping once it is spent. None: no bound.
+    pair_budget: int | None = None
     # The one answer call (``efficientrag eval`` with eval.answer=true) reads this many of the kept
     # chunks (None: every chunk the loop kept, the paper) and writes at most answer_max_new_tokens.
     answer_top_k: int | None = None
@@ -106,8 +133,17 @@ class EfficientRAGConfig:
 
     def __post_init__(self) -> None:
         check_probabilities(self)
-        if self.budget_policy not in ("first", "best"):
-            raise ValueError(f"budget_policy must be 'first' or 'best', got {self.budget_policy!r}")
+        if self.budget_policy not in ("first", "best", "rerank"):
+            raise ValueError(f"budget_policy must be 'first', 'best' or 'rerank', got {self.budget_policy!r}")
+        if self.budget_policy == "rerank" and self.chunk_budget is None:
+            raise ValueError(
+                "budget_policy=rerank keeps the chunk_budget best-scored chunks: set a chunk_budget"
+            )
+        if self.budget_policy == "rerank" and self.fill_budget:
+            raise ValueError(
+                "budget_policy=rerank already fills the chunk budget from every judged chunk: "
+                "drop fill_budget (and fill_from)"
+            )
         if self.floor_k < 0 or self.top_k < 1 or self.max_hops < 1:
             raise ValueError(
                 f"need floor_k >= 0, top_k >= 1, max_hops >= 1; got {self.floor_k}, {self.top_k}, {self.max_hops}"
@@ -127,13 +163,16 @@ class EfficientRAGConfig:
             raise ValueError(f"fill_from={self.fill_from!r} only applies with fill_budget=true")
         if self.rank_weight < 0:
             raise ValueError(f"rank_weight must be >= 0, got {self.rank_weight}")
-        ranks = self.chunk_budget is not None and (
-            self.budget_policy == "best" or self.fill_from == "labeled"
-        )
-        if self.rank_weight > 0 and not ranks:
+        if self.rank_weight > 0 and not self.budget_ranks:
             raise ValueError(
                 "rank_weight only applies where the chunk budget ranks chunks: set a chunk_budget with "
-                "budget_policy=best or fill_from=labeled"
+                "budget_policy=best or rerank, or fill_from=labeled"
+            )
+        self._check_calibration()
+        if self.pair_budget is not None and self.pair_budget < self.first_hop_judged:
+            raise ValueError(
+                f"pair_budget ({self.pair_budget}) must cover the first hop's {self.first_hop_judged} pairs "
+                "(the question's own hits, all judged)"
             )
         if self.first_top_k is not None and self.first_top_k < 1:
             raise ValueError(f"first_top_k must be >= 1 (or None: top_k), got {self.first_top_k}")
@@ -154,6 +193,32 @@ class EfficientRAGConfig:
                 f"answer_top_k and answer_max_new_tokens must be >= 1, got {self.answer_top_k}, "
                 f"{self.answer_max_new_tokens}"
             )
+
+    def _check_calibration(self) -> None:
+        if self.hop_calibration is None:
+            return
+        if not self.budget_ranks:
+            raise ValueError(
+                "hop_calibration only applies where the chunk budget ranks chunks: set a chunk_budget "
+                "with budget_policy=best or rerank, or fill_from=labeled"
+            )
+        if not self.hop_calibration:
+            raise ValueError("hop_calibration needs one [a, b] or [a, b, c] entry per hop (or null: none)")
+        for h, entry in enumerate(self.hop_calibration):
+            ok = len(entry) in (2, 3) and all(isinstance(x, (int, float)) and math.isfinite(x) for x in entry)
+            if not ok or entry[0] <= 0:
+                raise ValueError(
+                    f"hop_calibration[{h}] must be [a, b] or [a, b, c] with finite numbers and a > 0 (the "
+                    f"Labeler's order kept), got {entry!r}"
+                )
+
+    @property
+    def budget_ranks(self) -> bool:
+        """Whether the chunk budget's last step ranks chunks by score (where ``rank_weight`` and
+        ``hop_calibration`` apply)."""
+        return self.chunk_budget is not None and (
+            self.budget_policy in ("best", "rerank") or self.fill_from == "labeled"
+        )
 
     @property
     def first_hop_k(self) -> int:
@@ -181,7 +246,7 @@ class EfficientRAGConfig:
 
 # Settings added after runs were fingerprinted, each with the value that behaves as before: at that
 # value a fingerprint leaves it out, so a run recorded before the setting existed is still found.
-LATER_SETTINGS = {"fill_from": "first_hits", "rank_weight": 0.0}
+LATER_SETTINGS = {"fill_from": "first_hits", "rank_weight": 0.0, "hop_calibration": None, "pair_budget": None}
 
 
 def without_later_defaults(settings: dict[str, Any]) -> dict[str, Any]:

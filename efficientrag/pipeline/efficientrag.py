@@ -14,8 +14,16 @@ a function of what the loop recorded, so a trace can replay it under other setti
 labeled again; a chunk tagged Terminate for one query is judged again when a different query
 retrieves it (the tag depends on the query: the bridge paragraph is often retrieved, and rightly
 rejected, by the original question before the next-hop query makes it relevant). A branch ends
-when none of its chunks says Continue, when its query is empty or repeats, at the hop limit, or
-when the question's chunk budget is full.
+when none of its chunks says Continue, when its query is empty or repeats, at the hop limit, when
+the question's chunk budget is full (``"first"``), or when its ``pair_budget`` of Labeler pairs is
+spent (a later hop judges only what is left of it, best-ranked hits first).
+
+``budget_policy="rerank"`` makes the loop contain its Labeler as a reranker: with ``floor_k=0`` and
+``first_top_k`` the reranker's N, the first hop's judgements alone give ``labeler_rerank``'s top
+``chunk_budget``, and a chunk a later hop judges enters only by outscoring the lowest of those (on
+the scale ``hop_calibration`` puts every hop on). Its hops are the loop's without ``first_top_k``:
+the hits past ``top_k`` are judged for the budget only, and the Filter reads the Continue chunks of
+the search's top ``top_k``.
 
 What the loop is given is checked in :mod:`efficientrag.pipeline.inputs`; the records that keep
 track of each question and branch through a batched hop are in :mod:`efficientrag.pipeline.hop_state`.
@@ -173,7 +181,9 @@ class EfficientRAG:
         for state in states:
             state.queries_used.add(query_key(state.question))
         for hop in range(cfg.max_hops):
-            active = [s for s in states if s.branches and not self._budget_full(s)]
+            active = [
+                s for s in states if s.branches and not self._budget_full(s) and self._pairs_left(s) > 0
+            ]
             if not active:
                 break
             self._hop(hop, active)
@@ -239,6 +249,7 @@ class EfficientRAG:
         the pool is not labeled again (unless only the floor holds it), nor is a chunk already judged
         for the same query."""
         cfg = self.config
+        left = {id(state): self._pairs_left(state) for state, _ in work.groups}
         for bi, ((state, branch), branch_hits) in enumerate(zip(work.branches, hits, strict=True)):
             state.count("retrieval_calls")
             qkey = query_key(branch.query)
@@ -250,9 +261,14 @@ class EfficientRAG:
                 seen = pooled or (qkey, h.id) in state.labeled_pairs
                 record = HitRecord(h.id, h.score, seen, floor=work.hop == 0 and rank < cfg.floor_k)
                 records.append(record)
-                if not seen:
-                    state.labeled_pairs.add((qkey, h.id))
-                    work.pairs.append(Pair(state, bi, h, record))
+                if seen:
+                    continue
+                if left[id(state)] < 1:
+                    record.unjudged = True  # the question's pair_budget is spent
+                    continue
+                left[id(state)] -= 1
+                state.labeled_pairs.add((qkey, h.id))
+                work.pairs.append(Pair(state, bi, h, record, rank))
             work.records.append(records)
         with work.timed("labeler"):
             work.labels = (
@@ -289,14 +305,16 @@ class EfficientRAG:
             state.chunks[h.id] = h.chunk
             if work.hop == 0:
                 j.first_hits.append((h.id, prob))
-            if prob > j.judged.get(h.id, -1.0):
-                j.judged[h.id] = prob
+            j.add(h.id, work.hop, prob, pair.rank)
             if pair.record.floor:
                 j.floor.add(h.id)
                 j.pool[h.id] = prob
                 if not cont:
                     state.floor_only.add(h.id)
-            if cont and (h.id in j.floor or not self._budget_full(state)):
+            # Under "rerank" the first hop's hits past top_k are judged for the budget only: out of
+            # the pool, a later query judges them again, so the hops are the loop's without them.
+            budget_only = work.hop == 0 and pair.rank >= cfg.top_k and cfg.budget_policy == "rerank"
+            if cont and not budget_only and (h.id in j.floor or not self._budget_full(state)):
                 state.floor_only.discard(h.id)
                 j.pool[h.id] = max(prob, j.pool.get(h.id, 0.0))
                 work.continued.setdefault(pair.branch, []).append((prob, labeled))
@@ -408,9 +426,14 @@ class EfficientRAG:
 
     def _budget_full(self, state: QuestionState) -> bool:
         budget = self.config.chunk_budget
-        if budget is None or self.config.budget_policy == "best":
-            return False  # "best" trims at the end (_select), so the loop itself never stops for it
+        if budget is None or self.config.budget_policy != "first":
+            return False  # "best" and "rerank" trim at the end (_select): the loop never stops for it
         return len(state.judgements.pool) >= budget
+
+    def _pairs_left(self, state: QuestionState) -> float:
+        """Labeler pairs the question may still ask for (``pair_budget``; inf without one)."""
+        budget = self.config.pair_budget
+        return float("inf") if budget is None else budget - state.counters.get("labeler_pairs", 0.0)
 
     def _select(self, state: QuestionState) -> list[tuple[Chunk, float]]:
         """The question's final chunks with their probability (efficientrag.pipeline.budget)."""

@@ -49,12 +49,14 @@ class QuestionState:
 
 @dataclass
 class Pair:
-    """A (query, chunk) pair the Labeler judges in this hop; ``branch`` indexes the hop's branches."""
+    """A (query, chunk) pair the Labeler judges in this hop; ``branch`` indexes the hop's branches,
+    ``rank`` is the chunk's place in that branch's hits."""
 
     state: QuestionState
     branch: int
     hit: Hit
     record: HitRecord
+    rank: int = 0
 
 
 @dataclass

@@ -28,6 +28,8 @@ class HitRecord:
         score: The retriever's score for the chunk and this query.
         seen: The chunk was not judged again, so it has no tag.
         floor: It is one of the question's own top ``floor_k`` first-hop hits.
+        unjudged: It was new to the query, but the question's ``pair_budget`` was spent, so it has
+            no tag.
         tag: ``"continue"`` or ``"terminate"`` (None when ``seen``).
         continue_prob: The Labeler's Continue probability (None when ``seen``).
         labeled_words: The chunk words the Labeler marked useful (None when ``seen``).
@@ -37,6 +39,7 @@ class HitRecord:
     score: float
     seen: bool
     floor: bool = False
+    unjudged: bool = False
     tag: str | None = None
     continue_prob: float | None = None
     labeled_words: list[str] | None = None
@@ -62,11 +65,14 @@ class HitRecord:
         """The hit as trace JSON (unset optional fields left out, as files have always held them).
 
         Returns:
-            ``{"id", "score", "seen"}``, plus ``floor`` when set and the tag fields once judged.
+            ``{"id", "score", "seen"}``, plus ``floor`` and ``unjudged`` when set and the tag fields
+            once judged.
         """
         out: dict[str, Any] = {"id": self.id, "score": self.score, "seen": self.seen}
         if self.floor:
             out["floor"] = True
+        if self.unjudged:
+            out["unjudged"] = True
         if self.tag is not None:
             out.update(tag=self.tag, continue_prob=self.continue_prob, labeled_words=self.labeled_words)
         return out
@@ -94,6 +100,7 @@ class HitRecord:
             score=row["score"],
             seen=row["seen"],
             floor=bool(row.get("floor", False)),
+            unjudged=bool(row.get("unjudged", False)),
             tag=row.get("tag"),
             continue_prob=row.get("continue_prob"),
             labeled_words=row.get("labeled_words"),

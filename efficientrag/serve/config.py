@@ -23,6 +23,7 @@ ALLOWED_SETTINGS = (
     "fill_budget",
     "fill_from",
     "rank_weight",
+    "pair_budget",
     "query_mode",
     "max_branches",
     "tag_threshold",

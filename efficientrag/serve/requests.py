@@ -34,13 +34,14 @@ class LoopSettings(BaseModel):
     )
     max_hops: int | None = Field(None, ge=1)
     chunk_budget: int | None = Field(None, ge=1, description="at most this many chunks per question")
-    budget_policy: Literal["first", "best"] | None = None
+    budget_policy: Literal["first", "best", "rerank"] | None = None
     floor_k: int | None = Field(None, ge=0, description="the question's own top hits kept whatever their tag")
     fill_budget: bool | None = None
     fill_from: Literal["first_hits", "labeled"] | None = None
     rank_weight: float | None = Field(
         None, ge=0, le=1, description="the search's rank added to a chunk's budget score"
     )
+    pair_budget: int | None = Field(None, ge=1, description="Labeler pairs per question at most")
     query_mode: Literal["merged", "branch"] | None = None
     max_branches: int | None = Field(None, ge=1)
     tag_threshold: float | None = Field(None, ge=0, le=1)

@@ -45,6 +45,10 @@ VARIANTS = [
     {"chunk_budget": 5, "fill_budget": True, "fill_from": "labeled"},
     {"chunk_budget": 3, "fill_budget": True, "fill_from": "labeled", "rank_weight": 0.3},
     {"chunk_budget": 2, "rank_weight": 0.5},
+    {"chunk_budget": 3, "budget_policy": "rerank"},
+    {"chunk_budget": 4, "budget_policy": "rerank", "hop_calibration": [[1.0, 0.0], [0.5, -1.0]]},
+    {"chunk_budget": 3, "fill_budget": True, "fill_from": "labeled", "hop_calibration": [[2.0, 1.0]]},
+    {"chunk_budget": 3, "budget_policy": "rerank", "hop_calibration": [[1.0, 0.0, -2.0], [1.0, -0.5, 0.5]]},
 ]
 
 
@@ -55,8 +59,8 @@ def test_a_replay_of_the_trace_is_the_loop_run_with_that_setting(base):
         j = judgements_from_trace(trace_to_dicts(res.trace))
         assert [c for c, _ in choose_chunks(j, base)[0]] == res.chunk_ids  # its own setting first
     for changes in VARIANTS:
-        if base.chunk_budget is None and changes.get("rank_weight"):
-            changes = {**changes, "budget_policy": "best"}
+        if base.chunk_budget is None and (changes.get("rank_weight") or changes.get("hop_calibration")):
+            changes = {"budget_policy": "best", **changes}
         cfg = dataclasses.replace(base, **changes)
         for res, rerun in zip(recorded, run(cfg), strict=True):
             chosen = choose_chunks(judgements_from_trace(trace_to_dicts(res.trace)), cfg)[0]

@@ -1,0 +1,45 @@
+"""docs/results.md's table of the loop that contains its reranker is the committed report's
+(docs/reports/rerank_containment_toy.md, written by benchmarks/rerank_containment.py): every number
+of every row, in the report's order."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+
+
+def table_after(text: str, header_start: str) -> list[list[str]]:
+    """The rows (cells without the method's name) of the first table whose header starts so."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(header_start))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.strip().startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")][1:])
+    return rows
+
+
+def numbers(cells: list[str]) -> list[float]:
+    return [float(x) for cell in cells for x in NUMBER.findall(cell)]
+
+
+def test_the_results_table_is_the_reports():
+    report = table_after((DOCS / "reports" / "rerank_containment_toy.md").read_text(), "| method |")
+    results = (DOCS / "results.md").read_text()
+    section = results[results.index("# A loop that contains its Labeler as a reranker") :]
+    docs = table_after(section, "| method |")
+    assert len(docs) == len(report) == 7
+    for ours, theirs in zip(docs, report, strict=True):
+        assert numbers(ours) == numbers(theirs), (ours, theirs)
+
+
+def test_the_chosen_row_is_the_reports_chosen_one():
+    report = (DOCS / "reports" / "rerank_containment_toy.md").read_text()
+    chosen = re.search(r"chosen: \*\*(.+?)\*\*", report).group(1)
+    assert chosen == "calibrated, with rank"
+    assert f"| **loop, rerank ({chosen})** |" in report
+    assert "Platt with the rank (chosen)** |" in (DOCS / "results.md").read_text()
