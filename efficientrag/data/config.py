@@ -46,6 +46,22 @@ class SourceConfig:
     limit: int | None = None
     split: str = "validation"
 
+    def __post_init__(self) -> None:
+        check_limit(self.limit)
+
+
+def check_limit(limit: int | None) -> None:
+    """Refuse a negative question limit, which a slice would read as "all but the last N".
+
+    Args:
+        limit: The limit (None: every question).
+
+    Raises:
+        ValueError: ``limit`` is below 0.
+    """
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0 (or null: every question), got {limit}")
+
 
 @dataclass
 class DataConfig:
@@ -82,6 +98,9 @@ class DataConfig:
     strict: bool = True
     toy: ToyWorldConfig = field(default_factory=ToyWorldConfig)
     extra: list[SourceConfig] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        check_limit(self.limit)
 
     def sources(self) -> list[SourceConfig]:
         """Every source to read, the main one first, so the loader treats them alike.

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from efficientrag.baselines.config import BaselinesConfig
-from efficientrag.data.config import DataConfig
+from efficientrag.data.config import DataConfig, check_limit
 from efficientrag.llm.generator_config import GeneratorConfig
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.config import RetrieverConfig
@@ -48,6 +48,7 @@ class EvalSettings:
     wait_for_lock: bool = False
 
     def __post_init__(self) -> None:
+        check_limit(self.limit)
         if self.max_failures < 0 or self.fail_fast_after < 0:
             raise ValueError(
                 f"max_failures and fail_fast_after must be >= 0, got {self.max_failures}, {self.fail_fast_after}"

@@ -57,6 +57,10 @@ from efficientrag.text.words import join_words, split_words
 log = logging.getLogger(__name__)
 
 
+class ChunkIdConflictError(ValueError):
+    """Two different chunks came back from a question's searches under one id."""
+
+
 @dataclass
 class RetrievalResult:
     """What the loop found for one question, and how (the trace), so callers can both use the
@@ -256,6 +260,7 @@ class EfficientRAG:
             records = []
             ranks = state.judgements.best_rank
             for rank, h in enumerate(branch_hits):
+                self._check_same_chunk(state, h)
                 ranks[h.id] = min(rank, ranks.get(h.id, rank))
                 pooled = h.id in state.judgements.pool and h.id not in state.floor_only
                 seen = pooled or (qkey, h.id) in state.labeled_pairs
@@ -302,7 +307,6 @@ class EfficientRAG:
             pair.record.judge(prob, cont, labeled)
             state.count("labeler_pairs")
             j = state.judgements
-            state.chunks[h.id] = h.chunk
             if work.hop == 0:
                 j.first_hits.append((h.id, prob))
             j.add(h.id, work.hop, prob, pair.rank)
@@ -423,6 +427,18 @@ class EfficientRAG:
             if encoder_limit
             else "",
         )
+
+    @staticmethod
+    def _check_same_chunk(state: QuestionState, hit: Hit) -> None:
+        """One id, one chunk, across every search of a question: the loop keys chunks by id, so a
+        second text under a known id would be taken as judged already and dropped unread."""
+        known = state.chunks.setdefault(hit.id, hit.chunk)
+        if (known.title, known.text) != (hit.chunk.title, hit.chunk.text):
+            raise ChunkIdConflictError(
+                f"the search returned two different chunks under the id {hit.id!r} for the question "
+                f"{state.question[:60]!r}: {known.contents[:80]!r} and {hit.chunk.contents[:80]!r}; every "
+                "chunk of the index needs its own id"
+            )
 
     def _budget_full(self, state: QuestionState) -> bool:
         budget = self.config.chunk_budget

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.text.validity import text_problem
 
 # Empty questions of one batch named in its error; the rest are counted.
 EMPTY_QUESTIONS_SHOWN = 20
@@ -51,7 +52,8 @@ def check_questions(questions: Sequence[object], *, source: str = "questions") -
 
     Raises:
         TypeError: ``questions`` is a single string.
-        ValueError: A question is empty or not a string (every empty one is named).
+        ValueError: A question is empty (whitespace and zero-width characters only), is not valid
+            Unicode text, or is not a string (every empty one is named).
     """
     if isinstance(questions, str):
         raise TypeError(f"{source}: expected a list of questions, got one string (use retrieve() for one)")
@@ -60,8 +62,12 @@ def check_questions(questions: Sequence[object], *, source: str = "questions") -
         if not isinstance(q, str):
             where = source if len(questions) == 1 else f"{source}[{i}]"
             raise ValueError(f"{where}: a question must be a string, got {type(q).__name__}")
-        if not q.strip():
+        problem = text_problem(q)
+        if problem == "empty":
             empty.append(i)
+        elif problem is not None:
+            where = source if len(questions) == 1 else f"{source}[{i}]"
+            raise ValueError(f"{where}: {problem}")
     if len(questions) == 1 and empty:
         raise ValueError(f"{source}: the question is empty")
     if len(empty) == 1:

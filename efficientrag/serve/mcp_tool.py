@@ -55,7 +55,7 @@ class ToolResult(BaseModel):
 def mcp_server(answer: Answerer, cfg: ServeConfig) -> Any:
     """An ``MCPServer`` with the ``retrieve`` tool over ``answer``."""
     try:
-        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver import Context, MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
     except ImportError as exc:
         raise ImportError(
@@ -64,10 +64,12 @@ def mcp_server(answer: Answerer, cfg: ServeConfig) -> Any:
 
     server = _quietly(lambda: MCPServer("efficientrag", instructions=TOOL_DESCRIPTION))
 
-    @server.tool(name="retrieve", description=TOOL_DESCRIPTION)
-    async def retrieve(question: str) -> ToolResult:
+    async def retrieve(question: str, ctx: Context) -> ToolResult:
         base = answer.service.base
         try:
+            # The SDK drops arguments the tool does not declare; /v1/retrieve refuses unknown keys,
+            # so the tool does too, rather than ignore a setting the caller thinks it changed.
+            _refuse_unknown_arguments(ctx.request_context.params)
             answer.admit(1, cfg.deadline_s, field="question")
             check_request_questions(base, [question], ["question"], cfg, list_field="question")
             (result,) = await answer([question], {}, cfg.deadline_s, None)
@@ -76,7 +78,20 @@ def mcp_server(answer: Answerer, cfg: ServeConfig) -> Any:
         row = result_to_json(result, trace=False)
         return ToolResult(question=row["question"], chunks=[ToolChunk(**c) for c in row["chunks"]])
 
+    # The SDK reads the tool's signature from its annotations; with postponed annotations in this
+    # module they are strings naming a class imported above only when serving, so they are given
+    # as the classes themselves.
+    retrieve.__annotations__ = {"question": str, "ctx": Context, "return": ToolResult}
+    server.add_tool(retrieve, name="retrieve", description=TOOL_DESCRIPTION)
     return server
+
+
+def _refuse_unknown_arguments(params: Any) -> None:
+    """422 for a ``tools/call`` argument other than ``question``, naming it."""
+    arguments = (params or {}).get("arguments") or {}
+    unknown = sorted(set(arguments) - {"question"})
+    if unknown:
+        raise RequestError(422, unknown[0], "unknown argument: the retrieve tool takes only 'question'")
 
 
 def mount_mcp(app: Any, server: Any, cfg: ServeConfig) -> None:

@@ -19,6 +19,7 @@ from efficientrag.pipeline.efficientrag import EfficientRAG
 from efficientrag.pipeline.inputs import check_questions
 from efficientrag.serve.config import ALLOWED_SETTINGS, ServeConfig
 from efficientrag.serve.errors import RequestError
+from efficientrag.text.validity import text_problem
 from efficientrag.text.words import split_words
 
 
@@ -99,8 +100,9 @@ def request_deadline_s(cfg: ServeConfig, deadline_ms: int | None, header: str | 
 
 
 def search_r1_queries(body: SearchR1Request, cfg: ServeConfig) -> list[int]:
-    """The positions of the queries to run: every non-blank one (a blank query gets an empty list
-    in its place, as Search-R1's own server would find nothing for it). A query longer than the
+    """The positions of the queries to run: every non-blank one (a blank or zero-width-only query
+    gets an empty list in its place, as Search-R1's own server would find nothing for it; one that
+    is not valid Unicode text is refused, naming it). A query longer than the
     Labeler reads is run on its first words, as Search-R1's server truncates what its encoder
     cannot read: a refusal would fail the whole rollout batch."""
     if not body.queries:
@@ -109,7 +111,14 @@ def search_r1_queries(body: SearchR1Request, cfg: ServeConfig) -> list[int]:
         raise RequestError(
             422, "queries", f"{len(body.queries)} queries in one request; at most {cfg.max_queries}"
         )
-    return [i for i, q in enumerate(body.queries) if q.strip()]
+    runs = []
+    for i, query in enumerate(body.queries):
+        problem = text_problem(query)
+        if problem is None:
+            runs.append(i)
+        elif problem != "empty":  # blank and zero-width-only queries find nothing; this cannot be read
+            raise RequestError(422, f"queries[{i}]", problem)
+    return runs
 
 
 def request_questions(body: RetrieveRequest) -> tuple[list[str], list[str]]:

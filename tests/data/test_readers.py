@@ -329,6 +329,22 @@ MALFORMED = {
         "field 'question'",
         "empty question",
     ),
+    "zero-width question": (
+        read_2wiki,
+        "json",
+        wiki_record(question="\u200b\ufeff"),
+        "record w1",
+        "field 'question'",
+        "empty question",
+    ),
+    "lone surrogate": (
+        read_musique,
+        "jsonl",
+        musique_record(question="Who is Lyra\ud800?"),
+        "line 2",
+        "field 'question'",
+        "question: not valid Unicode text: a lone surrogate (U+D800) at character 11",
+    ),
     "empty answer": (
         read_hotpotqa,
         "jsonl",

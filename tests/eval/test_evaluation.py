@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from efficientrag.cli import main
-from efficientrag.config import load_config
+from efficientrag.config import ConfigError, load_config
 from efficientrag.eval import RunSummary, evaluate, evaluate_method
 from efficientrag.eval.assembly import build_method, search_backend
 from efficientrag.eval.experiment import ExperimentConfig
@@ -94,3 +94,22 @@ def bind_run_calls(root: Path) -> list[str]:
 def test_a_run_folder_is_bound_in_one_place():
     calls = [*bind_run_calls(REPO / "efficientrag"), *bind_run_calls(REPO / "benchmarks")]
     assert len(calls) == 1 and calls[0].startswith("efficientrag/eval/runner.py:"), calls
+
+
+@pytest.mark.parametrize(
+    ("override", "section"),
+    [
+        ("eval.limit=-1", "eval"),
+        ("data.limit=-3", "data"),
+        ("data.extra=[{dataset: toy, limit: -2}]", "data"),
+    ],
+)
+def test_a_negative_limit_is_refused_not_read_as_a_slice(override, section):
+    with pytest.raises(ConfigError, match=rf"'{section}.*limit must be >= 0"):
+        load_config(ExperimentConfig, None, [override])
+
+
+def test_eval_limit_minus_five_on_the_command_line_is_one_line(capsys):
+    assert main(["eval", "--method", "direct_r", "--limit", "-5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "limit must be >= 0" in err and "got -5" in err

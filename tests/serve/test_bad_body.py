@@ -66,3 +66,26 @@ def test_utf8_text_passes_the_gate_and_malformed_json_keeps_its_own_error(app):
     reply = post(app, "/v1/retrieve", b'{"question": ')
     assert (reply.status_code, reply.json()["field"]) == (400, "body")
     assert reply.json()["detail"].startswith("body: malformed JSON")
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/v1/retrieve", b'{"question": "\\ud800"}', "question"),
+        ("/v1/retrieve", b'{"questions": ["Who?", "Wh\\udc00o?"]}', "questions[1]"),
+        ("/retrieve", b'{"queries": ["Who?", "\\ud800"]}', "queries[1]"),
+    ],
+)
+def test_a_lone_surrogate_is_a_422_naming_its_field(app, path, body, field):
+    reply = post(app, path, body)  # valid JSON: the escape decodes to a lone surrogate
+    assert reply.status_code == 422
+    assert reply.json()["field"] == field
+    assert "lone surrogate" in reply.json()["detail"]
+
+
+def test_a_question_of_zero_width_characters_is_empty(app):
+    reply = post(app, "/v1/retrieve", '{"question": "\u200b\ufeff "}'.encode())
+    assert (reply.status_code, reply.json()["field"]) == (422, "question")
+    assert "empty" in reply.json()["detail"]
+    reply = post(app, "/retrieve", '{"queries": ["\u200b"]}'.encode())
+    assert reply.status_code == 200 and reply.json()["result"] == [[]]

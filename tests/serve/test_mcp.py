@@ -95,3 +95,20 @@ def test_a_bad_question_is_the_tools_error_naming_the_field_and_never_reaches_th
     assert too_long.is_error and "longer than the Labeler reads" in too_long.content[0].text
     assert len(searched(control)) == before
     assert client.get("/healthz").status_code == 200
+
+
+def test_an_unknown_argument_is_the_tools_error_naming_it(served):
+    server, client, control = served
+
+    async def work(session):
+        tools = (await session.list_tools()).tools
+        call = await session.call_tool(
+            "retrieve", {"question": QUESTIONS[0], "settings": {"labeler": "/etc"}}
+        )
+        return tools, call
+
+    before = len(searched(control))
+    tools, call = asyncio.run(with_session(server.url, TOKEN, work))
+    assert set(tools[0].input_schema["properties"]) == {"question"}  # the context is not an argument
+    assert call.is_error and "422: settings: unknown argument" in call.content[0].text
+    assert len(searched(control)) == before

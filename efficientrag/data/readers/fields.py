@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from efficientrag.errors import DataFormatError
+from efficientrag.text.validity import text_problem
 
 _EXPECTED = {str: "a string", list: "a list", dict: "an object", bool: "true/false", int: "an integer"}
 _GOT = {**_EXPECTED, bool: "a boolean", float: "a number", type(None): "null"}
@@ -52,8 +53,9 @@ class Where:
     def require_text(self, obj: dict[str, Any], key: str, what: str, field: str | None = None) -> str:
         """A string field that must say something (a question, an answer)."""
         value = self.require(obj, key, str, field)
-        if not value.strip():
-            raise self.error(f"empty {what}", field or key)
+        problem = text_problem(value)
+        if problem is not None:
+            raise self.error(f"empty {what}" if problem == "empty" else f"{what}: {problem}", field or key)
         return value
 
     def require_id(self, obj: dict[str, Any], key: str) -> str:
