@@ -449,4 +449,4 @@ def swap_lines(records: dict[str, list[Record]], val: Validation, budget: int) -
 
 
 if __name__ == "__main__":
-    raise SystemExit(main_reporting_interrupts(main))
+    sys.exit(main_reporting_interrupts(main))

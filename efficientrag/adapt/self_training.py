@@ -31,6 +31,7 @@ from efficientrag.errors import DataFormatError
 from efficientrag.jsonl import JsonlAppender, drop_duplicate_ids, read_done_ids, read_jsonl
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
 from efficientrag.run_lock import folder_lock
+from efficientrag.text.validity import text_problem
 
 SELF_DATASET = "self-training"
 QUESTION_PREFIX = "self/"
@@ -101,10 +102,10 @@ def read_questions(path: str | Path) -> tuple[list[Question], list[dict[str, Any
     for line, rec in records:
         text = rec.get("question")
         qid = str(rec.get("id") or f"line{line}")
-        if not isinstance(text, str) or not text.strip():
-            skipped.append(
-                {"file": str(path), "line": line, "field": "question", "reason": "missing or empty"}
-            )
+        problem = text_problem(text) if isinstance(text, str) else "missing"
+        if problem is not None:
+            reason = "missing or empty" if problem in ("missing", "empty") else problem
+            skipped.append({"file": str(path), "line": line, "field": "question", "reason": reason})
             continue
         if qid in seen:
             skipped.append(

@@ -95,6 +95,8 @@ class BatchCost:
         """The largest batch (at most ``batch``) that ends within ``seconds``; 0 if none does."""
         if seconds <= self.fixed_s:
             return 0
+        if math.isinf(seconds):  # a request with no deadline
+            return self.batch
         return min(self.batch, int((seconds - self.fixed_s) / self.per_question_s))
 
 
@@ -215,13 +217,21 @@ class RetrySlots:
     So the refused are sent back in groups, each a batch's worth of questions (``batch_target``):
     a group is told to come back when the queue will have room for all of it, and the next group
     when that group's batch has run (``BatchCost``). Each group arrives while the batch before it
-    runs and is the next batch, whole."""
+    runs and is the next batch, whole. No group is placed beyond the work the server has admitted
+    and one batch more (``admitted_s``): the chain follows what the server holds, not every
+    promise it ever made."""
 
     _group_at: float = float("-inf")  # time.monotonic() the open group comes back (none yet)
     _group_room: int = 0  # questions the open group still takes
 
     def after(
-        self, earliest_s: float, questions: int, cost: BatchCost | None, now: float, group: int = 1
+        self,
+        earliest_s: float,
+        questions: int,
+        cost: BatchCost | None,
+        now: float,
+        group: int = 1,
+        admitted_s: float = math.inf,
     ) -> int:
         """Seconds (``Retry-After``) for a caller refused now, whom the queue could take in
         ``earliest_s`` at the soonest.
@@ -232,18 +242,24 @@ class RetrySlots:
             cost: The server's batch cost (None: not measured; the queue's own time).
             now: ``time.monotonic()``.
             group: Questions per group (``batch_target``): the batch the returning callers form.
+            admitted_s: Seconds the server needs for the work it has admitted (the running batch
+                and the queue). No group is placed later than that and one group's batch: a
+                promise to callers who never came back (they gave up, or were served elsewhere)
+                must not push the next caller further out, and an idle server never sends anyone
+                away for longer than about one batch.
         """
         if cost is None:
             return _seconds(earliest_s)
         group = max(group, questions)
+        latest = now + max(earliest_s, admitted_s) + cost.seconds(group)
         if self._group_room < questions or self._group_at < now:
             # A new group: once the open one's batch has run, and not before the queue has room
             # for all of it.
             room_for_all = now + earliest_s + (group - questions) * cost.per_question_s
-            self._group_at = max(self._group_at + cost.seconds(group), room_for_all)
+            self._group_at = min(max(self._group_at + cost.seconds(group), room_for_all), latest)
             self._group_room = group
         self._group_room -= questions
-        return _seconds(self._group_at - now)
+        return _seconds(min(self._group_at, latest) - now)
 
 
 def batch_target(cost: BatchCost | None, deadline_s: float, max_batch: int) -> int:

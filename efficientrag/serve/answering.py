@@ -60,9 +60,10 @@ class Answerer:
         """The 503, its ``Retry-After`` a place in a group of returning callers
         (``admission.RetrySlots``), each group a batch's worth (``admission.batch_target``)."""
         if exc.wait_s is not None:
-            cost = self.batcher.cost
+            cost, now = self.batcher.cost, time.monotonic()
             group = batch_target(cost, deadline_s, self.batcher.max_batch)
-            exc.retry_after_s = self.batcher.slots.after(exc.wait_s, questions, cost, time.monotonic(), group)
+            admitted = self.batcher.admitted_s(now)
+            exc.retry_after_s = self.batcher.slots.after(exc.wait_s, questions, cost, now, group, admitted)
         return errors.from_refusal(exc)
 
     async def __call__(

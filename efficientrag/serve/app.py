@@ -29,11 +29,22 @@ from efficientrag.serve.contents import SearchR1Contents
 from efficientrag.serve.errors import RequestError, validation_error
 from efficientrag.serve.mcp_tool import mcp_server, mount_mcp
 from efficientrag.serve.metrics import Metrics, RequestMetrics
+from efficientrag.serve.requests import settings_config
 from efficientrag.serve.routers import operations, page, retrieval, search_r1
 from efficientrag.serve.security import BodyCheck
 from efficientrag.serve.service import Service
 
 log = logging.getLogger(__name__)
+
+
+# What the warm-up runs, alone and then together, to measure a batch's cost before the first request:
+# questions of the multi-hop kind the loop is built for, over whatever the corpus holds.
+WARMUP_QUESTIONS = (
+    "Where was the director of the film born?",
+    "Who founded the company that made the product?",
+    "In which country is the city where the author died?",
+    "When was the university the scientist attended founded?",
+)
 
 
 def create_app(
@@ -95,9 +106,13 @@ def create_app(
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """The batcher's worker, and the MCP session manager, for as long as the app serves."""
+    """The batcher's worker (after a warm-up that measures what a batch costs), and the MCP session
+    manager, for as long as the app serves."""
     state = app.state
     await state.batcher.start()
+    if state.cfg.warmup:
+        key, _ = settings_config(state.service.base.config, {}, state.cfg)
+        await state.batcher.warm_up(key, list(WARMUP_QUESTIONS))
     async with contextlib.AsyncExitStack() as stack:
         if state.mcp is not None:
             await stack.enter_async_context(state.mcp.session_manager.run())

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
@@ -142,6 +143,26 @@ class MicroBatcher:
         size, started = self._running
         return running_left(cost, size, now - started)
 
+    def admitted_s(self, now: float) -> float:
+        """Seconds the server needs for the work it has admitted: the running batch's rest and the
+        queue, at the measured cost (0 when unmeasured)."""
+        cost = self.cost
+        return 0.0 if cost is None else self.busy_s(now) + cost.seconds(self._queued)
+
+    async def warm_up(self, key: Hashable, questions: list[str]) -> None:
+        """Run ``questions`` alone and then all together before serving, and record what the two
+        batches cost: a cold server plans its first requests with a measured cost instead of
+        admitting whatever fits its queue (the running batches then replace it in the window)."""
+        loop = asyncio.get_running_loop()
+        for batch in (questions[:1], questions[: self.max_batch]):
+            started = time.monotonic()
+            await loop.run_in_executor(self._executor, self.run, key, batch, lambda: False)
+            self.meter.record(len(batch), time.monotonic() - started)
+        cost = self.cost
+        if cost is not None:
+            self.metrics.cost_fixed.set(cost.fixed_s)
+            self.metrics.cost_per_question.set(cost.per_question_s)
+
     async def submit(self, key: Hashable, questions: list[str], caller: Caller) -> list[Any]:
         """The questions' results, in order. Raises ``admission.Refused`` (not queued),
         ``DeadlineExceeded``, ``CallerGone`` (after ``leave``), or what the batch raised."""
@@ -164,8 +185,9 @@ class MicroBatcher:
         self._pending.extend(caller.jobs)
         self._set_queued(self._queued + len(questions))
         self._wakeup.set()
+        left = caller.deadline - now
         try:
-            await asyncio.wait_for(asyncio.shield(caller.future), caller.deadline - now)
+            await asyncio.wait_for(asyncio.shield(caller.future), None if math.isinf(left) else left)
         except asyncio.TimeoutError:
             self._drop(caller, DEADLINE)
             raise DeadlineExceeded(caller.deadline - now, any(j.started for j in caller.jobs)) from None

@@ -49,9 +49,10 @@ class ServeConfig:
         max_queries: Queries per Search-R1 ``/retrieve`` request at most: a rollout's whole batch,
             split into the batcher's own batches.
         max_body_bytes: Bytes of request body at most.
-        deadline_s: Seconds within which a request must be answered when it names no deadline of its
-            own (``deadline_ms`` or the ``X-Envoy-Expected-Rq-Timeout-Ms`` header; a request may
-            ask for less, never more). A request the queue ahead cannot let through in time is
+        deadline_s: Seconds within which a ``/v1/retrieve`` or MCP request must be answered when it
+            names no deadline of its own (``deadline_ms`` or the ``X-Envoy-Expected-Rq-Timeout-Ms``
+            header; a request may ask for less, never more). A Search-R1 ``/retrieve`` request that
+            names none has none: its client waits for its rollout's batch however long it takes. A request the queue ahead cannot let through in time is
             refused at once with 503; one that runs late gets 504 at its deadline. The default
             sits below the 30 s client timeout of RL trainers (verl's SearchTool), so that they
             read a refusal instead of timing out.
@@ -68,6 +69,8 @@ class ServeConfig:
         trim_memory: After each batch, hand the memory it freed back to the OS (glibc's
             ``malloc_trim``), so that a long-running server's RSS stays level
             (:mod:`efficientrag.serve.memory`).
+        warmup: Before serving, run four questions alone and together and record what the two
+            batches cost, so that admission plans the first requests with a measured cost.
     """
 
     host: str = "127.0.0.1"
@@ -103,6 +106,9 @@ class ServeConfig:
     access_log: bool = True
     # glibc keeps what a batch freed; without a trim the RSS climbs for as long as the server runs.
     trim_memory: bool = True
+    # A cold server plans with the cost of a warm-up (one question, then four) measured before the
+    # port serves: without it, the first requests are admitted on the queue's cap alone.
+    warmup: bool = True
 
     def __post_init__(self) -> None:
         counts = {

@@ -101,8 +101,9 @@ class Deadline:
         self.cfg = cfg
         self.header = header
 
-    def seconds(self, deadline_ms: int | None) -> float:
-        return request_deadline_s(self.cfg, deadline_ms, self.header)
+    def seconds(self, deadline_ms: int | None, *, default_s: float | None = None) -> float:
+        """The request's deadline; ``default_s`` where it names none (None: ``serve.deadline_s``)."""
+        return request_deadline_s(self.cfg, deadline_ms, self.header, default_s=default_s)
 
 
 def request_deadline(

@@ -83,10 +83,13 @@ class SearchR1Request(BaseModel):
 DEADLINE_HEADER = "x-envoy-expected-rq-timeout-ms"
 
 
-def request_deadline_s(cfg: ServeConfig, deadline_ms: int | None, header: str | None) -> float:
-    """Seconds the request may take: the least of ``serve.deadline_s``, the body's ``deadline_ms``
-    and the deadline header (a header that is not a positive integer is refused, naming it)."""
-    chosen = [cfg.deadline_s]
+def request_deadline_s(
+    cfg: ServeConfig, deadline_ms: int | None, header: str | None, *, default_s: float | None = None
+) -> float:
+    """Seconds the request may take: the least of ``default_s`` (None: ``serve.deadline_s``), the
+    body's ``deadline_ms`` and the deadline header (a header that is not a positive integer is
+    refused, naming it). ``math.inf`` when nothing names one and ``default_s`` is ``math.inf``."""
+    chosen = [cfg.deadline_s if default_s is None else default_s]
     if deadline_ms is not None:
         chosen.append(deadline_ms / 1000)
     if header is not None:

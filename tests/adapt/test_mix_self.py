@@ -139,12 +139,15 @@ def test_read_questions_skips_bad_records_and_refuses_a_file_without_any(tmp_pat
                 {"id": "b"},
                 {"id": "a", "question": "Again?"},
                 {"question": "No id?"},
+                {"id": "z", "question": "\u200b"},
+                {"id": "s", "question": "Who is \ud800?"},
             ]
         )
     )
     questions, skipped = read_questions(path)
     assert [(q.id, q.question) for q in questions] == [("a", "Who?"), ("line4", "No id?")]
-    assert [(s["line"], s["field"]) for s in skipped] == [(2, "question"), (3, "id")]
+    assert [(s["line"], s["field"]) for s in skipped] == [(2, "question"), (3, "id"), (5, "question"), (6, "question")]
+    assert skipped[2]["reason"] == "missing or empty" and "lone surrogate" in skipped[3]["reason"]
     txt = tmp_path / "q.txt"
     txt.write_text("First question?\n\n  Second?  \n")
     assert [q.question for q in read_questions(txt)[0]] == ["First question?", "Second?"]

@@ -187,3 +187,35 @@ def test_title_and_text_rows_are_the_flashrag_row_they_would_be(tmp_path):
     assert contents.style == PLAIN and set(contents.exceptions) == {"b"}
     got = {c.id: contents.contents(c) for c in Corpus.load(path)}
     assert got == {"a": "Alpha\nAlpha is a film.", "b": "no title at all"}
+
+
+def test_retry_after_never_reaches_past_the_admitted_work_and_one_batch():
+    cost = BatchCost(0.5, 0.25, 32)  # a group of 4: 0.5 + 4 x 0.25 = 1.5 s
+    slots = RetrySlots()
+    # A burst of 200 refused while the server holds 6 s of admitted work: the groups stop at 6 s
+    # plus one group's batch, however many were promised before.
+    waits = [slots.after(2.0, 1, cost, now=100.0, group=4, admitted_s=6.0) for _ in range(200)]
+    assert waits[:4] == [3, 3, 3, 3] and waits[4] == 5  # groups a batch apart while there is room
+    assert max(waits) == 8 == waits[-1]  # ceil(6 + 1.5)
+    assert waits == sorted(waits)
+    # The same burst without the bound: the promises chain a batch apart, 50 groups deep.
+    unbounded = RetrySlots()
+    assert max(unbounded.after(2.0, 1, cost, now=100.0, group=4) for _ in range(200)) > 70
+
+
+def test_a_second_burst_after_idle_gets_short_waits():
+    cost, slots = BatchCost(0.5, 0.25, 32), RetrySlots()
+    first = [slots.after(1.0, 1, cost, now=0.0, group=4, admitted_s=30.0) for _ in range(200)]
+    assert max(first) == 32
+    # 15 s later the first burst's callers never came back and the server holds one batch's work:
+    # nobody is sent further than that work and one more batch.
+    second = [slots.after(0.5, 1, cost, now=15.0, group=4, admitted_s=1.5) for _ in range(200)]
+    assert max(second) == 3 and min(second) >= 1
+
+
+def test_a_request_with_no_deadline_is_planned_as_whole_batches():
+    cost = BatchCost(1.5, 1.0, 32)
+    assert cost.most_within(float("inf")) == 32
+    assert batch_target(cost, float("inf"), 32) == 32
+    assert batch_room(cost, float("inf"), 32) == 32
+    admit(questions=512, queued=0, max_queue=4096, deadline_s=float("inf"), cost=cost, busy_s=5.0, window_s=0.01)

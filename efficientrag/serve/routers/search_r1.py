@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -26,9 +27,13 @@ async def retrieve_search_r1(
     """``{"queries": [...], "topk": k, "return_scores": bool}`` -> ``{"result": [[doc, ...], ...]}``,
     ``doc`` = ``{"id", "contents"}`` (``{"document": doc, "score": s}`` with scores), ``contents``
     the corpus row's own. A rollout's whole batch at once (``serve.max_queries``); an empty query
-    gets an empty list. ``topk`` caps the chunks per query (the loop's ``chunk_budget``)."""
+    gets an empty list. ``topk`` caps the chunks per query (the loop's ``chunk_budget``). No deadline
+    unless the request names one (``deadline_ms`` or the deadline header)."""
     asked = search_r1_queries(body, cfg)
-    deadline_s = deadline.seconds(body.deadline_ms)
+    # Search-R1's client sets no timeout and waits for its rollout's batch however long it takes:
+    # a request that names no deadline of its own gets none (never a 504 for work the server did).
+    # One that names a deadline is refused at once (503) where admission can tell it cannot be met.
+    deadline_s = deadline.seconds(body.deadline_ms, default_s=math.inf)
     settings = {"chunk_budget": body.topk} if body.topk is not None else {}
     found: dict[int, RetrievalResult] = {}
     if asked:
