@@ -27,7 +27,7 @@ from efficientrag.adapt.choice import PSEUDO_GROUP, VALIDATION_GROUP, Judge, Sco
 from efficientrag.adapt.config import AdaptConfig
 from efficientrag.adapt.link_agreement import LinkView
 from efficientrag.adapt.mix import Ratio, mix_training_sets
-from efficientrag.adapt.pseudo_rows import build_pseudo_sets, write_pseudo_sets
+from efficientrag.adapt.pseudo_rows import PSEUDO_SINGLE_TYPE, build_pseudo_sets, write_pseudo_sets
 from efficientrag.adapt.self_training import Question, read_questions, record_decisions, rows_from_decisions
 from efficientrag.adapt.validation import read_validation
 from efficientrag.config import save_config, to_dict
@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 
 # Bump when a stage's output format or rules change: older folders are then not reused.
 ROWS_VERSION = 1
+# The pseudo stage's own: its validation questions gained single-paragraph ones beside the chains'.
+PSEUDO_VERSION = 2
 MODEL_FILES = ("model.safetensors", "config.json")
 SET_FILES = [f"{m}/{p}.jsonl" for m in ("labeler", "filter") for p in (TRAIN, VALIDATION)]
 
@@ -154,8 +156,9 @@ def _check_inputs(shipped: dict[str, Path], original: Path) -> None:
 def build_judge(
     cfg: AdaptConfig, corpus: Corpus, pseudo_dir: Path | None, extra_sets: Sequence[ScoringSet] = ()
 ) -> Judge:
-    """What run_adapt scores models with: the pseudo-validation questions (``pseudo_dir``'s) and
-    ``cfg.validation``'s, both over the adaptation corpus, then ``extra_sets``. Its evaluations go
+    """What run_adapt scores models with: the pseudo-validation questions (``pseudo_dir``'s: chain
+    questions and single-paragraph ones, two sets) and ``cfg.validation``'s, all over the adaptation
+    corpus, then ``extra_sets``. Its evaluations go
     to ``work_dir/scores``, so a caller scoring other models with it shares them with run_adapt.
 
     Args:
@@ -166,12 +169,18 @@ def build_judge(
     """
     work = Path(cfg.work_dir)
     pseudo = _read_examples(pseudo_dir / "pseudo_validation.jsonl") if pseudo_dir is not None else []
+    chains = [ex for ex in pseudo if ex.type != PSEUDO_SINGLE_TYPE]
+    singles = [ex for ex in pseudo if ex.type == PSEUDO_SINGLE_TYPE]
     validation = read_validation(cfg.validation, corpus, cfg.corpus) if cfg.validation else []
     sets: list[ScoringSet] = []
     if pseudo or validation:
         retriever = _retriever(cfg, corpus, work)
-        if pseudo:
-            sets.append(ScoringSet("pseudo-validation", PSEUDO_GROUP, retriever, pseudo))
+        # Chain questions and single-paragraph ones are two sets of the pseudo group, so each
+        # weighs half of it however many of either the corpus gave.
+        if chains:
+            sets.append(ScoringSet("pseudo-validation", PSEUDO_GROUP, retriever, chains))
+        if singles:
+            sets.append(ScoringSet("pseudo-single", PSEUDO_GROUP, retriever, singles))
         if validation:
             sets.append(ScoringSet("validation", VALIDATION_GROUP, retriever, validation))
     return Judge([*sets, *extra_sets], cfg.efficientrag, work / "scores", progress=cfg.progress)
@@ -221,7 +230,7 @@ def pseudo_stage(
             return ``(None, stats)`` for it (they were wanted for scoring only).
     """
     key = fingerprint(
-        version=ROWS_VERSION,
+        version=PSEUDO_VERSION,
         corpus=corpus_fp,
         pseudo=asdict(cfg.pseudo),
         retriever=to_dict(cfg.retriever, checks=False),

@@ -89,6 +89,14 @@ class PseudoQuestion:
     def gold(self) -> list[str]:
         return [hop.chunk_id for hop in self.hops]
 
+    @property
+    def single_words(self) -> list[str]:
+        """The same question about the last paragraph alone: its answer clue and the entity that
+        names it ("What did win a Tony for Audrey Hepburn ?"), the last hop's query with the
+        question mark at the end. One search can answer it, so a corpus's pseudo-validation can
+        tell when hops do not pay."""
+        return [w for w in self.hops[-1].query_words if w != "?"] + ["?"]
+
 
 def make_question(
     chain: Chain, texts: Mapping[str, ChunkText], cfg: PseudoConfig | None = None

@@ -8,7 +8,9 @@ negatives (the hop query's best-ranked paragraphs of the *same* corpus that are 
 do not share a chain title and do not contain the answer or a bridge name), and a Filter row per
 hop that has a next one. Rows are split by pseudo question; the validation side is also written
 as questions with gold chunks (``pseudo_validation.jsonl``), so retrieval settings can be scored
-on the target corpus without one real question.
+on the target corpus without one real question: each chain's question, and beside it the same
+question about its last paragraph alone, which one search answers. Chain questions alone favour
+hops; with single-paragraph ones beside them, a choice made on them can see where hops do not pay.
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ from efficientrag.text.words import join_words
 
 PSEUDO_DATASET = "pseudo-corpus"
 QUESTION_PREFIX = "pseudo/"
+# The validation questions' types: a chain's question, and the same question about its last
+# paragraph alone (``PseudoQuestion.single_words``), whose id ends in SINGLE_SUFFIX.
+PSEUDO_TYPE, PSEUDO_SINGLE_TYPE = "pseudo", "pseudo-single"
+SINGLE_SUFFIX = "/single"
 
 
 @dataclass
@@ -119,6 +125,7 @@ def build_pseudo_sets(
     labeler: dict[str, list[dict[str, Any]]] = {TRAIN: [], VALIDATION: []}
     filt: dict[str, list[dict[str, Any]]] = {TRAIN: [], VALIDATION: []}
     validation: list[Example] = []
+    singles: set[str] = set()
     queries = [join_words(h.query_words) for q in questions for h in q.hops]
     hits_all = _search(retriever, queries, cfg.negatives_top_k, progress)
     at = 0
@@ -137,12 +144,26 @@ def build_pseudo_sets(
                 filt[side].append(filter_row)
         if side == VALIDATION:
             validation.append(
-                Example(qid, q.question, [q.answer], q.gold, type="pseudo", dataset=PSEUDO_DATASET)
+                Example(qid, q.question, [q.answer], q.gold, type=PSEUDO_TYPE, dataset=PSEUDO_DATASET)
             )
+            single = join_words(q.single_words)
+            if single not in singles:  # chains that end in the same paragraph ask it once
+                singles.add(single)
+                validation.append(
+                    Example(
+                        qid + SINGLE_SUFFIX,
+                        single,
+                        [q.answer],
+                        [q.hops[-1].chunk_id],
+                        type=PSEUDO_SINGLE_TYPE,
+                        dataset=PSEUDO_DATASET,
+                    )
+                )
     stats["rows"] = {
         "labeler": {s: len(v) for s, v in labeler.items()},
         "filter": {s: len(v) for s, v in filt.items()},
-        "validation_questions": len(validation),
+        "validation_questions": sum(ex.type == PSEUDO_TYPE for ex in validation),
+        "validation_single_questions": sum(ex.type == PSEUDO_SINGLE_TYPE for ex in validation),
     }
     stats["rejects"] = dict(Counter(r["reason"] for r in rejects))
     stats["config"] = asdict(cfg)

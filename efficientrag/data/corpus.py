@@ -11,6 +11,7 @@ from typing import Any
 from efficientrag.data.schema import Chunk
 from efficientrag.errors import DataFormatError
 from efficientrag.jsonl import read_jsonl, write_jsonl
+from efficientrag.text.validity import text_problem
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +184,10 @@ def _chunk_of(path: str | Path, lineno: int, rec: dict[str, Any]) -> Chunk:
     if "text" not in rec and "contents" not in rec:
         raise DataFormatError(path, "chunk has neither 'text' nor 'contents'", line=lineno, field="text")
     chunk = Chunk.from_dict(rec)
+    for name in ("id", "title", "text", "contents"):
+        problem = text_problem(rec[name]) if isinstance(rec.get(name), str) else None
+        if problem is not None and problem != "empty":
+            raise DataFormatError(path, f"chunk {name}: {problem}", line=lineno, field=name)
     if not chunk.title.strip() and not chunk.text.strip():
         field = "text" if "text" in rec else "contents"
         raise DataFormatError(

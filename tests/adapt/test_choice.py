@@ -181,8 +181,9 @@ def test_ratio_candidates_are_each_fine_tuned_scored_and_the_best_kept(world, tm
     assert [c["ratio"] for c in cands] == ["0", "1"]
     assert len({c["folder"] for c in cands}) == 2
     for c in cands:
-        assert c["finetune_s"] > 0 and set(c["sets"]) == {"pseudo-validation", "validation"}
-        expected = combined_score(c["sets"], {"pseudo-validation": "pseudo", "validation": "validation"})
+        assert c["finetune_s"] > 0 and set(c["sets"]) == {"pseudo-validation", "pseudo-single", "validation"}
+        groups = {"pseudo-validation": "pseudo", "pseudo-single": "pseudo", "validation": "validation"}
+        expected = combined_score(c["sets"], groups)
         assert c["score"] == pytest.approx(expected, abs=0.01)
     assert (
         cands[0]["mix"]["labeler"]["train"]["adaptation"]

@@ -146,7 +146,12 @@ def test_read_questions_skips_bad_records_and_refuses_a_file_without_any(tmp_pat
     )
     questions, skipped = read_questions(path)
     assert [(q.id, q.question) for q in questions] == [("a", "Who?"), ("line4", "No id?")]
-    assert [(s["line"], s["field"]) for s in skipped] == [(2, "question"), (3, "id"), (5, "question"), (6, "question")]
+    assert [(s["line"], s["field"]) for s in skipped] == [
+        (2, "question"),
+        (3, "id"),
+        (5, "question"),
+        (6, "question"),
+    ]
     assert skipped[2]["reason"] == "missing or empty" and "lone surrogate" in skipped[3]["reason"]
     txt = tmp_path / "q.txt"
     txt.write_text("First question?\n\n  Second?  \n")

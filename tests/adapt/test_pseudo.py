@@ -205,3 +205,24 @@ def test_the_pseudo_stage_records_what_making_it_cost_whoever_calls_it(tmp_path,
     assert again == out and json.loads((out / "seconds.json").read_text())["seconds"] == made
     # run_adapt's view of a reused stage is what making it cost (adds nothing of its own).
     assert job.stage_seconds(out, 0.0) == made
+
+
+def test_each_chain_question_has_a_single_paragraph_question_beside_it():
+    """The last paragraph's own question (its clue and the entity naming it), gold that paragraph
+    alone: one search answers it, so pseudo-validation can tell where hops do not pay."""
+    chunks = [KISS, SHIRLEY, GHANA, Chunk("n", "Noise", "Nothing to see in 1999 here.")]
+    corpus = Corpus(chunks)
+    retriever = build_retriever(RetrieverConfig(kind="bm25"), corpus, None, show_progress=False)
+    sets = build_pseudo_sets(corpus, retriever, PseudoRowsConfig(validation_ratio=0.999), progress=False)
+    chains = {ex.id: ex for ex in sets.validation_questions if ex.type == "pseudo"}
+    singles = [ex for ex in sets.validation_questions if ex.type == "pseudo-single"]
+    assert len(chains) == 3 and sets.stats["rows"]["validation_questions"] == 3
+    # Two chains end in Ghana's paragraph: its question is asked once.
+    assert {(ex.question, tuple(ex.gold_chunk_ids)) for ex in singles} == {
+        ("What largest city and capital is Ghana?", ("ghana",)),
+        ("What was named ambassador to Shirley Temple?", ("shirley",)),
+    }
+    assert len(singles) == 2 == sets.stats["rows"]["validation_single_questions"]
+    for ex in singles:
+        chain = chains[ex.id.removesuffix("/single")]
+        assert ex.answers == chain.answers and ex.gold_chunk_ids == chain.gold_chunk_ids[-1:]

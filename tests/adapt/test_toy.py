@@ -127,7 +127,7 @@ def test_the_mix_ratio_is_chosen_on_the_corpus_pseudo_validation_questions(toy):
     adapt = _adapt_config(toy, "adapt-choice")
     adapt.mix = replace(adapt.mix, ratios=[0.0, 2.0])
     summary = run_adapt(adapt)
-    assert set(summary["scoring_sets"]) == {"pseudo-validation"}
+    assert set(summary["scoring_sets"]) == {"pseudo-validation", "pseudo-single"}
     zero, two = summary["stages"]["corpus"]["candidates"]
     assert (zero["ratio"], two["ratio"]) == ("0", "2")
     assert two["score"] >= zero["score"] + RATIO_MARGIN, (zero["score"], two["score"])

@@ -61,8 +61,21 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
             "contents",
             "chunk has an empty title and an empty text: nothing to index it or find it by; drop the line or fill it",
         ),
+        (
+            {"id": "c", "title": "T", "text": "Born in \udc80 1990."},
+            "text",
+            "chunk text: not valid Unicode text: a lone surrogate (U+DC80) at character 8",
+        ),
     ],
-    ids=["empty id", "blank id", "null id", "list id", "no title or text", "empty contents"],
+    ids=[
+        "empty id",
+        "blank id",
+        "null id",
+        "list id",
+        "no title or text",
+        "empty contents",
+        "lone surrogate",
+    ],
 )
 def test_a_chunk_that_cannot_be_named_or_found_is_refused_with_file_line_and_field(
     tmp_path, bad, field, message

@@ -59,6 +59,19 @@ def build_tiny_models(root: Path) -> dict[str, str]:
     }
 
 
+def harness_argv(root: Path, *options: str) -> tuple[list[str], Path]:
+    """The command of a harness server over tiny models and the harness corpus, all made under
+    ``root``, with ``options`` (its flags and ``key=value`` serve settings) after them; and its
+    control folder (``HOLD``, ``FAIL``, ``searched``)."""
+    models = build_tiny_models(root / "models")
+    control = root / "control"
+    control.mkdir()
+    argv = [sys.executable, str(Path(__file__)), "--corpus", str(write_corpus(root / "corpus.jsonl")),
+            "--labeler", models["labeler"], "--filter", models["filter"], "--control", str(control),
+            *options]  # fmt: skip
+    return argv, control
+
+
 class Server:
     """A server subprocess whose output goes to a file (a full pipe would stall it)."""
 

@@ -218,4 +218,6 @@ def test_a_request_with_no_deadline_is_planned_as_whole_batches():
     assert cost.most_within(float("inf")) == 32
     assert batch_target(cost, float("inf"), 32) == 32
     assert batch_room(cost, float("inf"), 32) == 32
-    admit(questions=512, queued=0, max_queue=4096, deadline_s=float("inf"), cost=cost, busy_s=5.0, window_s=0.01)
+    admit(
+        questions=512, queued=0, max_queue=4096, deadline_s=float("inf"), cost=cost, busy_s=5.0, window_s=0.01
+    )

@@ -7,7 +7,6 @@ Every wait here is for a state of the server (a queue depth, a refused connectio
 
 from __future__ import annotations
 
-import sys
 import threading
 from pathlib import Path
 
@@ -18,7 +17,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 from efficientrag.testing.float_noise import assert_same_up_to_float_noise  # noqa: E402
-from tests.serve.serve_harness import FAIL, HOLD, Server, build_tiny_models, metric, wait_until, write_corpus  # noqa: E402
+from tests.serve.serve_harness import FAIL, HOLD, Server, harness_argv, metric, wait_until  # noqa: E402
 
 TOKEN = "s3cret-token-for-tests-only"
 QUESTIONS = [f"Where was the director of Film {i} born?" for i in range(5)]
@@ -27,13 +26,7 @@ QUESTIONS = [f"Where was the director of Film {i} born?" for i in range(5)]
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("serve-batching")
-    models = build_tiny_models(root / "models")
-    control = root / "control"
-    control.mkdir()
-    argv = [sys.executable, str(Path(__file__).with_name("serve_harness.py")),
-            "--corpus", str(write_corpus(root / "corpus.jsonl")), "--labeler", models["labeler"],
-            "--filter", models["filter"], "--control", str(control),
-            "max_batch=8", "max_queue=6", "max_wait_ms=20", "access_log=false"]  # fmt: skip
+    argv, control = harness_argv(root, "max_batch=8", "max_queue=6", "max_wait_ms=20", "access_log=false")
     server = Server(argv, root / "server.log", env={"EFFICIENTRAG_API_KEY": TOKEN})
     client = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120)
     try:

@@ -5,8 +5,6 @@ the same checks."""
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
 import httpx
 import pytest
@@ -18,7 +16,7 @@ from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from efficientrag.testing.float_noise import assert_same_up_to_float_noise  # noqa: E402
-from tests.serve.serve_harness import Server, build_tiny_models, searched, write_corpus  # noqa: E402
+from tests.serve.serve_harness import Server, harness_argv, searched  # noqa: E402
 
 TOKEN = "mcp-test-token"
 QUESTIONS = ["Where was the director of Film 3 born?", "Who directed Film 7?", "Where was Person 2 born?"]
@@ -27,12 +25,7 @@ QUESTIONS = ["Where was the director of Film 3 born?", "Who directed Film 7?", "
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("serve-mcp")
-    models = build_tiny_models(root / "models")
-    control = root / "control"
-    control.mkdir()
-    argv = [sys.executable, str(Path(__file__).with_name("serve_harness.py")),
-            "--corpus", str(write_corpus(root / "corpus.jsonl")), "--labeler", models["labeler"],
-            "--filter", models["filter"], "--control", str(control), "--floor-k", "2", "access_log=false"]  # fmt: skip
+    argv, control = harness_argv(root, "--floor-k", "2", "access_log=false")
     server = Server(argv, root / "server.log", env={"EFFICIENTRAG_API_KEY": TOKEN})
     client = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120)
     try:

@@ -5,10 +5,8 @@ one second."""
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -20,12 +18,11 @@ from efficientrag.serve.app import WARMUP_QUESTIONS  # noqa: E402
 from tests.serve.serve_harness import (  # noqa: E402
     HOLD,
     Server,
-    build_tiny_models,
+    harness_argv,
     labeled_metric,
     metric,
     searched,
     wait_until,
-    write_corpus,
 )
 
 DEADLINE_S = 1
@@ -34,13 +31,8 @@ DEADLINE_S = 1
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("serve-search-r1-deadline")
-    models = build_tiny_models(root / "models")
-    control = root / "control"
-    control.mkdir()
-    argv = [sys.executable, str(Path(__file__).with_name("serve_harness.py")),
-            "--corpus", str(write_corpus(root / "corpus.jsonl")), "--labeler", models["labeler"],
-            "--filter", models["filter"], "--control", str(control), "--top-k", "3", "--floor-k", "2", "max_batch=8",
-            f"deadline_s={DEADLINE_S}", "max_queries=512", "access_log=false"]  # fmt: skip
+    argv, control = harness_argv(root, "--top-k", "3", "--floor-k", "2", "max_batch=8",
+                                 f"deadline_s={DEADLINE_S}", "max_queries=512", "access_log=false")  # fmt: skip
     server = Server(argv, root / "server.log")
     client = httpx.Client(base_url=server.url, timeout=120)
     try:
@@ -87,6 +79,8 @@ def test_a_rollout_with_no_deadline_is_answered_however_long_it_takes(served):
     assert reply.status_code == 200, reply.text
     result = reply.json()["result"]
     assert len(result) == len(queries) and all(result[:40]) and result[40:] == [[], []]
-    assert labeled_metric(client, "efficientrag_errors_total", kind="deadline") + labeled_metric(
-        client, "efficientrag_errors_total", kind="overloaded"
-    ) >= 1
+    assert (
+        labeled_metric(client, "efficientrag_errors_total", kind="deadline")
+        + labeled_metric(client, "efficientrag_errors_total", kind="overloaded")
+        >= 1
+    )
