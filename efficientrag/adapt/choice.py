@@ -1,16 +1,16 @@
 """Which models to keep: adapted candidates and the given models scored on questions with gold.
 
-Fine-tuning on adaptation rows can make models worse (issue 39: self-training rows that were all
-Terminate lowered recall 65.42 -> 60.00), and the best mix ratio depends on the corpus, so every
+Fine-tuning on adaptation rows can make models worse (self-training rows that were all Terminate
+once lowered recall 65.42 -> 60.00), and the best mix ratio depends on the corpus, so every
 candidate is scored, and the given models too, before anything is reported as the result.
 
 Scoring sets come in two groups: ``pseudo``, the pseudo-validation questions mined from the target
-corpus (held-out chains, their paragraphs as gold), and ``validation``, questions with real gold
-(``--validation`` over the target corpus; the adaptation benchmark adds the training files' own
-validation questions over their corpora). A set scores (recall + all-gold) / 2 (oracle-chunk
+corpus (held-out chains, their paragraphs as gold, and each chain's last paragraph asked alone), and
+``validation``, questions with real gold (``--validation`` over the target corpus; the adaptation
+benchmark adds the training files' own validation questions over their corpora). A set scores (recall + all-gold) / 2 (oracle-chunk
 recall and the all-gold rate, in percent, of the evaluation runner) with the loop's setting; a
-group the mean of its sets; the score the mean of the groups present. This is the score the
-adaptation benchmark chose its candidates by (issue 30).
+group the mean of its sets; the score the mean of the groups present. The adaptation benchmark
+chooses its candidates by the same score.
 """
 
 from __future__ import annotations

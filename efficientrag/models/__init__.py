@@ -32,7 +32,7 @@ _EXPORTS = by_module(
         "card": ("TrainingRecord",),
     },
 )
-# Names of the first save format, which left the package (issue 27).
+# Names of the first save format, which left the package.
 _REMOVED = {
     "ModelSpec": "a loaded model's settings are model.config (LabelerConfig / FilterConfig)",
     "convert_folder": "convert a first-format folder with `python train/convert_first_format.py OLD [NEW]`",

@@ -1,10 +1,11 @@
 """Admission by deadline: what a batch costs this server, and what the queue ahead of a request
 costs it.
 
-A queue sized by hand admits what it cannot serve: under 120 callers with 30 s timeouts the old
-server queued requests that waited past their callers' patience and computed answers nobody read
-(issue 50). Here every request carries a deadline, and before it is queued the server asks whether
-the running batch, the questions ahead of it and its own can be answered in time. If not, it is
+A queue sized by hand admits what it cannot serve: under 120 callers with 30 s timeouts it queues
+requests that wait past their callers' patience, and computes answers nobody reads. Here a request
+carries a deadline (only a Search-R1 batch that names none has none, and is admitted under the
+queue's cap alone), and before it is queued the server asks whether the running batch, the
+questions ahead of it and its own can be answered in time. If not, it is
 refused at once with 503 and a ``Retry-After`` saying when to come back (``RetrySlots``); if no
 queue could ever make it (its own questions alone take longer than its deadline), it is refused
 naming ``deadline_ms``.

@@ -5,7 +5,7 @@ alone or among others, padded to another length), the instruction set torch pick
 the plain kernels; ``ATEN_CPU_CAPABILITY`` forces one), and the thread count (``OMP_NUM_THREADS``)
 each change the order of the additions, so the server's micro-batch and a one-at-a-time library
 call give the same chunks with Continue probabilities that differ in their last digits (about
-1e-7). A test that compares such results with ``==`` passes only where it was written (issue 48).
+1e-7). A test that compares such results with ``==`` passes only where it was written.
 
 What compares exactly: every id, tag, text, flag, count, and the order and length of every list
 and the keys of every dict, so a changed decision, a reordered pool or a dropped hop still fails.

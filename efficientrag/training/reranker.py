@@ -1,4 +1,4 @@
-"""Training of the cross-encoder reranker that the ``rerank`` baseline loads (issue 49).
+"""Training of the cross-encoder reranker that the ``rerank`` baseline loads.
 
 A MiniLM (any Hugging Face encoder) with a fresh one-logit head, trained with sentence-transformers'
 ``CrossEncoderTrainer`` and ``BinaryCrossEntropyLoss`` on (question, chunk) pairs of the Labeler's

@@ -15,7 +15,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -70,6 +71,20 @@ def harness_argv(root: Path, *options: str) -> tuple[list[str], Path]:
             "--labeler", models["labeler"], "--filter", models["filter"], "--control", str(control),
             *options]  # fmt: skip
     return argv, control
+
+
+@contextmanager
+def harness_client(server: Server, control: Path, token: str | None = None) -> Iterator[httpx.Client]:
+    """A client of ``server`` (with the bearer ``token``, if any); on leaving, the backend is let go
+    (``HOLD`` removed), the client closed and the server killed, whatever a test left behind."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    client = httpx.Client(base_url=server.url, headers=headers, timeout=120)
+    try:
+        yield client
+    finally:
+        (control / HOLD).unlink(missing_ok=True)
+        client.close()
+        server.kill()
 
 
 class Server:

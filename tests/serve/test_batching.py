@@ -17,7 +17,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 from efficientrag.testing.float_noise import assert_same_up_to_float_noise  # noqa: E402
-from tests.serve.serve_harness import FAIL, HOLD, Server, harness_argv, metric, wait_until  # noqa: E402
+from tests.serve.serve_harness import FAIL, HOLD, Server, harness_argv, harness_client, metric, wait_until  # noqa: E402
 
 TOKEN = "s3cret-token-for-tests-only"
 QUESTIONS = [f"Where was the director of Film {i} born?" for i in range(5)]
@@ -28,13 +28,8 @@ def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("serve-batching")
     argv, control = harness_argv(root, "max_batch=8", "max_queue=6", "max_wait_ms=20", "access_log=false")
     server = Server(argv, root / "server.log", env={"EFFICIENTRAG_API_KEY": TOKEN})
-    client = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120)
-    try:
+    with harness_client(server, control, TOKEN) as client:
         yield server, client, control
-    finally:
-        (control / HOLD).unlink(missing_ok=True)
-        client.close()
-        server.kill()
 
 
 def ask(client: httpx.Client, body: dict) -> httpx.Response:

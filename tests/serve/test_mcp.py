@@ -16,7 +16,7 @@ from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from efficientrag.testing.float_noise import assert_same_up_to_float_noise  # noqa: E402
-from tests.serve.serve_harness import Server, harness_argv, searched  # noqa: E402
+from tests.serve.serve_harness import Server, harness_argv, harness_client, searched  # noqa: E402
 
 TOKEN = "mcp-test-token"
 QUESTIONS = ["Where was the director of Film 3 born?", "Who directed Film 7?", "Where was Person 2 born?"]
@@ -27,12 +27,8 @@ def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("serve-mcp")
     argv, control = harness_argv(root, "--floor-k", "2", "access_log=false")
     server = Server(argv, root / "server.log", env={"EFFICIENTRAG_API_KEY": TOKEN})
-    client = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120)
-    try:
+    with harness_client(server, control, TOKEN) as client:
         yield server, client, control
-    finally:
-        client.close()
-        server.kill()
 
 
 async def with_session(url: str, token: str | None, work):

@@ -26,6 +26,7 @@ from tests.serve.serve_harness import (  # noqa: E402
     Server,
     build_tiny_models,
     corpus_rows,
+    harness_client,
     labeled_metric,
     metric,
     open_request,
@@ -59,18 +60,13 @@ def served(tmp_path_factory):
             "--floor-k", "2", "--top-k", "3", f"max_batch={MAX_BATCH}", "max_wait_ms=20", "max_queue=2048",
             "max_queries=1024", "deadline_s=600", "access_log=false"]  # fmt: skip
     server = Server(argv, root / "server.log", env={"EFFICIENTRAG_API_KEY": TOKEN})
-    client = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120)
-    # Full batches measured (the first, cold one among them), so the server knows its rate before
-    # any test asks it to judge a deadline.
-    for _ in range(2):
-        warm = client.post("/v1/retrieve", json={"questions": ["Who directed Film 0?"] * MAX_BATCH})
-        assert warm.status_code == 200, warm.text
-    try:
+    with harness_client(server, control, TOKEN) as client:
+        # Full batches measured (the first, cold one among them), so the server knows its rate before
+        # any test asks it to judge a deadline.
+        for _ in range(2):
+            warm = client.post("/v1/retrieve", json={"questions": ["Who directed Film 0?"] * MAX_BATCH})
+            assert warm.status_code == 200, warm.text
         yield server, client, control
-    finally:
-        (control / HOLD).unlink(missing_ok=True)
-        client.close()
-        server.kill()
 
 
 def in_background(send, n: int) -> tuple[list[threading.Thread], list]:

@@ -19,6 +19,7 @@ from tests.serve.serve_harness import (  # noqa: E402
     HOLD,
     Server,
     harness_argv,
+    harness_client,
     labeled_metric,
     metric,
     searched,
@@ -34,13 +35,8 @@ def served(tmp_path_factory):
     argv, control = harness_argv(root, "--top-k", "3", "--floor-k", "2", "max_batch=8",
                                  f"deadline_s={DEADLINE_S}", "max_queries=512", "access_log=false")  # fmt: skip
     server = Server(argv, root / "server.log")
-    client = httpx.Client(base_url=server.url, timeout=120)
-    try:
+    with harness_client(server, control) as client:
         yield server, client, control
-    finally:
-        (control / HOLD).unlink(missing_ok=True)
-        client.close()
-        server.kill()
 
 
 def test_a_cold_server_plans_with_its_warm_up_and_refuses_an_impossible_deadline_before_any_work(served):
