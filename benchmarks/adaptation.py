@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import adaptation_methods as am  # noqa: E402  (adapt's retrieval method choice, rendered)
 import retrieval_efficientrag as rb  # noqa: E402  (the protocol benchmark: models, choice, report)
 
 from efficientrag.eval import versus_direct  # noqa: E402
@@ -216,6 +217,9 @@ def run_target(args: argparse.Namespace, target: str) -> str:
         one["stages"] = {"corpus": {**stage, **cand}}
         ratio = cand["labeler"]
         candidates["corpus"].append(evaluate(variant(f"corpus ratio {ratio}", one, ratio=ratio)))
+    kept = _digest(Path(summary["labeler"]), Path(summary["filter"]))
+    dev_questions = [ex for ex in dev.examples if rb._dataset_of(ex) == target]
+    methods = am.method_lines(summary, dev.retriever, dev_questions, root / "evals" / kept / "methods")
     if candidates["corpus"]:  # option 1's dev numbers before option 2's hours (reported again below, cached)
         report(max(candidates["corpus"], key=lambda x: x.score))
     questions = qcorpus = None
@@ -259,6 +263,7 @@ def run_target(args: argparse.Namespace, target: str) -> str:
         pseudo_stats,
         counts,
         time.perf_counter() - t0,
+        methods,
     )
 
 
@@ -376,7 +381,18 @@ def _gain(v: versus_direct.Versus) -> tuple[float, float]:
 
 
 def render(
-    target, others, label, overrides, unadapted, candidates, chosen, in_domain, pseudo_stats, counts, seconds
+    target,
+    others,
+    label,
+    overrides,
+    unadapted,
+    candidates,
+    chosen,
+    in_domain,
+    pseudo_stats,
+    counts,
+    seconds,
+    methods=(),
 ):
     rows = [("un-adapted (trained on " + " + ".join(others) + ")", unadapted)]
     names = {"corpus": "option 1: corpus", "self": "option 2: self-training", "both": "options 1 + 2"}
@@ -461,6 +477,8 @@ def render(
             lines.append(f"| {name} | {stage} | {secs:.0f} | {info} |")
     goal = _goal_line(target, rows, ceiling)
     lines += ["", goal, ""]
+    if methods:
+        lines += ["", *methods, ""]
     return "\n".join(lines)
 
 

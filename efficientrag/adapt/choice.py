@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.data.schema import Example
-from efficientrag.fingerprint import file_digest
-from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.fingerprint import file_digest, json_digest
+from efficientrag.jsonl import read_jsonl
+from efficientrag.pipeline.config import EfficientRAGConfig, loop_settings
 from efficientrag.retrieval.base import Retriever
 
 log = logging.getLogger(__name__)
@@ -123,26 +124,49 @@ class Judge:
         return {s.name: {"group": s.group, "questions": len(s.examples)} for s in self.sets}
 
     def score(self, models: dict[str, Path]) -> Scores:
-        """``models``: ``{"labeler": folder, "filter": folder}``."""
+        """``models``: ``{"labeler": folder, "filter": folder}``, run with the judge's loop."""
         key = _digest(models)
         if key in self._done:
             return self._done[key]
         t0 = time.perf_counter()
         out = Scores(Path(models["labeler"]), Path(models["filter"]))
         for s in self.sets:
-            out.sets[s.name] = self._evaluate(models, s, self.out_dir / key[:12] / s.name)
+            whole = self._evaluate(models, self.loop, s)["retrieval"]["all"]
+            out.sets[s.name] = {
+                "n": int(whole["n"]),
+                **{k: round(float(whole[k]), 4) for k in KEPT_METRICS[1:]},
+            }
         out.score = combined_score(out.sets, {s.name: s.group for s in self.sets})
         out.seconds = time.perf_counter() - t0
         log.info("scored %s: %.2f %s", models["labeler"], out.score, out.sets)
         self._done[key] = out
         return out
 
-    def _evaluate(self, models: dict[str, Path], s: ScoringSet, out: Path) -> dict[str, float]:
+    def records(self, models: dict[str, Path], loop: EfficientRAGConfig) -> dict[str, list[dict[str, Any]]]:
+        """Each set's prediction records (with traces) of ``models`` run with ``loop``'s settings.
+
+        Args:
+            models: ``{"labeler": folder, "filter": folder}``.
+            loop: The loop's settings (its model folders are replaced by ``models``).
+        """
+        out = {}
+        for s in self.sets:
+            self._evaluate(models, loop, s)
+            out[s.name] = list(read_jsonl(self.run_dir(models, loop, s.name) / "predictions.jsonl"))
+        return out
+
+    def run_dir(self, models: dict[str, Path], loop: EfficientRAGConfig, set_name: str) -> Path:
+        """Where ``models`` run with ``loop`` on one set are evaluated: keyed by the weights' digest
+        and the loop's settings, so a rerun reuses it and other settings never do."""
+        return self.out_dir / _digest(models)[:12] / json_digest(loop_settings(loop), 8) / set_name
+
+    def _evaluate(self, models: dict[str, Path], loop: EfficientRAGConfig, s: ScoringSet) -> dict[str, Any]:
         from efficientrag.eval.job_runs import evaluate_efficientrag_run
 
         # The evaluation the benchmark and the quickstart run: the same records, metrics and resume
         # (eval.job_runs; the summary's dataset and split keys are the ones it has always written).
-        rag = replace(self.loop, labeler=str(models["labeler"]), filter=str(models["filter"]))
+        out = self.run_dir(models, loop, s.name)
+        rag = replace(loop, labeler=str(models["labeler"]), filter=str(models["filter"]))
         summary = evaluate_efficientrag_run(
             rag,
             s.retriever,
@@ -156,8 +180,7 @@ class Judge:
             raise ValueError(
                 f"scoring {models['labeler']} on {s.name}: every question failed; see {out / 'errors.jsonl'}"
             )
-        whole = summary["retrieval"]["all"]
-        return {"n": int(whole["n"]), **{k: round(float(whole[k]), 4) for k in KEPT_METRICS[1:]}}
+        return summary
 
 
 def _digest(models: dict[str, Path]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from efficientrag.adapt.method_choice import MethodChoiceConfig
 from efficientrag.adapt.mix import MixConfig
 from efficientrag.adapt.pseudo_rows import PseudoRowsConfig
 from efficientrag.adapt.self_training import SelfTrainConfig
@@ -52,8 +53,12 @@ class AdaptConfig:
     mix: MixConfig = field(default_factory=MixConfig)
     labeler_train: TrainConfig = field(default_factory=_finetune_labeler)
     filter_train: TrainConfig = field(default_factory=_finetune_filter)
-    # The loop that self-training records decisions with: use the settings you retrieve with.
+    # The loop that self-training records decisions with and the models are scored with: use the
+    # settings you retrieve with.
     efficientrag: EfficientRAGConfig = field(default_factory=EfficientRAGConfig)
+    # After adapting: the loop, or its Labeler as a one-hop reranker (or the loop containing it),
+    # whichever scores higher on the scoring sets (efficientrag/adapt/method_choice.py).
+    method_choice: MethodChoiceConfig = field(default_factory=MethodChoiceConfig)
     progress: bool = True
 
     def check(self) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 from efficientrag.adapt.choice import PSEUDO_GROUP, VALIDATION_GROUP, Judge, ScoringSet, best_index
 from efficientrag.adapt.config import AdaptConfig
 from efficientrag.adapt.link_agreement import LinkView
+from efficientrag.adapt.method_choice import choose_method
 from efficientrag.adapt.mix import Ratio, mix_training_sets
 from efficientrag.adapt.pseudo_rows import PSEUDO_SINGLE_TYPE, build_pseudo_sets, write_pseudo_sets
 from efficientrag.adapt.self_training import Question, read_questions, record_decisions, rows_from_decisions
@@ -118,6 +119,9 @@ def run_adapt(cfg: AdaptConfig, *, extra_sets: Sequence[ScoringSet] = ()) -> dic
     result, summary["comparison"] = compare_stage(judge, shipped, current)
     summary["kept"] = summary["comparison"]["kept"]
     summary["labeler"], summary["filter"] = str(result["labeler"]), str(result["filter"])
+    t0 = time.perf_counter()
+    summary["method"] = method_stage(cfg, judge, result)
+    timings["method_choice"] = time.perf_counter() - t0
     summary["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
     (work / "adapt.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return summary
@@ -381,6 +385,23 @@ def compare_stage(
         )
     record = {"compared": True, "kept": kept, "given": before.to_dict(), "adapted": after.to_dict()}
     return (given if kept == "given" else adapted), record
+
+
+def method_stage(cfg: AdaptConfig, judge: Judge, models: dict[str, Path]) -> dict[str, Any]:
+    """The retrieval method for the kept models (``method_choice``), written with them and the search
+    to ``work_dir/retrieve.yaml``, a preset ``efficientrag retrieve``, ``eval`` and ``serve`` read
+    with ``-c``. Without scoring sets, or with the choice off, the configured loop."""
+    loop = replace(cfg.efficientrag, labeler=str(models["labeler"]), filter=str(models["filter"]))
+    if cfg.method_choice.enabled and judge:
+        loop, record = choose_method(judge, models, loop, cfg.method_choice)
+    else:
+        why = "method_choice.enabled=false" if judge else "no scoring set"
+        record = {"chosen": "loop", "compared": False, "why": why}
+    preset = Path(cfg.work_dir) / "retrieve.yaml"
+    save_config({"retriever": cfg.retriever, "efficientrag": loop}, preset)
+    record["preset"] = str(preset)
+    record["efficientrag"] = to_dict(loop)
+    return record
 
 
 def finetune_stage(

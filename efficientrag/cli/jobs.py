@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from efficientrag.cli.command_config import job_config, models_line, run_job
 
@@ -24,7 +25,8 @@ def cmd_adapt(args: argparse.Namespace) -> int:
     from efficientrag.adapt.job import run_adapt
 
     flags = ("corpus", "labeler", "filter", "train_data", "questions", "validation", "work_dir")
-    summary = run_job(run_adapt, job_config(AdaptConfig, args, flags), ("labeler", "filter", "timings_s"))
+    cfg = job_config(AdaptConfig, args, flags)
+    summary = run_job(run_adapt, cfg, ("labeler", "filter", "timings_s"))
     cmp = summary["comparison"]
     if cmp["kept"] == "given":
         loud = (
@@ -34,15 +36,27 @@ def cmd_adapt(args: argparse.Namespace) -> int:
         )
         print(loud, file=sys.stderr)
         print(models_line("given models (better)", summary))
-        return 0
-    if not cmp["compared"]:
-        print(
-            "WARNING: the adapted models were not compared with the given ones (no pseudo-validation "
-            "question and no --validation questions)",
-            file=sys.stderr,
-        )
-    print(models_line("adapted models", summary))
+    else:
+        if not cmp["compared"]:
+            print(
+                "WARNING: the adapted models were not compared with the given ones (no pseudo-validation "
+                "question and no --validation questions)",
+                file=sys.stderr,
+            )
+        print(models_line("adapted models", summary))
+    print(method_line(summary["method"], cfg.corpus))
     return 0
+
+
+def method_line(method: dict[str, Any], corpus: str) -> str:
+    """The retrieval method adapt chose for the kept models (each candidate's score), and the
+    command that retrieves with it."""
+    scores = method.get("candidates", {})
+    why = ", ".join(f"{name} {c['score']:.2f}" for name, c in scores.items()) or method.get("why", "")
+    return (
+        f"method: {method['chosen']} ({why}); retrieve with: efficientrag retrieve -c {method['preset']} "
+        f"--corpus {corpus} -q QUESTION"
+    )
 
 
 def cmd_distill(args: argparse.Namespace) -> int:

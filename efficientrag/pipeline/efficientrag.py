@@ -209,7 +209,9 @@ class EfficientRAG:
         hits = self._search(work)
         self._label(work, hits)
         self._keep(work)
-        self._next_queries(work)
+        # The last hop's next queries would never be searched: the Filter is not run for them.
+        if hop + 1 < self.config.max_hops:
+            self._next_queries(work)
         self._record(work)
 
     def _load_reranker(self) -> Any:
@@ -382,7 +384,7 @@ class EfficientRAG:
             timings = {
                 "retrieval": work.seconds["retrieval"] * query_share,
                 "labeler": work.seconds["labeler"] * share,
-                "filter": work.seconds["filter"] * filter_share,
+                "filter": work.seconds.get("filter", 0.0) * filter_share,
             }
             if "rerank" in work.seconds:
                 timings["rerank"] = work.seconds["rerank"] * query_share

@@ -18,9 +18,11 @@ from efficientrag.adapt.choice import best_index, combined_score
 from efficientrag.adapt.mix import MixConfig, Ratio
 from efficientrag.adapt.validation import read_validation
 from efficientrag.cli import main
+from efficientrag.config import load_config, to_dict
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.toy_world import generate_toy_world
 from efficientrag.errors import DataFormatError
+from efficientrag.eval.experiment import ExperimentConfig
 from efficientrag.jsonl import write_jsonl
 from efficientrag.models import Filter, Labeler
 from efficientrag.models.inputs import TAG_TERMINATE
@@ -171,11 +173,12 @@ def test_given_models_are_kept_when_the_adapted_ones_score_lower(world, tmp_path
     assert done["scoring_sets"]["validation"] == {"group": "validation", "questions": 30}
 
 
-def test_ratio_candidates_are_each_fine_tuned_scored_and_the_best_kept(world, tmp_path):
+def test_ratio_candidates_are_each_fine_tuned_scored_and_the_best_kept(world, tmp_path, capsys):
     work = tmp_path / "w"
     args = _args(world, work, "--validation", str(world / "validation.jsonl"), "mix.ratios=[0.0,1.0]")
     assert main(args) == 0
     done = json.loads((work / "adapt.json").read_text())
+    _check_method(done, world, capsys)
     stage = done["stages"]["corpus"]
     cands = stage["candidates"]
     assert [c["ratio"] for c in cands] == ["0", "1"]
@@ -208,6 +211,36 @@ def test_ratio_candidates_are_each_fine_tuned_scored_and_the_best_kept(world, tm
     assert stamps == [
         (Path(c["folder"]) / "labeler" / "best" / "model.safetensors").stat().st_mtime_ns for c in cands
     ]
+
+
+def _check_method(done: dict, world: Path, capsys) -> None:
+    """The retrieval method chosen for the kept models, on the same scoring sets, and the preset
+    that retrieves with it."""
+    method = done["method"]
+    scores = {name: c["score"] for name, c in method["candidates"].items()}
+    assert list(scores)[:3] == ["labeler_rerank", "loop", "loop_rerank"]
+    assert method["chosen"] == list(scores)[best_index(list(scores.values()))]
+    for c in method["candidates"].values():
+        assert set(c["sets"]) == {"pseudo-validation", "pseudo-single", "validation"}
+    # The configured loop's numbers are the comparison's (one run, read twice).
+    kept = done["comparison"]["adapted" if done["kept"] == "adapted" else "given"]
+    loop = method["candidates"]["loop"]["sets"]["validation"]
+    assert loop["recall"] == pytest.approx(kept["sets"]["validation"]["recall"], abs=1e-3)
+    ranked = method["candidates"]["labeler_rerank"]["sets"]["validation"]
+    assert ranked["num_chunks"] <= method["chunk_budget"] and ranked["labeler_pairs"] <= 20
+    preset = Path(method["preset"])
+    cfg = load_config(ExperimentConfig, preset)
+    assert to_dict(cfg.efficientrag) == method["efficientrag"]
+    assert (cfg.efficientrag.labeler, cfg.efficientrag.filter) == (done["labeler"], done["filter"])
+    assert cfg.retriever.kind == "bm25"
+    out = capsys.readouterr().out
+    assert f"method: {method['chosen']} (labeler_rerank " in out
+    assert f"efficientrag retrieve -c {preset} --corpus {world / 'corpus.jsonl'}" in out
+    # The printed command retrieves with the chosen method.
+    question = json.loads((world / "validation.jsonl").read_text().splitlines()[0])["question"]
+    assert main(["retrieve", "-c", str(preset), "--corpus", str(world / "corpus.jsonl"), "-q", question]) == 0
+    shown = capsys.readouterr().out
+    assert question in shown
 
 
 def test_several_ratios_without_questions_to_choose_with_are_refused(world, tmp_path, capsys):

@@ -160,7 +160,7 @@ def test_adapt_self_trains_from_questions_with_the_links_agreeing(inputs, tmp_pa
     assert main([*args, "self_train.agreement=links"]) == 0
     done = json.loads((work / "adapt.json").read_text())
     # The pseudo rows are mined for their validation questions (the comparison's), not trained on.
-    assert set(done["timings_s"]) == {"pseudo_rows", "self_decisions_1", "finetune_self_1"}
+    assert set(done["timings_s"]) == {"pseudo_rows", "self_decisions_1", "finetune_self_1", "method_choice"}
     assert "corpus" not in done["stages"]
     decisions = Path(done["stages"]["self1"]["decisions"])
     assert [d["id"] for d in read_jsonl(decisions)] == [r["id"] for r in toy]

@@ -39,6 +39,16 @@ def test_hop_limit(corpus):
     assert res.chunk_ids == ["alpha"] and len(res.trace) == 1
 
 
+@pytest.mark.parametrize("max_hops", [1, 2])
+def test_the_last_hop_writes_no_next_query(corpus, max_hops):
+    # A next query after the last hop would never be searched: the Filter is not run for it.
+    rag, _ = make(corpus, top_k=2, max_hops=max_hops)
+    res = rag.retrieve(Q1)
+    assert len(res.trace) == max_hops and res.trace[-1].next_queries == []
+    assert len(rag.filter.calls) == max_hops - 1
+    assert res.counters.get("filter_calls", 0.0) == max_hops - 1
+
+
 def test_pooled_chunks_are_not_relabeled_but_rejected_ones_are_rejudged(corpus):
     rag, _ = make(corpus, top_k=3, max_hops=4)
     res = rag.retrieve(Q1)

@@ -1,0 +1,145 @@
+"""The retrieval method ``adapt`` chose for a left-out dataset, and how it fares on its dev questions.
+
+``efficientrag adapt`` scores the loop, the Labeler as a one-hop reranker and the loop containing it
+on its scoring sets (``efficientrag.adapt.method_choice``); ``adapt.json`` keeps every candidate's
+numbers, settings, and what each group of sets alone would have chosen. The adaptation benchmark
+renders that choice: the target's pseudo-questions against the source datasets' validation questions
+(which of them would have chosen what), then every candidate on the target's dev questions at the
+same chunk budget, with paired intervals against the one-hop reranker. The dev questions choose
+nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from efficientrag.adapt.method_choice import LABELER_RERANK, summarize
+from efficientrag.config import load_config
+from efficientrag.eval.paired_bootstrap import paired_bootstrap
+from efficientrag.jsonl import read_jsonl
+from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.retrieval.metrics import all_gold, oracle_recall
+
+Record = dict[str, Any]
+GROUP_NAMES = {"pseudo": "the target's pseudo-questions", "validation": "the source datasets' validation"}
+
+
+def choice_lines(method: Mapping[str, Any]) -> list[str]:
+    """The candidates' numbers on every scoring set, and what each group alone would have chosen."""
+    cands = method["candidates"]
+    sets = list(next(iter(cands.values()))["sets"])
+    groups = method["groups"]
+    lines = [
+        f"### The retrieval method (chosen by `adapt` at {method['chunk_budget']} chunks, the reranker's "
+        f"N = {method['rerank_top_k']})",
+        "",
+        "| candidate | "
+        + " | ".join(f"{s} ({groups[s]}): recall / all-gold / K / pairs" for s in sets)
+        + " | score |",
+        "|---|" + "---|" * len(sets) + "---:|",
+    ]
+    for name, c in cands.items():
+        cells = [
+            f"{r['recall']:.1f} / {r['all_gold']:.1f} / {r['num_chunks']:.2f} / {r['labeler_pairs']:.1f}"
+            for r in (c["sets"][s] for s in sets)
+        ]
+        mark = "**" if name == method["chosen"] else ""
+        lines.append(f"| {mark}{name}{mark} | " + " | ".join(cells) + f" | {c['score']:.2f} |")
+    alone = "; ".join(f"on {GROUP_NAMES.get(g, g)} alone: `{n}`" for g, n in method["by_group"].items())
+    lines += ["", f"Chosen on every set: `{method['chosen']}`; {alone}."]
+    for name, why in method.get("notes", {}).items():
+        lines.append(f"`{name}`: {why}.")
+    return lines
+
+
+def dev_settings(method: Mapping[str, Any]) -> dict[str, EfficientRAGConfig]:
+    """Every candidate's loop settings (with the kept models), as ``adapt.json`` recorded them."""
+    return {
+        n: load_config(EfficientRAGConfig, data=c["efficientrag"]) for n, c in method["candidates"].items()
+    }
+
+
+def evaluate_on_dev(
+    method: Mapping[str, Any], retriever: Any, examples: Sequence[Any], out: Path
+) -> dict[str, list[Record]]:
+    """Each candidate run on the dev questions (a run folder each, resumable)."""
+    from efficientrag.eval.job_runs import evaluate_efficientrag_run
+
+    runs = {}
+    for name, cfg in dev_settings(method).items():
+        evaluate_efficientrag_run(cfg, retriever, examples, out / name, progress=False)
+        runs[name] = list(read_jsonl(out / name / "predictions.jsonl"))
+    return runs
+
+
+def _per_question(records: Sequence[Record]) -> tuple[list[float], list[float]]:
+    rec = [100 * oracle_recall(r["retrieved_ids"], r["gold_chunk_ids"]) for r in records]
+    full = [100.0 * all_gold(r["retrieved_ids"], r["gold_chunk_ids"]) for r in records]
+    return rec, full
+
+
+def _gap(a: Sequence[float], b: Sequence[float], resamples: int) -> str:
+    g = paired_bootstrap(a, b, resamples=resamples)
+    verdict = "above" if g.low > 0 else "below" if g.high < 0 else "tie"
+    return f"{g.mean:+.1f} [{g.low:+.1f}, {g.high:+.1f}] {verdict}"
+
+
+def dev_lines(
+    runs: Mapping[str, Sequence[Record]], chosen: str, seconds: Mapping[str, float], resamples: int = 10_000
+) -> list[str]:
+    """Every candidate on the dev questions, with paired gaps against the one-hop reranker."""
+    ref = _per_question(runs[LABELER_RERANK])
+    lines = [
+        "| method on dev | recall / all-gold | chunks | Labeler pairs / q | s / q | vs `labeler_rerank`: recall [95%] | all-gold [95%] |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, records in runs.items():
+        if [r["id"] for r in records] != [r["id"] for r in runs[LABELER_RERANK]]:
+            raise ValueError(f"{name}: its dev run holds other questions than labeler_rerank's")
+        s = summarize(records)
+        rec, full = _per_question(records)
+        gaps = (
+            ["", ""]
+            if name == LABELER_RERANK
+            else [_gap(rec, ref[0], resamples), _gap(full, ref[1], resamples)]
+        )
+        mark = " (chosen)" if name == chosen else ""
+        lines.append(
+            f"| {name}{mark} | {s['recall']:.1f} / {s['all_gold']:.1f} | {s['num_chunks']:.2f} | "
+            f"{s['labeler_pairs']:.1f} | {seconds.get(name, float('nan')):.3f} | {gaps[0]} | {gaps[1]} |"
+        )
+    return lines
+
+
+# The stages a hop's time is split into ("encode" and "search" are parts of "retrieval").
+STAGES = ("retrieval", "rerank", "labeler", "filter")
+
+
+def seconds_per_question(records: Sequence[Record]) -> float:
+    """The runs' own seconds per question: their traces' stage timings (each question's share of its
+    batch), summed."""
+    total = 0.0
+    for r in records:
+        for hop in r["trace"]["hops"]:
+            total += sum(hop.get("timings_s", {}).get(k, 0.0) for k in STAGES)
+    return total / max(1, len(records))
+
+
+def method_lines(summary: Mapping[str, Any], retriever: Any, examples: Sequence[Any], out: Path) -> list[str]:
+    """An adapt run's retrieval method choice, and every candidate run on ``examples`` (the target's
+    dev questions) under ``out``; nothing when adapt made no choice.
+
+    Args:
+        summary: ``adapt.json``'s content.
+        retriever: The search over the dev questions' corpus.
+        examples: The dev questions.
+        out: Where the candidates' dev runs go (one folder each).
+    """
+    method = summary.get("method", {})
+    if not method.get("candidates"):
+        return []
+    runs = evaluate_on_dev(method, retriever, examples, out)
+    seconds = {name: seconds_per_question(records) for name, records in runs.items()}
+    return [*choice_lines(method), "", *dev_lines(runs, method["chosen"], seconds)]
