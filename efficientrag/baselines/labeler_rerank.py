@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from efficientrag.baselines.rerank import Rerank
 from efficientrag.baselines.settings import Settings, bounded
@@ -30,6 +30,8 @@ class LabelerRerankConfig(Settings):
         batch_size: Pairs per forward pass.
         max_length: The Labeler's input length (None: the length it was trained with).
         device: ``"cpu"``, ``"cuda"``... (None: CUDA when available).
+        quantize: The Labeler's inference path, as the loop's ``quantize`` (``"bf16"``, ``"int8"``;
+            ``"none"``: float32), so the two are timed at one dtype.
         top_k: With ``eval.answer=true``: the chunks the answer call reads.
         max_new_tokens: With ``eval.answer=true``: the answer call's budget.
     """
@@ -39,6 +41,7 @@ class LabelerRerankConfig(Settings):
     batch_size: int = bounded(32, low=1)
     max_length: int | None = bounded(None, low=8)
     device: str | None = None
+    quantize: Literal["none", "int8", "bf16"] = "none"
     top_k: int = bounded(6, low=1)
     max_new_tokens: int = bounded(128, low=1)
 
@@ -50,7 +53,8 @@ class LabelerRerank(Rerank):
     model_fields: ClassVar[dict[str, str]] = {"labeler": "labeler"}
 
     def load_scorer(self) -> Any:
-        """The Labeler of ``cfg.labeler``, in float32 as the loop's default runs it."""
+        """The Labeler of ``cfg.labeler``, on the ``quantize`` path (float32 by default, as the loop's
+        default runs it)."""
         from efficientrag.models import Labeler
 
         if not self.cfg.labeler:
@@ -58,7 +62,7 @@ class LabelerRerank(Rerank):
                 f"{self.section_key()}.labeler is empty: set it to a trained Labeler folder "
                 "(`efficientrag train labeler` writes one to its output_dir/best)"
             )
-        return Labeler.from_pretrained(self.cfg.labeler, device=self.cfg.device)
+        return Labeler.from_pretrained(self.cfg.labeler, device=self.cfg.device).quantize(self.cfg.quantize)
 
     def score(self, pairs: Sequence[tuple[str, Chunk]]) -> list[float]:
         """The Labeler's Continue probability of each (question, chunk) pair, read as the loop reads

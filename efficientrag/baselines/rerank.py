@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from efficientrag.baselines.answering import answer_if_asked
 from efficientrag.baselines.base import Counters, Method, Prediction
@@ -36,6 +36,8 @@ class RerankConfig(Settings):
         batch_size: Pairs per forward pass.
         max_length: Tokens per (question, chunk) pair; longer pairs are cut.
         device: ``"cpu"``, ``"cuda"``... (None: CUDA when available).
+        quantize: ``"bf16"`` casts the cross-encoder to bfloat16, as the loop's ``quantize=bf16``
+            casts its models, so the two are timed at one dtype; ``"none"``: float32.
         top_k: With ``eval.answer=true``: the chunks the answer call reads.
         max_new_tokens: With ``eval.answer=true``: the answer call's budget.
     """
@@ -45,6 +47,7 @@ class RerankConfig(Settings):
     batch_size: int = bounded(64, low=1)
     max_length: int = bounded(256, low=8)
     device: str | None = None
+    quantize: Literal["none", "bf16"] = "none"
     top_k: int = bounded(6, low=1)
     max_new_tokens: int = bounded(128, low=1)
 
@@ -73,7 +76,9 @@ class Rerank(Method):
                 f"{self.section_key()}.model is empty: set it to a cross-encoder folder "
                 "(`efficientrag train reranker` writes one to its output_dir/best)"
             )
-        return load_cross_encoder(self.cfg.model, device=self.cfg.device, max_length=self.cfg.max_length)
+        return load_cross_encoder(
+            self.cfg.model, device=self.cfg.device, max_length=self.cfg.max_length, quantize=self.cfg.quantize
+        )
 
     def score(self, pairs: Sequence[tuple[str, Chunk]]) -> list[float]:
         """One score per (question, chunk) pair, higher meaning more useful to the question.

@@ -53,23 +53,37 @@ def check_cross_encoder_folder(path: str | Path) -> Path:
     return folder
 
 
-def load_cross_encoder(path: str | Path, *, device: str | None = None, max_length: int | None = None) -> Any:
+def load_cross_encoder(
+    path: str | Path, *, device: str | None = None, max_length: int | None = None, quantize: str = "none"
+) -> Any:
     """A saved cross-encoder, ready to ``predict`` (query, passage) pairs.
 
     Args:
         path: The folder (checked with :func:`check_cross_encoder_folder` first).
         device: ``"cpu"``, ``"cuda"``... (None: CUDA when available).
         max_length: Tokens per pair; longer pairs are cut (None: the folder's own limit).
+        quantize: ``"none"`` (float32) or ``"bf16"`` (cast to bfloat16, as the loop's
+            ``quantize=bf16`` casts its models, so a comparison times both at one dtype).
 
     Returns:
         A ``sentence_transformers.CrossEncoder``.
+
+    Raises:
+        ValueError: An unknown ``quantize``.
     """
+    if quantize not in ("none", "bf16"):
+        raise ValueError(f"a cross-encoder's quantize must be 'none' or 'bf16', got {quantize!r}")
     folder = check_cross_encoder_folder(path)
     from sentence_transformers import CrossEncoder
 
-    return CrossEncoder(
+    model = CrossEncoder(
         str(folder), device=device, max_length=max_length, trust_remote_code=False, local_files_only=True
     )
+    if quantize == "bf16":
+        import torch
+
+        model.to(torch.bfloat16)
+    return model
 
 
 def score_pairs(model: Any, pairs: list[tuple[str, str]], *, batch_size: int = 64) -> list[float]:

@@ -111,6 +111,38 @@ def test_rerank_ranks_by_the_saved_cross_encoders_own_scores(cross_encoder):
     assert pred.scores == sorted(pred.scores, reverse=True) and len(set(pred.scores)) > 1
 
 
+def test_both_rerankers_run_at_the_loops_dtype_when_asked(cross_encoder, tmp_path):
+    import torch
+
+    from efficientrag.models import Labeler
+
+    retriever = WordOverlapRetriever(bridge_corpus())
+    method = Rerank(
+        retriever, None, RerankConfig(model=str(cross_encoder), top_n=5, device="cpu", quantize="bf16")
+    )
+    method.setup()
+    assert {p.dtype for p in method.scorer.parameters()} == {torch.bfloat16}
+    (pred,) = method.run_batch(examples(ALPHA_QUESTION))
+    plain = Rerank(retriever, None, RerankConfig(model=str(cross_encoder), top_n=5, device="cpu"))
+    plain.setup()
+    (ref,) = plain.run_batch(examples(ALPHA_QUESTION))
+    # bf16 moves the scores by its own precision, no more.
+    by_id = dict(zip([c.id for c in ref.chunks], ref.scores, strict=True))
+    assert [by_id[c.id] for c in pred.chunks] == pytest.approx(pred.scores, abs=0.02)
+    with pytest.raises(ValueError, match="quantize must be one of"):
+        RerankConfig(quantize="int8")
+    with pytest.raises(ValueError, match="'none' or 'bf16'"):
+        load_cross_encoder(cross_encoder, quantize="int4")
+    labeler = tmp_path / "labeler"
+    backbone = next(p for p in Path(cross_encoder).parent.iterdir() if p.name.endswith("-backbone"))
+    Labeler.from_backbone(str(backbone), max_length=64, device="cpu").save_pretrained(labeler)
+    ranked = LabelerRerank(
+        retriever, None, LabelerRerankConfig(labeler=str(labeler), device="cpu", quantize="bf16")
+    )
+    ranked.setup()
+    assert ranked.scorer.quantize_mode == "bf16"
+
+
 def test_a_cross_encoder_folder_is_checked_before_it_is_loaded(cross_encoder, tmp_path):
     assert check_cross_encoder_folder(cross_encoder) == cross_encoder
     with pytest.raises(FileNotFoundError, match="no such cross-encoder folder"):
