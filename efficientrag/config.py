@@ -23,9 +23,6 @@ from efficientrag.atomic import write_text_atomic
 T = TypeVar("T")
 
 BASE_KEY = "_base_"
-# A config class may list keys it no longer has as ``RENAMED_KEYS = {"old": "new.dotted.key"}`` (a
-# ClassVar): a preset still using an old key then fails with one line naming the new one.
-RENAMED_KEYS_ATTR = "RENAMED_KEYS"
 # Field metadata of a setting that only switches a check off (see ``to_dict(checks=False)``).
 CHECK_ONLY = "check_only"
 
@@ -140,16 +137,12 @@ def from_dict(cls: type[T], data: Mapping[str, Any], *, origin: str = "<dict>", 
         raise TypeError(f"{cls!r} is not a dataclass")
     if not isinstance(data, Mapping):
         raise ConfigError(f"{origin}: '{prefix or '<root>'}' must be a mapping, got {type(data).__name__}")
-    _refuse_moved_keys(data, getattr(cls, "moved_keys", {}), origin=origin, prefix=prefix)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     hints = typing.get_type_hints(cls)
     unknown = [k for k in data if k not in fields]
     if unknown:
         key = unknown[0]
         full = f"{prefix}{key}"
-        renamed = getattr(cls, RENAMED_KEYS_ATTR, {})
-        if key in renamed:
-            raise ConfigError(f"{origin}: config key '{full}' is now '{prefix}{renamed[key]}'; rename it")
         close = difflib.get_close_matches(str(key), list(fields), n=1)
         hint = f"; did you mean '{prefix}{close[0]}'?" if close else ""
         known = ", ".join(sorted(fields))
@@ -252,20 +245,6 @@ def _with_bases(node: Any, path: Path, seen: tuple[Path, ...]) -> Any:
     for base in [bases] if isinstance(bases, str) else list(bases):
         merged = _deep_merge(merged, read_yaml(path.parent / base, seen))
     return _deep_merge(merged, own)
-
-
-def _refuse_moved_keys(
-    data: Mapping[str, Any], moved: Mapping[str, str], *, origin: str, prefix: str
-) -> None:
-    """A config class may list keys of earlier versions (``moved_keys``: old dotted key -> new);
-    a config that still uses one fails naming the key that replaced it."""
-    if not moved:
-        return
-    for path in flatten(data):
-        for old in sorted(moved, key=len, reverse=True):
-            if path == old or path.startswith(old + "."):
-                new = moved[old] + path[len(old) :]
-                raise ConfigError(f"{origin}: config key '{prefix}{path}' is now '{prefix}{new}'")
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

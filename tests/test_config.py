@@ -1,5 +1,5 @@
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Literal
 
 import pytest
 
@@ -118,22 +118,6 @@ def test_a_section_base_that_includes_itself_is_a_cycle(tmp_path):
     (tmp_path / "loop.yaml").write_text("inner:\n  _base_: loop.yaml\n")
     with pytest.raises(ConfigError, match="cycle"):
         load_config(Outer, tmp_path / "loop.yaml")
-
-
-@dataclass
-class Renamed:
-    RENAMED_KEYS: ClassVar[dict[str, str]] = {"top_k": "retrieval.k"}
-    inner: Inner = field(default_factory=Inner)
-
-
-def test_a_renamed_key_fails_with_one_line_naming_the_new_key(tmp_path):
-    p = tmp_path / "old.yaml"
-    p.write_text("top_k: 3\n")
-    with pytest.raises(ConfigError) as err:
-        load_config(Renamed, p)
-    assert str(err.value) == f"{p}: config key 'top_k' is now 'retrieval.k'; rename it"
-    with pytest.raises(ConfigError, match="unknown config key 'other'"):
-        load_config(Renamed, None, ["other=1"])
 
 
 @dataclass

@@ -1,10 +1,7 @@
 """The names the README tells users to import, and the README's own usage example."""
 
-import importlib
 import subprocess
 import sys
-
-import pytest
 
 import efficientrag
 
@@ -57,15 +54,3 @@ def test_the_milvus_backend_is_one_subpackage_whose_settings_load_without_pymilv
 
     assert milvus.MilvusRetriever is retrieval.MilvusRetriever is MilvusRetriever
     assert milvus.staging_file is staging_file and milvus.MilvusConfig is retrieval.MilvusConfig
-
-
-@pytest.mark.parametrize("part", ["client", "config", "index", "version"])
-def test_an_old_flat_milvus_module_path_fails_with_one_line_naming_the_new_module(part):
-    old, new = f"efficientrag.retrieval.milvus_{part}", f"efficientrag.retrieval.milvus.{part}"
-    said = f"{old} moved to {new}; import from there"
-    with pytest.raises(ImportError) as plain:
-        importlib.import_module(old)
-    with pytest.raises(ImportError) as from_form:
-        exec(f"from efficientrag.retrieval import milvus_{part}", {})
-    assert str(plain.value) == str(from_form.value) == said
-    assert importlib.import_module(new).__name__ == new

@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
 
 from efficientrag.baselines.config import BaselinesConfig
 from efficientrag.data.config import DataConfig, check_limit
@@ -69,14 +68,6 @@ class ExperimentConfig:
     # Every method's settings (baselines.<method>: top-k, iterations, thresholds, look-ahead ...), the
     # answering prompts and the QA judge; EfficientRAG's are the loop's own section above.
     baselines: BaselinesConfig = field(default_factory=BaselinesConfig)
-
-    # Keys of earlier versions: loading one fails naming the key that replaced it.
-    moved_keys: ClassVar[dict[str, str]] = {
-        "active": "baselines",
-        "baselines.efficientrag.answer_top_k": "efficientrag.answer_top_k",
-        "baselines.efficientrag.max_new_tokens": "efficientrag.answer_max_new_tokens",
-        "baselines.efficientrag": "efficientrag",
-    }
 
     @property
     def data_dir(self) -> Path:

@@ -32,13 +32,6 @@ _EXPORTS = by_module(
         "card": ("TrainingRecord",),
     },
 )
-# Names of the first save format, which left the package.
-_REMOVED = {
-    "ModelSpec": "a loaded model's settings are model.config (LabelerConfig / FilterConfig)",
-    "convert_folder": "convert a first-format folder with `python train/convert_first_format.py OLD [NEW]`",
-}
-
-
 __all__ = [
     "KINDS",
     "Filter",
@@ -52,4 +45,4 @@ __all__ = [
     "TrainingRecord",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), removed=_REMOVED)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -20,7 +20,6 @@ POOLINGS = ("mean", "first", "pair")  # tag-head pooling (Labeler)
 WORD_AGGREGATIONS = ("first", "mean", "max")  # sub-word probabilities -> one per word
 TOKEN_LABELS = {"labeler": ("useless", "useful"), "filter": ("drop", "keep")}
 
-# 1 was efficientrag_model.json; such folders are converted by train/convert_first_format.py.
 FORMAT_VERSION = 2
 LABELER_MODEL_TYPE = "efficientrag_labeler"
 FILTER_MODEL_TYPE = "efficientrag_filter"
@@ -58,8 +57,6 @@ class WordClassifierConfig(PreTrainedConfig):
     """
 
     kind: ClassVar[str] = ""
-    # ``backbone_name`` was the field's name in efficientrag_model.json; keep it readable.
-    attribute_map: ClassVar[dict[str, str]] = {"backbone_name": "encoder_name"}
     sub_configs_defaults: ClassVar[dict[str, Any]] = {
         "encoder_config": SubConfigSpec(config_class=AutoConfig, model_type="bert", optional=True)
     }

@@ -2,10 +2,7 @@
 
 A saved folder is a standard ``transformers`` one: ``config.json``, ``model.safetensors``, the
 tokenizer files and a model card (``README.md``). ``AutoModel.from_pretrained`` reads it (the
-classes are registered by ``import efficientrag``). Folders of the first format
-(``efficientrag_model.json``, before ``config.json``) are refused with the command that converts
-them, ``train/convert_first_format.py``, which lives outside the package so that no reader of the
-old format stays on the import path.
+classes are registered by ``import efficientrag``).
 """
 
 from __future__ import annotations
@@ -27,8 +24,6 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILES = ("model.safetensors", "model.safetensors.index.json")
 # What a trained folder holds about its run; it travels with the model when the model is saved again.
 RUN_FILES = (CARD_FILE, TRAIN_CONFIG_FILE, "metrics.json")
-FIRST_FORMAT_FILE = "efficientrag_model.json"
-CONVERT_COMMAND = "python train/convert_first_format.py"
 
 
 def locate_model_folder(name_or_path: str | Path, *, revision: str | None = None) -> Path:
@@ -130,11 +125,6 @@ def _check_saved_folder(folder: Path, kind: str) -> None:
     """The folder holds a current-format ``kind`` model and a weights file (not yet read)."""
     config_path = folder / CONFIG_FILE
     if not config_path.is_file():
-        if (folder / FIRST_FORMAT_FILE).is_file():
-            raise ValueError(
-                f"{folder} is in efficientrag's first save format ({FIRST_FORMAT_FILE}), which is no longer "
-                f"read: convert it once with `{CONVERT_COMMAND} {folder} [NEW_FOLDER]`"
-            )
         raise FileNotFoundError(
             f"{config_path} not found: {folder} is not a saved efficientrag {kind} (training writes one "
             "under its output_dir, in best/; .save_pretrained(folder) writes one)"

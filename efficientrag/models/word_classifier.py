@@ -79,11 +79,6 @@ class WordClassifier(PretrainedMixin, ABC, Generic[P]):
         return self.network.config
 
     @property
-    def spec(self) -> WordClassifierConfig:
-        """The config under its name of the first save format (``ModelSpec``), for code written then."""
-        return self.network.config
-
-    @property
     def max_length(self) -> int:
         """Token budget the model was trained with (inputs are truncated to it by default)."""
         return int(self.network.config.max_length)

@@ -1,16 +1,14 @@
 """Retrieval backends behind one batched interface: ``search(queries, k) -> list[list[Hit]]``.
 
 Backends load lazily, so ``from efficientrag.retrieval import Hit`` does not import FAISS, bm25s
-or torch. The Milvus modules that were flat here (``milvus_client``, ``milvus_config``,
-``milvus_index``, ``milvus_version``) live in the ``milvus`` subpackage; importing an old path
-fails with one line naming the new one (:func:`efficientrag.lazy.moved_modules`).
+or torch.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from efficientrag.lazy import by_module, lazy_exports, moved_modules
+from efficientrag.lazy import by_module, lazy_exports
 from efficientrag.retrieval.base import Hit, Retriever
 
 if TYPE_CHECKING:
@@ -67,14 +65,3 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
-
-# The flat Milvus modules became the milvus/ subpackage (milvus.py itself became milvus/retriever.py,
-# its names still exported by efficientrag.retrieval.milvus). Spelled out so a search finds them.
-moved_modules(
-    {
-        "efficientrag.retrieval.milvus_client": "efficientrag.retrieval.milvus.client",
-        "efficientrag.retrieval.milvus_config": "efficientrag.retrieval.milvus.config",
-        "efficientrag.retrieval.milvus_index": "efficientrag.retrieval.milvus.index",
-        "efficientrag.retrieval.milvus_version": "efficientrag.retrieval.milvus.version",
-    }
-)

@@ -45,40 +45,6 @@ def test_every_registered_class_carries_its_name_and_a_section_of_the_config():
         check_method_name("flair")
 
 
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        ("active.flare.theta=0.5", "baselines.flare.theta"),
-        ("active.dragin.variant=official", "baselines.dragin.variant"),
-        ("baselines.efficientrag.max_new_tokens=32", "efficientrag.answer_max_new_tokens"),
-        ("baselines.efficientrag.answer_top_k=3", "efficientrag.answer_top_k"),
-    ],
-)
-def test_an_old_key_fails_in_one_line_naming_the_new_one(old, new):
-    with pytest.raises(ConfigError) as info:
-        load_config(ExperimentConfig, overrides=[old])
-    message = str(info.value)
-    assert f"config key '{old.split('=')[0]}' is now '{new}'" in message and "\n" not in message
-    value = old.split("=")[1]
-    loaded = load_config(ExperimentConfig, overrides=[f"{new}={value}"])
-    node = loaded
-    for part in new.split("."):
-        node = getattr(node, part)
-    assert str(node) == value
-
-
-def test_an_old_section_in_a_yaml_file_names_the_file_and_the_new_key(tmp_path):
-    preset = tmp_path / "old.yaml"
-    preset.write_text("active:\n  wo_rag:\n    top_k: 3\n")
-    with pytest.raises(
-        ConfigError, match=rf"{preset}: config key 'active.wo_rag.top_k' is now 'baselines.wo_rag.top_k'"
-    ):
-        load_config(ExperimentConfig, preset)
-    preset.write_text("active: {}\n")
-    with pytest.raises(ConfigError, match="config key 'active' is now 'baselines'"):
-        load_config(ExperimentConfig, preset)
-
-
 def test_one_validator_style_ranges_and_choices():
     # A range declared by the base survives a subclass that only changes the default.
     with pytest.raises(ValueError, match="top_k must be >= 1, got 0"):

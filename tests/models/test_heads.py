@@ -138,7 +138,7 @@ def test_pair_pooling_compares_the_query_and_chunk_means(minilm_path):
 
 def test_filter_has_only_a_token_head(minilm_path):
     flt = Filter.from_backbone(minilm_path, device="cpu")
-    assert flt.network.tag_head is None and flt.spec.max_length == 256
+    assert flt.network.tag_head is None and flt.config.max_length == 256
     out = flt.network(torch.tensor([[101, 2000, 102]]), torch.ones(1, 3, dtype=torch.long))
     assert set(out) == {"token_logits"} and out["token_logits"].shape == (1, 3, 2)
     pred = flt.predict([["Query", ":", "unbelievably", "odd"]])[0]

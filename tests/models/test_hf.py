@@ -1,16 +1,13 @@
 """Saved Labeler/Filter folders as transformers models: Auto classes, config.json, model card, Hub
-cache, the first (efficientrag_model.json) format and its conversion script, and the errors for
-folders that are not ours."""
+cache, and the errors for folders that are not ours."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import torch
@@ -22,7 +19,6 @@ from efficientrag.config import load_config
 from efficientrag.models import Filter, Labeler
 from efficientrag.models.card import TrainingRecord, render_model_card
 from efficientrag.models.configuration import FORMAT_VERSION, FilterConfig, LabelerConfig
-from efficientrag.models.model_folder import FIRST_FORMAT_FILE, check_model_folder
 from efficientrag.models.modeling import MODEL_INPUTS, FilterModel, LabelerModel
 from efficientrag.testing.tiny_backbones import tiny_deberta
 from efficientrag.testing.token_tasks import labeler_rows, sentences, write_rows
@@ -33,16 +29,6 @@ PAIRS = [
     (["Who", "is", "Brenna", "?"], ["Brenna", "works", "as", "a", "painter", ".", "Osric", "too", "."]),
 ]
 WORDS = [["Query", ":", "Where", "was", "the", "painter", "born", "?", "Info", ":", "Alaric"]]
-CONVERTER = Path(__file__).resolve().parents[2] / "train" / "convert_first_format.py"
-
-
-@pytest.fixture(scope="module")
-def converter() -> ModuleType:
-    """``train/convert_first_format.py``, the one reader of the first format (outside the package)."""
-    spec = importlib.util.spec_from_file_location("convert_first_format", CONVERTER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -84,30 +70,6 @@ def _batch(model: Labeler | Filter, inputs) -> dict[str, torch.Tensor]:
     encoded = model.encode(inputs)
     batch = model.collator()(list(enumerate(encoded)))
     return {k: batch[k] for k in MODEL_INPUTS if k in batch}
-
-
-def _write_first_format(model: Labeler | Filter, folder: Path) -> Path:
-    """A folder exactly as efficientrag wrote them before config.json (format 1: ``ModelSpec.save``)."""
-    folder.mkdir(parents=True)
-    save_model(model.network, str(folder / "model.safetensors"))
-    cfg = model.config
-    spec = {
-        "kind": cfg.kind,
-        "backbone_model_type": cfg.encoder_config.model_type,
-        "backbone_config": cfg.encoder_config.to_dict(),
-        "backbone_name": cfg.encoder_name,
-        "pooling": cfg.pooling,
-        "max_length": cfg.max_length,
-        "word_aggregation": cfg.word_aggregation,
-        "dropout": cfg.dropout,
-        "token_labels": list(cfg.token_labels),
-        "tag_labels": list(cfg.tag_labels),
-        "format_version": 1,
-        "extra": {},
-    }
-    (folder / FIRST_FORMAT_FILE).write_text(json.dumps(spec, indent=2, sort_keys=True), encoding="utf-8")
-    model.tokenizer.save_pretrained(str(folder))
-    return folder
 
 
 def test_trained_labeler_loads_with_auto_model_and_labeler_identically(trained_run):
@@ -194,58 +156,12 @@ def test_model_card_of_a_model_saved_outside_training_says_so(deberta, tmp_path)
     assert "tag-head pooling | mean" in card and "2 skipped as malformed" in card
 
 
-def test_first_format_folders_are_refused_naming_the_command_that_converts_them(deberta, converter, tmp_path):
-    lab = Labeler.from_backbone(deberta, pooling="first", max_length=48, device="cpu")
-    _heads_say_something(lab)
-    before = lab.predict(PAIRS)
-    old = _write_first_format(lab, tmp_path / "old")
-    (old / "metrics.json").write_text('{"step": 7}')
-    command = r"first save format \(efficientrag_model\.json\).*`python train/convert_first_format\.py "
-    with pytest.raises(ValueError, match=command + str(old)):
-        Labeler.from_pretrained(old)
-    with pytest.raises(ValueError, match=command):
-        check_model_folder(old, "labeler")
-
-    new = converter.convert_folder(old, tmp_path / "new")
-    assert (new / "config.json").is_file() and not (new / FIRST_FORMAT_FILE).exists()
-    assert (new / "metrics.json").read_text() == '{"step": 7}' and "Not recorded" in (
-        new / "README.md"
-    ).read_text()
-    assert type(AutoModel.from_pretrained(new)) is LabelerModel
-    again = Labeler.from_pretrained(new)
-    assert again.predict(PAIRS) == before and again.config.pooling == "first" and again.max_length == 48
-    assert again.spec.backbone_name == deberta  # the field's old name still reads
-
-    # The command converts in place.
-    assert converter.main([str(old)]) == 0
-    assert not (old / FIRST_FORMAT_FILE).exists() and Labeler.from_pretrained(old).predict(PAIRS) == before
-    assert (old / "metrics.json").is_file()
-
-
-def test_first_format_filter_converts_and_bad_first_format_files_are_named(deberta, converter, tmp_path):
-    flt = Filter.from_backbone(deberta, device="cpu")
-    _heads_say_something(flt)
-    old = _write_first_format(flt, tmp_path / "old")
-    new = converter.convert_folder(old, tmp_path / "new")
-    assert Filter.from_pretrained(new).predict(WORDS) == flt.predict(WORDS)
-    with pytest.raises(ValueError, match="holds a 'filter' model"):
-        Labeler.from_pretrained(new)
-    spec_path = old / FIRST_FORMAT_FILE
-    spec = json.loads(spec_path.read_text())
-    spec_path.write_text(json.dumps({**spec, "pooled": "mean"}))
-    with pytest.raises(ValueError, match=r"efficientrag_model\.json: unknown keys \['pooled'\]"):
-        converter.convert_folder(old, tmp_path / "bad")
-    spec_path.write_text(json.dumps({**spec, "kind": "tagger"}))
-    with pytest.raises(ValueError, match="'kind' must be one of"):
-        converter.convert_folder(old, tmp_path / "bad")
-    with pytest.raises(FileNotFoundError, match="not a first-format efficientrag folder"):
-        converter.convert_folder(new, tmp_path / "bad")
-
-
-def test_the_cli_names_the_conversion_command_in_one_line(deberta, tmp_path, capsys):
+def test_the_cli_refuses_a_folder_without_its_config_in_one_line(deberta, tmp_path, capsys):
     from efficientrag.cli import main
 
-    old = _write_first_format(Labeler.from_backbone(deberta, device="cpu"), tmp_path / "old")
+    old = tmp_path / "old"
+    old.mkdir()
+    save_model(Labeler.from_backbone(deberta, device="cpu").network, str(old / "model.safetensors"))
     flt = Filter.from_backbone(deberta, device="cpu").save_pretrained(tmp_path / "flt")
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text(
@@ -256,7 +172,7 @@ def test_the_cli_names_the_conversion_command_in_one_line(deberta, tmp_path, cap
                  "--labeler", str(old), "--filter", str(flt), "retriever.kind=bm25"])  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "Traceback" not in err[0]
-    assert f"python train/convert_first_format.py {old}" in err[0]
+    assert f"{old / 'config.json'} not found" in err[0] and "not a saved efficientrag labeler" in err[0]
 
 
 def test_folders_that_are_not_this_model_are_refused_naming_the_file(deberta, tmp_path):

@@ -84,17 +84,13 @@ def test_the_row_contract_and_the_kinds_import_without_torch():
     assert run.stdout.split() == ["False", "False"], run.stderr[-2000:]
 
 
-def test_the_first_format_left_the_package_and_its_names_say_where_they_went():
+def test_the_models_package_exports_its_names_and_nothing_else():
     for module in ("spec", "legacy", "base", "network", "losses", "onnx_runtime", "quantize"):
         assert importlib.util.find_spec(f"efficientrag.models.{module}") is None, module
-    with pytest.raises(AttributeError, match=r"ModelSpec was removed: .*model\.config"):
-        efficientrag.models.ModelSpec  # noqa: B018
-    with pytest.raises(AttributeError, match=r"convert_folder was removed: .*train/convert_first_format\.py"):
-        efficientrag.models.convert_folder  # noqa: B018
-    with pytest.raises(AttributeError, match="has no attribute 'Tagger'"):
-        efficientrag.models.Tagger  # noqa: B018
+    for gone in ("ModelSpec", "convert_folder", "Tagger"):
+        with pytest.raises(AttributeError, match=f"has no attribute '{gone}'"):
+            getattr(efficientrag.models, gone)
     assert {"Labeler", "Filter", "KINDS", "LabelerConfig"} <= set(dir(efficientrag.models))
-    assert (PACKAGE.parents[1] / "train" / "convert_first_format.py").is_file()
 
 
 # -- folders saved by the code before this layout (tests/fixtures/models/write.py) -------------------

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from efficientrag.models import Filter, Labeler
-from efficientrag.models.model_folder import CONFIG_FILE, FIRST_FORMAT_FILE
+from efficientrag.models.model_folder import CONFIG_FILE
 from efficientrag.testing.tiny_backbones import tiny_deberta, tiny_modernbert
 from efficientrag.testing.token_tasks import sentences
 
@@ -33,7 +33,6 @@ def test_minilm_labeler_round_trip_gives_identical_predictions(minilm_path, tmp_
     folder = lab.save_pretrained(tmp_path / "labeler")
     files = {p.name for p in folder.iterdir()}
     assert {"model.safetensors", "config.json", "tokenizer.json", "README.md"} <= files
-    assert FIRST_FORMAT_FILE not in files
     assert not any(name.endswith((".bin", ".pkl", ".pt")) for name in files)
     config = json.loads((folder / "config.json").read_text())
     assert config["model_type"] == "efficientrag_labeler" and config["token_labels"] == ["useless", "useful"]
@@ -54,8 +53,8 @@ def test_deberta_round_trip_rebuilds_from_the_saved_config_without_the_backbone(
     folder = lab.save_pretrained(tmp_path / "saved")
     shutil.rmtree(backbone)  # nothing may be read from the original backbone folder
     again = Labeler.from_pretrained(folder)
-    assert again.spec.pooling == "first" and again.spec.word_aggregation == "mean"
-    assert again.spec.max_length == 48 and type(again.tokenizer).__name__ == "DebertaV2Tokenizer"
+    assert again.config.pooling == "first" and again.config.word_aggregation == "mean"
+    assert again.config.max_length == 48 and type(again.tokenizer).__name__ == "DebertaV2Tokenizer"
     _same(before, again.predict(PAIRS))
 
 

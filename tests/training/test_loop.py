@@ -74,7 +74,7 @@ def test_labeler_training_reduces_the_loss_and_saves_a_loadable_best_model(deber
     assert metrics["best_score"] == max(e["score"] for e in evals)
     assert json.loads((out / "final_metrics.json").read_text())["global_step"] == 24
     best = Labeler.from_pretrained(out / "best")
-    assert best.spec.backbone_name == deberta
+    assert best.config.encoder_name == deberta
     assert json.loads((out / "best" / "metrics.json").read_text())["step"] == metrics["best_step"]
     preds = best.predict(
         [(["Where", "was", "Alaric", "born", "?"], ["Alaric", "was", "born", "in", "Vantmoor", "."])]
