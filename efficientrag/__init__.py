@@ -25,6 +25,7 @@ _EXPORTS = by_module(
         "pipeline.config": ("EfficientRAGConfig",),
         "models.wrappers": ("Labeler", "Filter"),
         "config": ("load_config",),
+        "errors": ("EfficientRAGError",),
     },
 )
 

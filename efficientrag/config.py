@@ -19,6 +19,7 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 import yaml
 
 from efficientrag.atomic import write_text_atomic
+from efficientrag.errors import EfficientRAGError
 
 T = TypeVar("T")
 
@@ -27,11 +28,11 @@ BASE_KEY = "_base_"
 CHECK_ONLY = "check_only"
 
 
-class ConfigError(ValueError):
+class ConfigError(EfficientRAGError, ValueError):
     """A config value or key is wrong; the message names the key and where it came from."""
 
 
-class SettingError(ValueError):
+class SettingError(EfficientRAGError, ValueError):
     """A config field's value is out of its range. The message starts with the field's name; the
     loader puts the section in front (``efficientrag.tag_threshold=2: ...``)."""
 

@@ -1,5 +1,12 @@
 """Errors every layer may raise, so that the lowest utilities (``jsonl``) can name bad input too.
 
+``EfficientRAGError`` is the root of every exception the package raises: ``except
+EfficientRAGError`` catches what efficientrag refused or could not do, and nothing else. Each class
+also stays a subclass of the builtin it stands for (``ConfigError`` is a ``ValueError``,
+``IndexNotFoundError`` a ``FileNotFoundError``), so an ``except ValueError`` keeps working. The one
+exception outside it is ``eval.interrupts.RunInterrupted``, a ``BaseException`` like
+``KeyboardInterrupt``, which a broad ``except Exception`` must not swallow.
+
 ``DataFormatError`` is raised by readers of files at every level, from the JSONL helpers up to the
 dataset readers and the training sets; it lives here, below them all (``efficientrag.data`` offers
 it among the data layer's names).
@@ -10,7 +17,11 @@ from __future__ import annotations
 from pathlib import Path
 
 
-class DataFormatError(ValueError):
+class EfficientRAGError(Exception):
+    """The root of every error efficientrag raises."""
+
+
+class DataFormatError(EfficientRAGError, ValueError):
     """Input data that cannot be used. ``str()`` names the file, the record and the field.
 
     Args:

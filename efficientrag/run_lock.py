@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
+from efficientrag.errors import EfficientRAGError
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
@@ -43,7 +45,7 @@ LOCK_FILE = ".lock"
 POLL_SECONDS = 0.2
 
 
-class FolderLockedError(RuntimeError):
+class FolderLockedError(EfficientRAGError, RuntimeError):
     """Another live process holds the folder's lock. The message is one line naming it."""
 
     def __init__(self, message: str, *, holder: Holder | None, lock_path: Path) -> None:

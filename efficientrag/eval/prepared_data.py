@@ -19,6 +19,7 @@ from efficientrag.config import to_dict
 from efficientrag.data.config import DataConfig
 from efficientrag.data.loader import load_data, load_prepared, report_skipped, save_prepared
 from efficientrag.data.pooling import PooledDataset
+from efficientrag.errors import EfficientRAGError
 from efficientrag.eval.experiment import ExperimentConfig
 from efficientrag.fingerprint import file_digest
 
@@ -46,7 +47,7 @@ def prepare_data(cfg: ExperimentConfig, *, rebuild: bool = False) -> PooledDatas
     return pooled
 
 
-class WorkDirInUseError(ValueError):
+class WorkDirInUseError(EfficientRAGError, ValueError):
     """A work folder already holds another corpus's data (and perhaps its index and runs)."""
 
 

@@ -26,6 +26,7 @@ from efficientrag.atomic import write_json_atomic
 from efficientrag.baselines.registry import METHODS, registered_name
 from efficientrag.config import flatten, to_dict
 from efficientrag.data.schema import Example
+from efficientrag.errors import EfficientRAGError
 from efficientrag.fingerprint import json_digest
 from efficientrag.pipeline.config import without_later_defaults
 from efficientrag.retrieval.fingerprint import retriever_fingerprint
@@ -43,7 +44,7 @@ LOCK_HINT = "wait for it to finish, or pass --wait (eval.wait_for_lock=true) to 
 KEYS_SHOWN = 6
 
 
-class StaleRunError(ValueError):
+class StaleRunError(EfficientRAGError, ValueError):
     """A run folder holds predictions made under other inputs than the ones asked for now."""
 
 

@@ -30,6 +30,7 @@ from efficientrag.atomic import write_json_atomic, write_text_atomic
 from efficientrag.baselines.base import Prediction, Runnable
 from efficientrag.config import save_config
 from efficientrag.data.schema import Example
+from efficientrag.errors import EfficientRAGError
 from efficientrag.eval.interrupts import RunInterrupted, StopRequests
 from efficientrag.eval.run_binding import LOCK_HINT, PREDICTIONS_FILE, bind_run, fingerprint_id
 from efficientrag.eval.scoring import prediction_record
@@ -54,7 +55,7 @@ RUN_LEVEL_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-class RunAbortedError(RuntimeError):
+class RunAbortedError(EfficientRAGError, RuntimeError):
     """The first questions of a run all failed with the same error; the rest would too."""
 
     def __init__(self, message: str, *, errors_file: Path) -> None:

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from efficientrag.errors import EfficientRAGError
+
 if TYPE_CHECKING:
     from efficientrag.llm.response import LLMResponse
 
 
-class LLMError(RuntimeError):
+class LLMError(EfficientRAGError, RuntimeError):
     """Base class of every error raised by :mod:`efficientrag.llm`."""
 
 

@@ -21,12 +21,14 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from efficientrag.errors import EfficientRAGError
+
 Message = Mapping[str, str]
 Prompt = str | Sequence[Message]
 FinishReason = Literal["stop", "length"]
 
 
-class GeneratorCapabilityError(RuntimeError):
+class GeneratorCapabilityError(EfficientRAGError, RuntimeError):
     """The generator cannot provide what a method asked for (attention from an API, logprobs from
     a server that drops them, ...). The message names the method and what to use instead."""
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from types import TracebackType
 
 from efficientrag.config import same_named
+from efficientrag.errors import EfficientRAGError
 from efficientrag.hub import smollm2_gguf_path
 
 DEFAULT_ALIAS = "smollm2-135m-instruct"
@@ -64,7 +65,7 @@ class LlamaServerConfig:
     log_path: str | None = None
 
 
-class LlamaServerError(RuntimeError):
+class LlamaServerError(EfficientRAGError, RuntimeError):
     """The server could not be started (missing package, bad model, died or never became ready)."""
 
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from efficientrag.data.schema import Chunk
+from efficientrag.errors import EfficientRAGError
 from efficientrag.models.inputs import filter_words
 from efficientrag.pipeline.budget import choose_chunks
 from efficientrag.pipeline.config import EfficientRAGConfig
@@ -57,7 +58,7 @@ from efficientrag.text.words import join_words, split_words
 log = logging.getLogger(__name__)
 
 
-class ChunkIdConflictError(ValueError):
+class ChunkIdConflictError(EfficientRAGError, ValueError):
     """Two different chunks came back from a question's searches under one id."""
 
 

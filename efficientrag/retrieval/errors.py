@@ -10,10 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from efficientrag.errors import EfficientRAGError
+
 REBUILD_HINT = "rebuild it with `efficientrag index --rebuild` (or build_retriever(..., rebuild=True))"
 
 
-class IndexNotFoundError(FileNotFoundError):
+class IndexNotFoundError(EfficientRAGError, FileNotFoundError):
     """No complete index at the given folder.
 
     Args:
@@ -30,7 +32,7 @@ class IndexNotFoundError(FileNotFoundError):
         super().__init__(msg)
 
 
-class IndexMismatchError(ValueError):
+class IndexMismatchError(EfficientRAGError, ValueError):
     """A saved index (or partial embeddings) disagrees with the requested settings on ``field``.
 
     Args:
@@ -94,7 +96,7 @@ class CorpusMismatchError(IndexMismatchError):
         ValueError.__init__(self, f"{head}; {hint}")
 
 
-class BackendUnavailableError(RuntimeError):
+class BackendUnavailableError(EfficientRAGError, RuntimeError):
     """A search backend cannot be used: its package is not installed or its server does not answer.
 
     One line that names the uri or the pip command; the CLI prints it instead of a traceback.

@@ -35,6 +35,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
+from efficientrag.errors import EfficientRAGError
 from efficientrag.retrieval.base import Hit
 from efficientrag.retrieval.chunk_text import chunk_from_stored
 from efficientrag.retrieval.queries import check_search_args
@@ -42,7 +43,7 @@ from efficientrag.retrieval.queries import check_search_args
 log = logging.getLogger(__name__)
 
 
-class MissingChunkIdError(KeyError):
+class MissingChunkIdError(EfficientRAGError, KeyError):
     """A framework document has no usable chunk id: none, an empty one, or one another document
     of the same result list has too (the loop would take them for one chunk and judge only the
     first)."""

@@ -36,6 +36,8 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
+from efficientrag.errors import EfficientRAGError
+
 # Batches the cost is fitted on: few enough to follow a change of load (a different mix of
 # settings, another process taking the cores) within a few batches.
 RATE_WINDOW = 8
@@ -53,7 +55,7 @@ BATCH_WITHIN = 0.7
 MIN_SLOPE_SHARE = 0.5
 
 
-class Refused(Exception):
+class Refused(EfficientRAGError):
     """A request refused before it was queued. ``wait_s``: the soonest trying again can succeed
     (None: not by waiting; the request itself must change); ``retry_after_s``: the ``Retry-After``
     to send (``RetrySlots`` may make it later)."""

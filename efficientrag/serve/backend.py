@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from efficientrag.errors import EfficientRAGError
 from efficientrag.retrieval.base import Hit, Retriever
 from efficientrag.retrieval.errors import BackendUnavailableError
 
 PROBE_QUERY = "readiness probe"
 
 
-class BackendFailure(RuntimeError):
+class BackendFailure(EfficientRAGError, RuntimeError):
     """The search backend raised. ``unavailable``: it cannot be reached (503, try later);
     otherwise it answered wrongly (502)."""
 
@@ -37,7 +38,7 @@ class BackendFailure(RuntimeError):
         return 503 if self.unavailable else 502
 
 
-class BatchStopped(Exception):
+class BatchStopped(EfficientRAGError):
     """The batch gave up at a hop boundary: every caller in it had left or run out of time."""
 
 

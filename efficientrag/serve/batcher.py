@@ -40,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from efficientrag.errors import EfficientRAGError
 from efficientrag.serve.admission import BatchCost, RateMeter, RetrySlots, admit, batch_room, running_left
 from efficientrag.serve.backend import BatchStopped
 from efficientrag.serve.metrics import Metrics
@@ -52,7 +53,7 @@ RunBatch = Callable[[Hashable, list[str], Callable[[], bool]], list[Any]]
 GONE, DEADLINE = "gone", "deadline"
 
 
-class DeadlineExceeded(Exception):
+class DeadlineExceeded(EfficientRAGError):
     """The request's deadline passed; ``running`` says whether a batch had taken it."""
 
     def __init__(self, seconds: float, running: bool) -> None:
@@ -62,7 +63,7 @@ class DeadlineExceeded(Exception):
         super().__init__(f"no answer within {seconds * 1000:.0f} ms (the deadline passed {where})")
 
 
-class CallerGone(Exception):
+class CallerGone(EfficientRAGError):
     """The request's client closed its connection; nobody will read a reply."""
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from efficientrag.closing import Closing
+from efficientrag.errors import EfficientRAGError
 from efficientrag.pipeline.efficientrag import RetrievalResult
 from efficientrag.pipeline.inputs import check_questions
 from efficientrag.serve.wire import result_from_json
@@ -27,7 +28,7 @@ API_KEY_ENV = "EFFICIENTRAG_API_KEY"
 _MAX_RETRY_WAIT_S = 5.0
 
 
-class RemoteRequestError(ValueError):
+class RemoteRequestError(EfficientRAGError, ValueError):
     """The server refused the request (4xx): ``status`` and the ``field`` it named."""
 
     def __init__(self, status: int, field: str, message: str) -> None:
@@ -36,7 +37,7 @@ class RemoteRequestError(ValueError):
         self.field = field
 
 
-class RemoteServerError(RuntimeError):
+class RemoteServerError(EfficientRAGError, RuntimeError):
     """The server could not answer (5xx: busy, deadline, backend down); ``status`` says which."""
 
     def __init__(self, status: int, field: str, message: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from efficientrag.errors import EfficientRAGError
 from efficientrag.serve.admission import Overloaded, QueueFull, Refused
 from efficientrag.serve.backend import BackendFailure
 
@@ -25,7 +26,7 @@ BACKEND = "backend"
 INTERNAL = "internal"
 
 
-class RequestError(Exception):
+class RequestError(EfficientRAGError):
     """A reply other than 200, raised anywhere while serving a request."""
 
     def __init__(

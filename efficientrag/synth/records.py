@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from efficientrag.errors import EfficientRAGError
 from efficientrag.record_fields import JsonRecord
 
 STAGES = ("decompose", "label", "align", "next_hop", "negatives", "build")
@@ -27,7 +28,7 @@ OUTPUT_FILES = {
 }
 
 
-class Reject(Exception):
+class Reject(EfficientRAGError):
     """Raised by a stage function to drop a record. ``reason`` is a short fixed phrase (it is
     counted in stats), ``detail`` says what exactly was wrong with this record.
 

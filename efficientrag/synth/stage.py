@@ -28,6 +28,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from efficientrag.atomic import write_text_atomic
+from efficientrag.errors import EfficientRAGError
 from efficientrag.jsonl import JsonlAppender, drop_duplicate_ids, read_records, write_jsonl
 from efficientrag.run_lock import FolderLockedError, folder_lock
 from efficientrag.synth.records import Reject
@@ -44,7 +45,7 @@ SYNC_SECONDS = 1.0
 LOCK_HINT = "wait for it to finish, or run the stage with wait_for_lock=True to run after it"
 
 
-class StageError(RuntimeError):
+class StageError(EfficientRAGError, RuntimeError):
     """A stage cannot run (or must stop): its message says why and what to do."""
 
 

@@ -23,7 +23,7 @@ from efficientrag.data.readers.musique import parse_musique
 from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.readers.source import SourceRecord
 from efficientrag.data.readers.twowiki import parse_2wiki
-from efficientrag.errors import DataFormatError
+from efficientrag.errors import DataFormatError, EfficientRAGError
 
 HUB_PREFIX = "hub"
 # Default Hub copies (repository, config). HotpotQA's is the official one; for 2Wiki and MuSiQue
@@ -42,7 +42,7 @@ SAVED_MARKERS = ("dataset_dict.json", "state.json")
 _OFF = {"1", "true", "yes", "on"}
 
 
-class HubUnavailableError(RuntimeError):
+class HubUnavailableError(EfficientRAGError, RuntimeError):
     """The Hub is switched off or unreachable; the message says which file path to pass instead."""
 
 
