@@ -50,11 +50,11 @@ def test_results_md_quotes_every_replayed_variant_as_the_report_has_it():
         assert ("(chosen)" in cells[0]) == chosen, name
 
 
-def test_the_readme_quotes_the_chosen_weight_and_its_hotpotqa_dev_pair():
+def test_the_comparison_quotes_the_chosen_weight_and_its_hotpotqa_dev_pair():
     chosen = next(name for name, (_, _, is_chosen) in report_rows().items() if is_chosen)
     recall, gold = report_rows()[chosen][1][0]
-    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    results = " ".join((REPO / "docs" / "results.md").read_text(encoding="utf-8").split())
     assert (
         f"validation chooses `rank_weight={chosen.removeprefix('fill-labeled-r')}`: {recall} / {gold} on HotpotQA"
-        in readme
+        in results
     )

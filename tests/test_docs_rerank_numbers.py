@@ -1,9 +1,10 @@
-"""The rerank numbers the README and the framework pages quote are a committed report's.
+"""The rerank numbers the docs quote are a committed report's, and the README's summary counts them.
 
 ``benchmarks/retrieval_rerank.py`` writes one report per run; the ones the docs quote are kept
-under ``docs/reports/rerank/<search>/``. Each row of the README's rerank table and of the
+under ``docs/reports/rerank/<search>/``. Each row of docs/results.md's 24-set table and of the
 framework pages' tables must match one section of one such report in every cell it shows (a
-summary table that outlived the run it quotes was found by hand twice before this test).
+summary table that outlived the run it quotes was found by hand twice before this test), and the
+README's counts of leads, ties and losses are those of the tables it names.
 """
 
 from __future__ import annotations
@@ -58,8 +59,9 @@ SECTIONS = read_reports()
 
 
 def table(path: Path, header_start: str) -> list[list[str]]:
-    """The body rows of the markdown table in ``path`` whose header starts with ``header_start``."""
-    lines = path.read_text(encoding="utf-8").splitlines()
+    """The body rows of the markdown table in ``path`` whose header starts with ``header_start`` (the
+    table may be indented in a list)."""
+    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
     start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
     rows = []
     for line in lines[start + 2 :]:
@@ -131,9 +133,12 @@ def set_name(cell: str) -> tuple[str, str | None]:
     return name, where
 
 
-def readme_claims() -> list[Claim]:
+RESULTS = REPO / "docs" / "results.md"
+
+
+def comparison_claims() -> list[Claim]:
     claims, search, train, previous = [], "", frozenset(), ""
-    for cells in table(REPO / "README.md", "| search, trained on | set |"):
+    for cells in table(RESULTS, "| search, trained on | set |"):
         if cells[0]:
             engine, _, trained = cells[0].partition(", ")
             search = "dense" if engine.startswith("dense") else engine.lower()
@@ -167,13 +172,13 @@ def best_reranker(claim: Claim) -> str:
 
 
 def shown(claim: Claim, method: str) -> tuple[float, float]:
-    """The (recall, all-gold) a README row shows for ``method``."""
+    """The (recall, all-gold) a comparison row shows for ``method``."""
     values = {col: value for m, col, value, _ in claim.checks if m == method and col < 2}
     return values[0], values[1]
 
 
-def readme_prose() -> str:
-    return " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+def prose(path: Path) -> str:
+    return " ".join(path.read_text(encoding="utf-8").split())
 
 
 FRAMEWORK_PAGES = ("langchain.md", "llamaindex.md", "haystack.md")
@@ -200,7 +205,7 @@ def framework_claims(page: str) -> list[Claim]:
     return claims
 
 
-README_CLAIMS = readme_claims()
+COMPARISON = comparison_claims()
 
 
 def test_the_reports_parse_into_sections_with_their_chunk_count_and_methods():
@@ -211,17 +216,17 @@ def test_the_reports_parse_into_sections_with_their_chunk_count_and_methods():
             assert {"EfficientRAG", "Direct-R", "rerank N=20", "Labeler rerank N=20"} <= set(s.rows), s.report
 
 
-def test_the_readme_rerank_table_is_found_and_parsed():
-    assert len(README_CLAIMS) >= 10
+def test_the_comparison_table_is_found_and_parsed():
+    assert len(COMPARISON) == 24
 
 
-@pytest.mark.parametrize("claim", README_CLAIMS, ids=lambda c: f"{c.search}-{c.set_name}")
-def test_each_readme_rerank_row_is_a_reports(claim):
+@pytest.mark.parametrize("claim", COMPARISON, ids=lambda c: f"{c.search}-{c.set_name}")
+def test_each_comparison_row_is_a_reports(claim):
     check(claim)
 
 
-@pytest.mark.parametrize("claim", README_CLAIMS, ids=lambda c: f"{c.search}-{c.set_name}")
-def test_the_readmes_best_reranker_is_the_better_of_the_two_over_20(claim):
+@pytest.mark.parametrize("claim", COMPARISON, ids=lambda c: f"{c.search}-{c.set_name}")
+def test_the_best_reranker_is_the_better_of_the_two_over_20(claim):
     """The column "best reranker (top 20)" names the better at the loop's chunk count: by recall,
     then all-gold."""
     named = best_reranker(claim)
@@ -240,8 +245,8 @@ def test_each_framework_pages_rerank_row_is_a_reports(page):
 
 
 def test_a_changed_number_is_caught():
-    """The check is not vacuous: the README's first row with one digit moved fails it."""
-    claim = README_CLAIMS[0]
+    """The check is not vacuous: the table's first row with one digit moved fails it."""
+    claim = COMPARISON[0]
     method, column, value, places = claim.checks[0]
     moved = replace(claim, checks=[(method, column, value + 0.1, places), *claim.checks[1:]])
     with pytest.raises(AssertionError, match="no report matches"):
@@ -252,21 +257,49 @@ def test_a_changed_number_is_caught():
         check(slower)
 
 
-def test_the_readme_says_the_loop_leads_only_while_every_row_shows_it():
-    """The README says "The loop leads every set measured" exactly while the loop is above both the
-    search's own order and the best reranker on every row of its table (by recall, then all-gold)."""
-    claims = "The loop leads every set measured" in readme_prose()
+def test_the_docs_say_the_loop_is_higher_everywhere_only_while_every_row_shows_it():
+    """docs/results.md says the loop's estimate "is higher on every set measured", and the README "on
+    all N sets", exactly while the loop is above both the search's own order and the best reranker
+    on every row (by recall, then all-gold)."""
     behind = [
         f"{c.search} {c.set_name}"
-        for c in README_CLAIMS
+        for c in COMPARISON
         if shown(c, "EfficientRAG") <= max(shown(c, "Direct-R"), shown(c, best_reranker(c)))
     ]
-    assert claims == (not behind), f"the README's claim does not match its table; behind on {behind}"
+    assert ("The loop's estimate is higher on every set measured" in prose(RESULTS)) == (not behind), behind
+    readme = f"the loop's estimate is higher on all {len(COMPARISON)} sets" in prose(REPO / "README.md")
+    assert readme == (not behind), behind
 
 
-def test_the_readmes_limits_count_the_rows_where_the_best_reranker_is_below_the_search():
+def test_the_limits_count_the_rows_where_the_best_reranker_is_below_the_search():
     """The Limits bullet's "below the search's own order on N of these M rows" is the table's count."""
-    said = re.search(r"below the search's own order on (\d+) of these (\d+) rows", readme_prose())
-    assert said, "the README's Limits bullet no longer gives the count"
-    below = sum(shown(c, best_reranker(c)) < shown(c, "Direct-R") for c in README_CLAIMS)
-    assert (int(said[1]), int(said[2])) == (below, len(README_CLAIMS))
+    said = re.search(r"below the search's own order on (\d+) of these (\d+) rows", prose(RESULTS))
+    assert said, "the Limits bullet no longer gives the count"
+    below = sum(shown(c, best_reranker(c)) < shown(c, "Direct-R") for c in COMPARISON)
+    assert (int(said[1]), int(said[2])) == (below, len(COMPARISON))
+
+
+def test_the_readme_counts_leads_ties_and_losses_from_the_paired_intervals():
+    """Against the question's top 10: a row is a lead only where its recall interval is above zero,
+    a loss where it is below, a tie otherwise; the README's counts are the paired table's (its
+    current rows, not the earlier `fill` one)."""
+    rows = [
+        cells
+        for cells in table(RESULTS, "| dev set, search, trained on (loop setting) | loop / Direct-R@10 |")
+        if not cells[0].startswith("the same with")
+    ]
+    verdicts = {"ahead": 0, "tied": 0, "behind": 0}
+    for cells in rows:
+        low, high = (float(x) for x in re.search(r"\[([-+][\d.]+), ([-+][\d.]+)\]", cells[2]).groups())
+        verdicts["ahead" if low > 0 else "behind" if high < 0 else "tied"] += 1
+    said = re.search(
+        r"intervals were computed \((\d+) rows, .*?\): ahead on (\d+), tied on (\d+) .*?, behind on (\d+)",
+        prose(REPO / "README.md"),
+    )
+    assert said, "the README no longer counts the paired rows"
+    assert [int(x) for x in said.groups()] == [
+        len(rows),
+        verdicts["ahead"],
+        verdicts["tied"],
+        verdicts["behind"],
+    ]
