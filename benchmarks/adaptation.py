@@ -251,7 +251,7 @@ def run_target(args: argparse.Namespace, target: str) -> str:
         )
         name = f"both (ratio {ratio}, continue>={threshold}{_links_tag(agreement)})"
         chosen["both"] = report(evaluate(variant(name, adapt(cfg))))
-    return render(
+    page = render(
         target,
         others,
         label,
@@ -263,8 +263,9 @@ def run_target(args: argparse.Namespace, target: str) -> str:
         pseudo_stats,
         counts,
         time.perf_counter() - t0,
-        methods,
     )
+    # adapt's retrieval method choice for option 1's kept models, after the models' own report.
+    return page + ("\n" + "\n".join(methods) + "\n" if methods else "")
 
 
 def adapt_config(
@@ -381,18 +382,7 @@ def _gain(v: versus_direct.Versus) -> tuple[float, float]:
 
 
 def render(
-    target,
-    others,
-    label,
-    overrides,
-    unadapted,
-    candidates,
-    chosen,
-    in_domain,
-    pseudo_stats,
-    counts,
-    seconds,
-    methods=(),
+    target, others, label, overrides, unadapted, candidates, chosen, in_domain, pseudo_stats, counts, seconds
 ):
     rows = [("un-adapted (trained on " + " + ".join(others) + ")", unadapted)]
     names = {"corpus": "option 1: corpus", "self": "option 2: self-training", "both": "options 1 + 2"}
@@ -477,8 +467,6 @@ def render(
             lines.append(f"| {name} | {stage} | {secs:.0f} | {info} |")
     goal = _goal_line(target, rows, ceiling)
     lines += ["", goal, ""]
-    if methods:
-        lines += ["", *methods, ""]
     return "\n".join(lines)
 
 
