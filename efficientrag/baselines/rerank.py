@@ -31,7 +31,8 @@ class RerankConfig(Settings):
 
     Attributes:
         model: The cross-encoder folder (``output_dir/best`` of ``efficientrag train reranker``, or
-            any saved ``CrossEncoder``).
+            any saved ``CrossEncoder``), or a pretrained one's Hub id
+            (``cross-encoder/ms-marco-MiniLM-L-6-v2``), read from the Hub cache when offline.
         top_n: Hits of the question's search that are reranked (the rest are never returned).
         batch_size: Pairs per forward pass.
         max_length: Tokens per (question, chunk) pair; longer pairs are cut.

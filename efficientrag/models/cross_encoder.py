@@ -12,21 +12,30 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from efficientrag.hub import download_model_folder, looks_like_repo_id
 from efficientrag.models.model_folder import CONFIG_FILE, check_safetensors
 
 WEIGHTS_FILE = "model.safetensors"
 PICKLE_WEIGHTS = ("pytorch_model.bin", "model.bin")
-TRAIN_HINT = "train one with `efficientrag train reranker -c configs/reranker/minilm-cpu.yaml` (its best/)"
+TRAIN_HINT = (
+    "train one with `efficientrag train reranker -c configs/reranker/minilm-cpu.yaml` (its best/), "
+    "or name a pretrained one by its Hub id"
+)
 
 
 def check_cross_encoder_folder(path: str | Path) -> Path:
     """Everything about a saved cross-encoder folder that can go wrong, checked without loading it.
 
+    A name that is no local folder but reads as a Hub id (``cross-encoder/ms-marco-MiniLM-L-6-v2``,
+    ``BAAI/bge-reranker-base``) is fetched into the Hub cache, or read from it alone when
+    ``HF_HUB_OFFLINE`` is set; only its safetensors weights are fetched, never a pickle.
+
     Args:
-        path: The folder (``output_dir/best`` of a reranker training run, or any saved CrossEncoder).
+        path: The folder (``output_dir/best`` of a reranker training run, or any saved CrossEncoder),
+            or a Hub id.
 
     Returns:
-        The folder.
+        The folder (for a Hub id, its snapshot in the Hub cache).
 
     Raises:
         FileNotFoundError: No such folder, or no ``config.json`` or weights in it.
@@ -34,6 +43,8 @@ def check_cross_encoder_folder(path: str | Path) -> Path:
         ValueError: The weights are pickled (never loaded) or the safetensors file is damaged.
     """
     folder = Path(path).expanduser()
+    if not folder.exists() and looks_like_repo_id(str(path)):
+        folder = download_model_folder(str(path))
     if not folder.exists():
         raise FileNotFoundError(f"{folder}: no such cross-encoder folder; {TRAIN_HINT}")
     if not folder.is_dir():

@@ -143,6 +143,34 @@ def test_both_rerankers_run_at_the_loops_dtype_when_asked(cross_encoder, tmp_pat
     assert ranked.scorer.quantize_mode == "bf16"
 
 
+def test_a_pretrained_cross_encoder_is_named_by_its_hub_id(cross_encoder, tmp_path, monkeypatch):
+    """Offline (the tests' HF_HUB_OFFLINE=1) a Hub id resolves through the Hub cache alone, scores as
+    the same saved folder does, and the run hashes the snapshot's content."""
+    import shutil
+
+    import huggingface_hub.constants
+
+    from efficientrag.fingerprint import folder_digest
+
+    cache, commit = tmp_path / "hub", "0123456789abcdef0123456789abcdef01234567"
+    repo = cache / "models--someone--tiny-reranker"
+    shutil.copytree(cross_encoder, repo / "snapshots" / commit)
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    assert check_cross_encoder_folder("someone/tiny-reranker") == repo / "snapshots" / commit
+    retriever = WordOverlapRetriever(bridge_corpus())
+    by_id = Rerank(retriever, None, RerankConfig(model="someone/tiny-reranker", top_n=5, device="cpu"))
+    by_path = Rerank(retriever, None, RerankConfig(model=str(cross_encoder), top_n=5, device="cpu"))
+    by_id.setup(), by_path.setup()
+    (a,), (b,) = by_id.run_batch(examples(ALPHA_QUESTION)), by_path.run_batch(examples(ALPHA_QUESTION))
+    assert [c.id for c in a.chunks] == [c.id for c in b.chunks] and a.scores == pytest.approx(b.scores)
+    cfg = load_config(ExperimentConfig, None, ["baselines.rerank.model=someone/tiny-reranker"])
+    assert check_model_folders(cfg, "rerank") == {"reranker": folder_digest(cross_encoder)}
+    with pytest.raises(FileNotFoundError, match="'someone/missing' is not a local folder.*cache"):
+        check_cross_encoder_folder("someone/missing")
+
+
 def test_a_cross_encoder_folder_is_checked_before_it_is_loaded(cross_encoder, tmp_path):
     assert check_cross_encoder_folder(cross_encoder) == cross_encoder
     with pytest.raises(FileNotFoundError, match="no such cross-encoder folder"):
