@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from efficientrag.baselines.rerank import Rerank
-from efficientrag.baselines.settings import Settings, bounded
+from efficientrag.baselines.rerank import RankFusion, Rerank
+from efficientrag.baselines.settings import bounded
 from efficientrag.data.schema import Chunk
 
 
 @dataclass
-class LabelerRerankConfig(Settings):
+class LabelerRerankConfig(RankFusion):
     """``labeler_rerank``: the question's top ``top_n`` hits, ranked by the Labeler's Continue probability.
 
     Attributes:
@@ -34,6 +34,8 @@ class LabelerRerankConfig(Settings):
             ``"none"``: float32), so the two are timed at one dtype.
         top_k: With ``eval.answer=true``: the chunks the answer call reads.
         max_new_tokens: With ``eval.answer=true``: the answer call's budget.
+
+    With ``fusion="rrf"`` the Labeler's order is fused with the search's (:class:`RankFusion`).
     """
 
     labeler: str = ""

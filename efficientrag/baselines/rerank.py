@@ -26,7 +26,22 @@ from efficientrag.data.schema import Chunk, Example
 
 
 @dataclass
-class RerankConfig(Settings):
+class RankFusion(Settings):
+    """How a reranker's order is fused with the search's, as deployed rerankers often are.
+
+    Attributes:
+        fusion: ``"none"``: the reranker's score alone; ``"rrf"``: reciprocal rank fusion of the
+            search's rank and the reranker's, ``1 / (rrf_k + 1 + rank)`` each, so a reranker that
+            knows less than its search cannot bury the search's best hits.
+        rrf_k: The fusion's damping constant (60, the usual value).
+    """
+
+    fusion: Literal["none", "rrf"] = "none"
+    rrf_k: int = bounded(60, low=1)
+
+
+@dataclass
+class RerankConfig(RankFusion):
     """``rerank``: the question's top ``top_n`` hits, reranked by a cross-encoder.
 
     Attributes:
@@ -109,6 +124,9 @@ class Rerank(Method):
             own = [next(scores) for _ in hs]
             # Best first; equal scores keep the search's order.
             order = sorted(range(len(hs)), key=lambda i: (-own[i], i))
+            if self.cfg.fusion == "rrf":
+                own = fused_ranks(order, self.cfg.rrf_k)
+                order = sorted(range(len(hs)), key=lambda i: (-own[i], i))
             counters = Counters(
                 retrieval_calls=1,
                 reranked_pairs=len(hs),
@@ -128,3 +146,16 @@ class Rerank(Method):
         return answer_if_asked(
             self, examples, out, top_k=self.cfg.top_k, max_new_tokens=self.cfg.max_new_tokens
         )
+
+
+def fused_ranks(order: Sequence[int], k: int) -> list[float]:
+    """Reciprocal rank fusion of the search's order (hit ``i`` at rank ``i``) and the reranker's
+    (``order``: hit indices best first): ``1 / (k + 1 + search rank) + 1 / (k + 1 + reranker rank)``
+    per hit, in the search's order.
+
+    Args:
+        order: The hits' indices in the reranker's order.
+        k: The damping constant.
+    """
+    reranked = {hit: rank for rank, hit in enumerate(order)}
+    return [1.0 / (k + 1 + i) + 1.0 / (k + 1 + reranked[i]) for i in range(len(order))]

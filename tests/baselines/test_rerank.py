@@ -66,6 +66,25 @@ def test_rerank_sorts_the_questions_own_top_n_by_the_score_in_one_batch():
     assert method.scorer.calls[0][0] == (ALPHA_QUESTION, searched[0][0].chunk.contents)
 
 
+def test_rank_fusion_mixes_the_search_order_with_the_rerankers():
+    retriever = WordOverlapRetriever(bridge_corpus())
+    plain = ScriptedRerank(retriever, None, RerankConfig(top_n=6))
+    fused = ScriptedRerank(retriever, None, RerankConfig(top_n=6, fusion="rrf", rrf_k=1))
+    hits = retriever.search([ALPHA_QUESTION], 6)[0]
+    (p,), (f,) = plain.run_batch(examples(ALPHA_QUESTION)), fused.run_batch(examples(ALPHA_QUESTION))
+    reranked = [c.id for c in p.chunks]
+    # Computed here from the two orders alone: 1 / (k + 1 + rank) in each, summed (k = 1).
+    by_hand = {h.id: 1 / (2 + i) + 1 / (2 + reranked.index(h.id)) for i, h in enumerate(hits)}
+    expected = sorted(by_hand, key=lambda cid: (-by_hand[cid], [h.id for h in hits].index(cid)))
+    assert [c.id for c in f.chunks] == expected != reranked
+    assert f.scores == pytest.approx([by_hand[c] for c in expected])
+    assert [hits[i].id for i in f.trace["search_rank"]] == expected
+    with pytest.raises(ValueError, match="rrf_k must be >= 1"):
+        RerankConfig(rrf_k=0)
+    with pytest.raises(ValueError, match="fusion must be one of"):
+        LabelerRerankConfig(fusion="sum")
+
+
 def test_both_rerankers_are_registered_methods_with_their_own_sections():
     cfg = load_config(
         ExperimentConfig, None, ["baselines.rerank.top_n=50", "baselines.labeler_rerank.top_n=7"]
