@@ -17,12 +17,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from efficientrag.serve.answering import Answerer
 from efficientrag.serve.config import ServeConfig
 from efficientrag.serve.dependencies import TokenRequired
 from efficientrag.serve.errors import RequestError
+from efficientrag.serve.replies import KeptChunk, ToolResult
 from efficientrag.serve.requests import check_request_questions
 from efficientrag.serve.wire import result_to_json
 
@@ -34,22 +33,6 @@ TOOL_DESCRIPTION = (
     "passages it needs next (no LLM call per hop). Returns the kept passages with their title, text, "
     "relevance score (0-1), the hop (0-based) and the query that found each."
 )
-
-
-class ToolChunk(BaseModel):
-    """One kept chunk, as ``/v1/retrieve`` gives it."""
-
-    id: str
-    title: str
-    text: str
-    score: float = Field(description="the Labeler's Continue probability")
-    hop: int | None = Field(description="the hop (0-based) whose query kept it")
-    query: str | None = Field(description="the query that kept it")
-
-
-class ToolResult(BaseModel):
-    question: str
-    chunks: list[ToolChunk]
 
 
 def mcp_server(answer: Answerer, cfg: ServeConfig) -> Any:
@@ -76,7 +59,7 @@ def mcp_server(answer: Answerer, cfg: ServeConfig) -> Any:
         except RequestError as exc:
             raise ToolError(f"{exc.status}: {exc.field}: {exc.message}") from None
         row = result_to_json(result, trace=False)
-        return ToolResult(question=row["question"], chunks=[ToolChunk(**c) for c in row["chunks"]])
+        return ToolResult(question=row["question"], chunks=[KeptChunk(**c) for c in row["chunks"]])
 
     # The SDK reads the tool's signature from its annotations; with postponed annotations in this
     # module they are strings naming a class imported above only when serving, so they are given

@@ -7,13 +7,19 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 
 from efficientrag.serve.dependencies import AnswererDep, ConfigDep, DeadlineDep, require_token
+from efficientrag.serve.replies import RetrieveReply
 from efficientrag.serve.requests import RetrieveRequest, check_request_questions, request_questions
 from efficientrag.serve.wire import hit_documents, result_to_json
 
 router = APIRouter(dependencies=[Depends(require_token)])
 
 
-@router.post("/v1/retrieve", summary="EfficientRAG on one question or a list")
+@router.post(
+    "/v1/retrieve",
+    summary="EfficientRAG on one question or a list",
+    response_model=RetrieveReply,
+    response_model_exclude_unset=True,
+)
 async def retrieve_v1(
     body: RetrieveRequest, request: Request, answer: AnswererDep, cfg: ConfigDep, deadline: DeadlineDep
 ) -> dict[str, Any]:

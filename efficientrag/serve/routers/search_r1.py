@@ -9,13 +9,14 @@ from fastapi import APIRouter, Depends, Request
 
 from efficientrag.pipeline.efficientrag import RetrievalResult
 from efficientrag.serve.dependencies import AnswererDep, ConfigDep, ContentsDep, DeadlineDep, require_token
+from efficientrag.serve.replies import SearchR1Reply
 from efficientrag.serve.requests import SearchR1Request, search_r1_queries
 from efficientrag.serve.wire import search_r1_json
 
 router = APIRouter(dependencies=[Depends(require_token)])
 
 
-@router.post("/retrieve", summary="Search-R1 / FlashRAG retrieval-server shape")
+@router.post("/retrieve", summary="Search-R1 / FlashRAG retrieval-server shape", response_model=SearchR1Reply)
 async def retrieve_search_r1(
     body: SearchR1Request,
     request: Request,
