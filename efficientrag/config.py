@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import inspect
+import re
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -163,6 +165,33 @@ def from_dict(cls: type[T], data: Mapping[str, Any], *, origin: str = "<dict>", 
     except (TypeError, ValueError) as exc:
         section = f"config section '{prefix.rstrip('.')}'" if prefix else f"config ({cls.__name__})"
         raise ConfigError(f"{origin}: invalid {section}: {exc}") from exc
+
+
+def attribute_docs(cls: type) -> dict[str, str]:
+    """Each attribute's description in a class docstring's ``Attributes:`` section, one line each
+    (what a schema derived from the class shows beside its fields).
+
+    Args:
+        cls: A class whose docstring lists ``name: text`` under ``Attributes:``.
+    """
+    doc = inspect.getdoc(cls) or ""
+    if "Attributes:" not in doc:
+        return {}
+    out: dict[str, str] = {}
+    name = None
+    for line in doc.split("Attributes:", 1)[1].splitlines()[1:]:
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        head = re.match(r"(\w+): (.*)", line.strip())
+        if indent <= 4 and head:
+            name = head[1]
+            out[name] = head[2]
+        elif indent > 4 and name:
+            out[name] += " " + line.strip()
+        else:
+            break
+    return out
 
 
 def to_dict(cfg: Any, *, checks: bool = True) -> dict[str, Any]:

@@ -148,6 +148,8 @@ class EfficientRAGConfig:
             raise ValueError(
                 f"need floor_k >= 0, top_k >= 1, max_hops >= 1; got {self.floor_k}, {self.top_k}, {self.max_hops}"
             )
+        if self.max_branches < 1:
+            raise ValueError(f"max_branches must be >= 1, got {self.max_branches}")
         if self.chunk_budget is not None and self.chunk_budget < max(1, self.floor_k):
             raise ValueError(
                 f"chunk_budget ({self.chunk_budget}) must be at least 1 and at least floor_k ({self.floor_k})"

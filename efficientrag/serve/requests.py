@@ -10,10 +10,13 @@ come from an allow-list and go through ``EfficientRAGConfig``'s own checks.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+import re
+import typing
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from efficientrag.config import attribute_docs
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG
 from efficientrag.pipeline.inputs import check_questions
@@ -23,34 +26,25 @@ from efficientrag.text.validity import text_problem
 from efficientrag.text.words import split_words
 
 
-class LoopSettings(BaseModel):
-    """Per-request settings of the loop (unset: the server's). Nothing here names a file, a model
-    or a backend."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    top_k: int | None = Field(None, ge=1, description="hits per query and hop")
-    first_top_k: int | None = Field(
-        None, ge=1, description="hits of the question's own search at the first hop"
+def _loop_settings_model() -> type[BaseModel]:
+    """The request's loop settings, derived from ``EfficientRAGConfig``: each allowed setting with the
+    config's own type (unset: the server's value) and its description. The ranges are the config's
+    own, checked once, when the request's config is built (:func:`settings_config`)."""
+    hints = typing.get_type_hints(EfficientRAGConfig)
+    docs = attribute_docs(EfficientRAGConfig)
+    fields: dict[str, Any] = {
+        name: (hints[name] | None, Field(None, description=docs.get(name))) for name in ALLOWED_SETTINGS
+    }
+    return create_model(
+        "LoopSettings",
+        __config__=ConfigDict(extra="forbid", strict=True),
+        __doc__="Per-request settings of the loop (unset: the server's). Nothing here names a file, a "
+        "model or a backend.",
+        **fields,
     )
-    max_hops: int | None = Field(None, ge=1)
-    chunk_budget: int | None = Field(None, ge=1, description="at most this many chunks per question")
-    budget_policy: Literal["first", "best", "rerank"] | None = None
-    floor_k: int | None = Field(None, ge=0, description="the question's own top hits kept whatever their tag")
-    fill_budget: bool | None = None
-    fill_from: Literal["first_hits", "labeled"] | None = None
-    rank_weight: float | None = Field(
-        None, ge=0, le=1, description="the search's rank added to a chunk's budget score"
-    )
-    pair_budget: int | None = Field(None, ge=1, description="Labeler pairs per question at most")
-    query_mode: Literal["merged", "branch"] | None = None
-    max_branches: int | None = Field(None, ge=1)
-    tag_threshold: float | None = Field(None, ge=0, le=1)
-    token_threshold: float | None = Field(None, ge=0, le=1)
-    filter_threshold: float | None = Field(None, ge=0, le=1)
 
 
-assert set(LoopSettings.model_fields) == set(ALLOWED_SETTINGS)
+LoopSettings = _loop_settings_model()
 
 
 class RetrieveRequest(BaseModel):
@@ -187,5 +181,8 @@ def settings_config(
     try:
         config = dataclasses.replace(base, **chosen)
     except ValueError as exc:
-        raise RequestError(422, field, str(exc)) from None
+        # The config names what it refused: one setting of the request named alone is the field;
+        # a combination of several is the settings as a whole.
+        named = [name for name in chosen if re.search(rf"\b{name}\b", str(exc))]
+        raise RequestError(422, f"{field}.{named[0]}" if len(named) == 1 else field, str(exc)) from None
     return tuple(sorted(chosen.items())), config

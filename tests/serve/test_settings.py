@@ -24,3 +24,26 @@ def test_a_request_may_widen_the_first_hop_within_the_servers_cap():
     with pytest.raises(RequestError) as floor:
         settings_config(base, {"first_top_k": 3, "floor_k": 4}, ServeConfig())
     assert floor.value.field == "settings" and "first_top_k=3" in str(floor.value)
+
+
+def test_the_request_settings_are_the_configs_own_declared_once():
+    """Each allowed setting has the config's type and description, and its range is the config's,
+    checked once, the refusal naming the setting."""
+    import typing
+
+    from efficientrag.config import attribute_docs
+
+    hints = typing.get_type_hints(EfficientRAGConfig)
+    docs = attribute_docs(EfficientRAGConfig)
+    for name in ALLOWED_SETTINGS:
+        field = LoopSettings.model_fields[name]
+        assert field.annotation == (hints[name] | None) and field.default is None, name
+        assert field.description == docs[name] and field.description, name
+    base = EfficientRAGConfig(top_k=6)
+    for name, bad in [("tag_threshold", 1.5), ("max_branches", 0), ("top_k", 0), ("rank_weight", -0.1)]:
+        with pytest.raises(RequestError) as refused:
+            settings_config(base, {name: bad}, ServeConfig())
+        assert (refused.value.status, refused.value.field) == (422, f"settings.{name}"), refused.value
+    # The model refuses a wrong type before the config is built (strict: no "5" for 5).
+    with pytest.raises(ValueError, match="top_k"):
+        LoopSettings.model_validate({"top_k": "5"})
