@@ -55,7 +55,7 @@ class SelfTrainConfig:
     # "none": the models' confidence alone decides; "links": the corpus's title links must agree.
     agreement: str = "links"
     # Fewer Continue rows than this and adapt refuses before fine-tuning: rows that are (almost)
-    # all Terminate teach the models to stop early. Issue 39: Terminate-only rows from a corpus
+    # all Terminate teach the models to stop early: Terminate-only rows from a corpus
     # without title links (nothing for the links to back) took recall 65.42 -> 60.00; the smallest
     # cut the benchmark measured helping had 132 Continue rows (docs/adaptation.md).
     min_continue_rows: int = 50
