@@ -27,9 +27,9 @@ def search_backend(cfg: ExperimentConfig, corpus: Corpus | None) -> Retriever:
     """The experiment's retriever: a local index is loaded or built over ``corpus``; a Milvus
     collection is opened (filling one is `efficientrag index`'s job), and checked to have been
     filled from ``corpus`` when one is given (see :func:`search_corpus`)."""
-    from efficientrag.retrieval.factory import build_retriever, load_retriever
+    from efficientrag.retrieval.factory import backend_of, build_retriever, load_retriever
 
-    if cfg.retriever.kind == "milvus":
+    if backend_of(cfg.retriever.kind).holds_chunks:
         return load_retriever(cfg.retriever, corpus, cfg.index_dir, corpus_name=corpus_label(cfg.data))
     if corpus is None:
         raise ValueError(f"retriever.kind={cfg.retriever.kind} needs the corpus to build or check its index")
@@ -51,7 +51,9 @@ def search_corpus(cfg: ExperimentConfig) -> Corpus | None:
     Returns:
         The corpus, or None for a Milvus collection searched as it is.
     """
-    if cfg.retriever.kind != "milvus":
+    from efficientrag.retrieval.factory import backend_of
+
+    if not backend_of(cfg.retriever.kind).holds_chunks:
         return prepare_data(cfg).corpus
     named = any(src.corpus_path for src in cfg.data.sources())
     return prepare_data(cfg).corpus if named and not cfg.retriever.milvus.foreign_collection else None

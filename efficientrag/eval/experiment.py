@@ -13,7 +13,6 @@ building a run's backend and method from them is :mod:`efficientrag.eval.assembl
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,8 +83,7 @@ class ExperimentConfig:
 
 
 def index_name(cfg: RetrieverConfig) -> str:
-    if cfg.kind in ("bm25", "milvus"):
-        return cfg.kind
-    encoder = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(cfg.encoder.rstrip("/")).name)
-    dense = f"dense-{encoder}-{cfg.index_type}"
-    return f"hybrid-{dense}-bm25" if cfg.kind == "hybrid" else dense
+    """The index folder's name under ``work_dir/index``: its search backend's own."""
+    from efficientrag.retrieval.factory import backend_of  # faiss and bm25s: only when a run asks
+
+    return backend_of(cfg.kind).index_name(cfg)

@@ -408,14 +408,10 @@ def _generator_desc(config: dict[str, Any] | None) -> str:
 
 
 def _retriever_desc(config: dict[str, Any] | None) -> str:
-    kind = _cfg(config, "retriever", "kind")
-    if kind == "bm25":
-        return "retriever BM25"
-    if kind == "dense":
-        return f"retriever dense:{_cfg(config, 'retriever', 'encoder')}"
-    if kind == "hybrid":
-        return f"retriever hybrid (RRF) dense:{_cfg(config, 'retriever', 'encoder')} + BM25"
-    return ""
+    from efficientrag.retrieval.factory import BACKENDS
+
+    backend = BACKENDS.get(_cfg(config, "retriever", "kind"))
+    return backend.describe((config or {}).get("retriever") or {}) if backend else ""
 
 
 def _row_json(row: Row) -> dict[str, Any]:

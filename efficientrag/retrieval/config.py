@@ -24,6 +24,11 @@ COUNT_FIELDS = (
 )
 
 
+# The search backends a config may name: the built-in ones, and each kind registered since
+# (efficientrag.retrieval.factory.register_backend adds it; the factory holds how each is built).
+SEARCH_KINDS: set[str] = {"dense", "bm25", "hybrid", "milvus"}
+
+
 @dataclass
 class RetrieverConfig:
     """One retriever's settings; the dense fields are ignored by BM25 and the ``bm25_*`` ones by dense.
@@ -34,8 +39,9 @@ class RetrieverConfig:
     mean pooling and no normalization, which is what the paper's inner-product search expects).
 
     Attributes:
-        kind: ``"dense"``, ``"bm25"``, ``"hybrid"`` (both, fused by reciprocal rank) or
-            ``"milvus"`` (a Milvus collection, settings in ``milvus``).
+        kind: ``"dense"``, ``"bm25"``, ``"hybrid"`` (both, fused by reciprocal rank),
+            ``"milvus"`` (a Milvus collection, settings in ``milvus``), or a kind registered with
+            :func:`efficientrag.retrieval.factory.register_backend`.
         encoder: The sentence-transformers model (name or folder) that embeds queries and chunks.
         normalize: L2-normalize embeddings (None: as the model ships).
         query_prefix: Text put before every query before encoding (e5-style ``"query: "``).
@@ -69,8 +75,9 @@ class RetrieverConfig:
     """
 
     # "hybrid": the dense and the BM25 retriever below, fused by reciprocal rank (retrieval/hybrid.py).
-    # "milvus": a Milvus collection (Lite file or server), settings under ``milvus`` below.
-    kind: Literal["dense", "bm25", "hybrid", "milvus"] = "dense"
+    # "milvus": a Milvus collection (Lite file or server), settings under ``milvus`` below. Any kind
+    # registered with efficientrag.retrieval.factory.register_backend is accepted too.
+    kind: str = "dense"
 
     # --- dense: encoder ---------------------------------------------------------------------
     encoder: str = OFFLINE_DEFAULT_ENCODER
@@ -133,8 +140,10 @@ class RetrieverConfig:
     milvus: MilvusConfig = field(default_factory=MilvusConfig)
 
     def __post_init__(self) -> None:
-        if self.kind not in ("dense", "bm25", "hybrid", "milvus"):
-            raise ValueError(f"kind must be 'dense', 'bm25', 'hybrid' or 'milvus', got {self.kind!r}")
+        if self.kind not in SEARCH_KINDS:
+            raise ValueError(
+                f"kind must be a registered search backend ({', '.join(sorted(SEARCH_KINDS))}), got {self.kind!r}"
+            )
         if self.hybrid_rrf_k < 0 or self.hybrid_depth < 1:
             raise ValueError(
                 f"need hybrid_rrf_k >= 0 and hybrid_depth >= 1, got {self.hybrid_rrf_k}, {self.hybrid_depth}"

@@ -1,15 +1,26 @@
-"""One entry point for every caller: a retriever for ``(config, corpus)``, loaded or built."""
+"""One entry point for every caller: a retriever for ``(config, corpus)``, loaded or built, and the
+registry of search backends behind it.
+
+A backend is a :class:`SearchBackend`: how it is built over a corpus, how a saved one is opened,
+the index folder it gets under a run's ``work_dir``, and how a report names it. The built-in ones
+(dense, bm25, hybrid, milvus) are registered here; a new one is one module and one
+:func:`register_backend` call, after which ``retriever.kind`` accepts its name and every command
+(``index``, ``eval``, ``retrieve``, ``serve``) and the report find it here.
+"""
 
 from __future__ import annotations
 
+import re
 import shutil
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from efficientrag.data.corpus import Corpus
 from efficientrag.retrieval.base import Retriever
 from efficientrag.retrieval.bm25 import BM25_DIR, BM25Retriever
-from efficientrag.retrieval.config import RetrieverConfig
+from efficientrag.retrieval.config import SEARCH_KINDS, RetrieverConfig
 from efficientrag.retrieval.dense import DenseRetriever
 from efficientrag.retrieval.encoder import Encoder
 from efficientrag.retrieval.faiss_index import INDEX_FILE
@@ -51,26 +62,61 @@ def build_retriever(
         ValueError: The corpus is empty.
     """
     index_dir = index_dir if index_dir is not None else cfg.index_dir
-    if cfg.kind == "milvus":
-        from efficientrag.retrieval.milvus.retriever import MilvusRetriever
+    return backend_of(cfg.kind).build(
+        cfg, corpus, index_dir, rebuild=rebuild, encoder=encoder, show_progress=show_progress
+    )
 
-        return MilvusRetriever.build(
-            cfg, corpus, index_dir, rebuild=rebuild, encoder=encoder, show_progress=show_progress
+
+def _build_milvus(
+    cfg: RetrieverConfig,
+    corpus: Corpus,
+    index_dir: str | Path | None,
+    *,
+    rebuild: bool,
+    encoder: Encoder | None,
+    show_progress: bool,
+) -> Retriever:
+    from efficientrag.retrieval.milvus.retriever import MilvusRetriever
+
+    return MilvusRetriever.build(
+        cfg, corpus, index_dir, rebuild=rebuild, encoder=encoder, show_progress=show_progress
+    )
+
+
+def _build_hybrid(
+    cfg: RetrieverConfig,
+    corpus: Corpus,
+    index_dir: str | Path | None,
+    *,
+    rebuild: bool,
+    encoder: Encoder | None,
+    show_progress: bool,
+) -> Retriever:
+    # Each half keeps its own folder (and its own metadata checks) under the hybrid's.
+    parts = [
+        build_retriever(
+            replace(cfg, kind=kind, index_dir=None),
+            corpus,
+            None if index_dir is None else Path(index_dir) / kind,
+            rebuild=rebuild,
+            encoder=encoder,
+            show_progress=show_progress,
         )
-    if cfg.kind == "hybrid":
-        # Each half keeps its own folder (and its own metadata checks) under the hybrid's.
-        parts = [
-            build_retriever(
-                replace(cfg, kind=kind, index_dir=None),
-                corpus,
-                None if index_dir is None else Path(index_dir) / kind,
-                rebuild=rebuild,
-                encoder=encoder,
-                show_progress=show_progress,
-            )
-            for kind in ("dense", "bm25")
-        ]
-        return _hybrid(cfg, parts)
+        for kind in ("dense", "bm25")
+    ]
+    return _hybrid(cfg, parts)
+
+
+def _build_local(
+    cfg: RetrieverConfig,
+    corpus: Corpus,
+    index_dir: str | Path | None,
+    *,
+    rebuild: bool,
+    encoder: Encoder | None,
+    show_progress: bool,
+) -> Retriever:
+    """A dense or BM25 index: loaded when the folder holds one, else built (and saved there)."""
     if index_dir is None:
         return _build(cfg, corpus, None, encoder=encoder, show_progress=show_progress, rebuild=rebuild)
     index_dir = Path(index_dir)
@@ -112,19 +158,39 @@ def load_retriever(
         ValueError: No corpus (for a local index) or no folder was given.
     """
     index_dir = index_dir if index_dir is not None else cfg.index_dir
-    if cfg.kind == "milvus":
-        from efficientrag.retrieval.milvus.retriever import MilvusRetriever
-
-        return MilvusRetriever.open(
-            cfg,
-            index_dir,
-            encoder=encoder,
-            show_progress=show_progress,
-            corpus=corpus,
-            corpus_name=corpus_name,
-        )
-    if corpus is None:
+    backend = backend_of(cfg.kind)
+    if corpus is None and not backend.holds_chunks:
         raise ValueError(f"a {cfg.kind} index is searched with its corpus; pass the corpus it was built from")
+    return backend.load(
+        cfg, corpus, index_dir, encoder=encoder, show_progress=show_progress, corpus_name=corpus_name
+    )
+
+
+def _load_milvus(
+    cfg: RetrieverConfig,
+    corpus: Corpus | None,
+    index_dir: str | Path | None,
+    *,
+    encoder: Encoder | None,
+    show_progress: bool,
+    corpus_name: str | None,
+) -> Retriever:
+    from efficientrag.retrieval.milvus.retriever import MilvusRetriever
+
+    return MilvusRetriever.open(
+        cfg, index_dir, encoder=encoder, show_progress=show_progress, corpus=corpus, corpus_name=corpus_name
+    )
+
+
+def _load_local(
+    cfg: RetrieverConfig,
+    corpus: Corpus,
+    index_dir: str | Path | None,
+    *,
+    encoder: Encoder | None,
+    show_progress: bool,
+    corpus_name: str | None,
+) -> Retriever:
     if index_dir is None:
         raise ValueError("load_retriever needs an index_dir (argument or cfg.index_dir)")
     if cfg.kind == "hybrid":
@@ -170,3 +236,87 @@ def _remove_index_files(index_dir: Path) -> None:
         (index_dir / name).unlink(missing_ok=True)
     if (index_dir / BM25_DIR).is_dir():
         shutil.rmtree(index_dir / BM25_DIR)
+
+
+@dataclass(frozen=True)
+class SearchBackend:
+    """One search backend, as the commands and the report use it.
+
+    Attributes:
+        kind: The name ``retriever.kind`` gives.
+        build: ``(cfg, corpus, index_dir, *, rebuild, encoder, show_progress) -> Retriever``: the
+            index loaded when ``index_dir`` holds one, else built (and saved there).
+        load: ``(cfg, corpus, index_dir, *, encoder, show_progress, corpus_name) -> Retriever``:
+            a saved index opened (``IndexNotFoundError`` when there is none).
+        index_name: ``cfg -> str``: the index folder's name under a run's ``work_dir/index``.
+        describe: ``retriever section (saved config, plain data) -> str``: how a report names it.
+        holds_chunks: The backend keeps the chunks itself (a Milvus collection): a question can be
+            asked with no corpus read, and ``efficientrag index`` is what fills it.
+    """
+
+    kind: str
+    build: Callable[..., Retriever]
+    load: Callable[..., Retriever]
+    index_name: Callable[[RetrieverConfig], str]
+    describe: Callable[[Mapping[str, Any]], str]
+    holds_chunks: bool = False
+
+
+def _dense_name(cfg: RetrieverConfig) -> str:
+    encoder = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(cfg.encoder.rstrip("/")).name)
+    return f"dense-{encoder}-{cfg.index_type}"
+
+
+BACKENDS: dict[str, SearchBackend] = {
+    b.kind: b
+    for b in (
+        SearchBackend(
+            "dense", _build_local, _load_local, _dense_name, lambda c: f"retriever dense:{c.get('encoder')}"
+        ),
+        SearchBackend("bm25", _build_local, _load_local, lambda cfg: "bm25", lambda c: "retriever BM25"),
+        SearchBackend(
+            "hybrid",
+            _build_hybrid,
+            _load_local,
+            lambda cfg: f"hybrid-{_dense_name(cfg)}-bm25",
+            lambda c: f"retriever hybrid (RRF) dense:{c.get('encoder')} + BM25",
+        ),
+        SearchBackend(
+            "milvus",
+            _build_milvus,
+            _load_milvus,
+            lambda cfg: "milvus",
+            lambda c: f"retriever milvus:{(c.get('milvus') or {}).get('collection')}",
+            holds_chunks=True,
+        ),
+    )
+}
+
+
+def register_backend(backend: SearchBackend) -> None:
+    """Make ``backend.kind`` a search backend every command and the report know.
+
+    Args:
+        backend: Its build, load, index folder name and report name.
+
+    Raises:
+        ValueError: The kind is taken.
+    """
+    if backend.kind in BACKENDS:
+        raise ValueError(f"search backend {backend.kind!r} is already registered")
+    BACKENDS[backend.kind] = backend
+    SEARCH_KINDS.add(backend.kind)
+
+
+def backend_of(kind: str) -> SearchBackend:
+    """The registered backend called ``kind``.
+
+    Raises:
+        ValueError: None is, naming the registered ones.
+    """
+    backend = BACKENDS.get(kind)
+    if backend is None:
+        raise ValueError(
+            f"retriever.kind {kind!r} is not a registered search backend ({', '.join(sorted(BACKENDS))})"
+        )
+    return backend

@@ -72,10 +72,12 @@ class GuardedRetriever:
 def backend_name(kind: str, retriever: Any) -> str:
     """How replies and logs name the backend: its kind, and for Milvus the uri (without
     credentials) and collection."""
+    from efficientrag.retrieval.factory import backend_of
+
     describe = getattr(retriever, "describe", None)
-    if kind == "milvus" and callable(describe):
+    if backend_of(kind).holds_chunks and callable(describe):
         info = describe()
-        return f"milvus ({info.get('uri')}, collection {info.get('collection')})"
+        return f"{kind} ({info.get('uri')}, collection {info.get('collection')})"
     return kind
 
 
