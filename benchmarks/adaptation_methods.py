@@ -18,9 +18,9 @@ from typing import Any
 from efficientrag.adapt.method_choice import LABELER_RERANK, summarize
 from efficientrag.config import load_config
 from efficientrag.eval.paired_bootstrap import paired_bootstrap
+from efficientrag.eval.record_scores import question_scores
 from efficientrag.jsonl import read_jsonl
 from efficientrag.pipeline.config import EfficientRAGConfig
-from efficientrag.retrieval.metrics import all_gold, oracle_recall
 
 Record = dict[str, Any]
 GROUP_NAMES = {"pseudo": "the target's pseudo-questions", "validation": "the source datasets' validation"}
@@ -75,15 +75,8 @@ def evaluate_on_dev(
 
 
 def _per_question(records: Sequence[Record]) -> tuple[list[float], list[float]]:
-    rec = [100 * oracle_recall(r["retrieved_ids"], r["gold_chunk_ids"]) for r in records]
-    full = [100.0 * all_gold(r["retrieved_ids"], r["gold_chunk_ids"]) for r in records]
-    return rec, full
-
-
-def _gap(a: Sequence[float], b: Sequence[float], resamples: int) -> str:
-    g = paired_bootstrap(a, b, resamples=resamples)
-    verdict = "above" if g.low > 0 else "below" if g.high < 0 else "tie"
-    return f"{g.mean:+.1f} [{g.low:+.1f}, {g.high:+.1f}] {verdict}"
+    scores = question_scores(records)
+    return [r for r, _ in scores], [g for _, g in scores]
 
 
 def dev_lines(
@@ -103,7 +96,10 @@ def dev_lines(
         gaps = (
             ["", ""]
             if name == LABELER_RERANK
-            else [_gap(rec, ref[0], resamples), _gap(full, ref[1], resamples)]
+            else [
+                paired_bootstrap(rec, ref[0], resamples=resamples).cell(),
+                paired_bootstrap(full, ref[1], resamples=resamples).cell(),
+            ]
         )
         mark = " (chosen)" if name == chosen else ""
         lines.append(

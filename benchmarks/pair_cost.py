@@ -25,12 +25,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rerank_containment import gap_cell, loop_run, mean, scores, time_methods, toy_pool  # noqa: E402
-
-from efficientrag.eval.interrupts import main_reporting_interrupts  # noqa: E402
-from efficientrag.fingerprint import folder_digest  # noqa: E402
-from efficientrag.pipeline.config import EfficientRAGConfig  # noqa: E402
+from efficientrag.eval.assembly import toy_world_search
+from efficientrag.eval.interrupts import main_reporting_interrupts
+from efficientrag.eval.job_runs import evaluate_efficientrag_run
+from efficientrag.eval.paired_bootstrap import paired_bootstrap
+from efficientrag.eval.record_scores import mean, question_scores
+from efficientrag.eval.side_by_side import time_methods
+from efficientrag.fingerprint import folder_digest
+from efficientrag.jsonl import read_jsonl
+from efficientrag.pipeline.config import EfficientRAGConfig
 
 TODAY = "today (top_k 10)"
 CANDIDATES: dict[str, dict[str, Any]] = {
@@ -45,7 +48,13 @@ Record = dict[str, Any]
 
 
 def score(records: Sequence[Record]) -> float:
-    return mean([(r + a) / 2 for r, a in scores(records)])
+    return mean([(r + a) / 2 for r, a in question_scores(records)])
+
+
+def loop_run(cfg: EfficientRAGConfig, search: Any, examples: list, out: Path) -> list[Record]:
+    """The loop's run folder on ``examples`` (resumed or reused when it exists), read back."""
+    evaluate_efficientrag_run(cfg, search, examples, out, progress=False)
+    return list(read_jsonl(out / "predictions.jsonl"))
 
 
 def pairs(records: Sequence[Record]) -> list[float]:
@@ -106,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = {name: replace(base, **changes) for name, changes in CANDIDATES.items()}
     runs: dict[str, dict[str, list[Record]]] = {}
     for world, seed in (("validation", 1), ("report", 2)):
-        examples, search = toy_pool(seed, args.questions, args.work_dir)
+        examples, search = toy_world_search(seed, args.questions, args.work_dir)
         runs[world] = {
             name: loop_run(cfg, search, examples, args.work_dir / world / _slug(name))
             for name, cfg in settings.items()
@@ -146,25 +155,27 @@ def render(
         + "). Nothing was chosen on the report world.",
         "",
         "| setting (report world) | recall / all-gold | chunks | pairs / q (median) | "
-        + " | ".join(f"s / q, {'bf16' if d == 'bf16' else 'float32'}" for d in dtypes)
-        + " | vs today: recall [95%] | all-gold [95%] |",
+        + "".join(f"s / q, {'bf16' if d == 'bf16' else 'float32'} | " for d in dtypes)
+        + "vs today: recall [95%] | all-gold [95%] |",
         "|---|---|---|---|" + "---|" * len(dtypes) + "---|---|",
     ]
-    ref = scores(rep[TODAY])
+    ref = question_scores(rep[TODAY])
     for name, recs in rep.items():
-        s = scores(recs)
+        s = question_scores(recs)
         rec, full = mean([x for x, _ in s]), mean([y for _, y in s])
         chunks = mean([len(r["retrieved_ids"]) for r in recs])
         p = pairs(recs)
-        times = " | ".join(f"{seconds[d][name]:.3f}" for d in dtypes)
+        times = "".join(f"{seconds[d][name]:.3f} | " for d in dtypes)
         gaps = ["", ""]
         if name != TODAY:
-            gaps = [gap_cell([x for x, _ in s], [x for x, _ in ref], args.resamples)]
-            gaps.append(gap_cell([y for _, y in s], [y for _, y in ref], args.resamples))
+            gaps = [paired_bootstrap([x for x, _ in s], [x for x, _ in ref], resamples=args.resamples).cell()]
+            gaps.append(
+                paired_bootstrap([y for _, y in s], [y for _, y in ref], resamples=args.resamples).cell()
+            )
         mark = "**" if name == chosen else ""
         lines.append(
             f"| {mark}{name}{mark} | {rec:.1f} / {full:.1f} | {chunks:.2f} | {mean(p):.1f} "
-            f"({statistics.median(p):.0f}) | {times} | {gaps[0]} | {gaps[1]} |"
+            f"({statistics.median(p):.0f}) | {times}{gaps[0]} | {gaps[1]} |"
         )
     return lines
 

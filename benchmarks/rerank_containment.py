@@ -29,59 +29,29 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from efficientrag.baselines.labeler_rerank import LabelerRerank, LabelerRerankConfig
-from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.schema import Example
-from efficientrag.eval.experiment import ExperimentConfig
+from efficientrag.eval.assembly import toy_world_search
 from efficientrag.eval.interrupts import main_reporting_interrupts
 from efficientrag.eval.job_runs import evaluate_direct_r_run, evaluate_efficientrag_run, evaluate_rerank_run
 from efficientrag.eval.paired_bootstrap import paired_bootstrap
-from efficientrag.eval.prepared_data import prepare_data
+from efficientrag.eval.record_scores import mean, question_scores
+from efficientrag.eval.side_by_side import time_methods
 from efficientrag.fingerprint import folder_digest
 from efficientrag.jsonl import read_jsonl
 from efficientrag.pipeline.budget import choose_chunks, judgements_from_trace
 from efficientrag.pipeline.calibration import calibrate, calibration_error, fit_hop_calibration, judged_items
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.base import Retriever
-from efficientrag.retrieval.factory import build_retriever
-from efficientrag.retrieval.metrics import all_gold, oracle_recall
 
 TIMING_BATCH = 32
 Record = dict[str, Any]
 DEFAULT_ROW = "loop, quickstart setting"
-
-
-def toy_pool(seed: int, questions: int, work: Path) -> tuple[list[Example], Retriever]:
-    """A toy world's questions and the default (MiniLM) search over its corpus."""
-    exp = ExperimentConfig(
-        work_dir=str(work / f"toy-seed{seed}-n{questions}"),
-        data=DataConfig(dataset="toy", toy=ToyWorldConfig(seed=seed, num_questions=questions)),
-    )
-    pooled = prepare_data(exp)
-    return list(pooled.examples), build_retriever(exp.retriever, pooled.corpus, exp.index_dir)
-
-
-def scores(
-    records: Sequence[Record], k: Callable[[Record], int | None] = lambda r: None
-) -> list[tuple[float, float]]:
-    """Per question (recall, all-gold) in %, of its chunks cut at ``k(record)`` (None: all of them)."""
-    out = []
-    for r in records:
-        ids = r["retrieved_ids"][: k(r)]
-        out.append(
-            (100 * oracle_recall(ids, r["gold_chunk_ids"]), 100.0 * all_gold(ids, r["gold_chunk_ids"]))
-        )
-    return out
-
-
-def mean(values: Sequence[float]) -> float:
-    return sum(values) / max(1, len(values))
 
 
 def loop_run(
@@ -123,27 +93,6 @@ def hop_judgements(records: Sequence[Record]) -> list[Any]:
         j = judgements_from_trace(r["trace"]["hops"])
         out += judged_items(j.by_hop, r["gold_chunk_ids"], j.rank_by_hop)
     return out
-
-
-def time_methods(
-    methods: dict[str, Callable[[list[Example]], Any]], examples: list[Example]
-) -> dict[str, float]:
-    """Seconds per question of each method, one after another, after one warm-up batch each."""
-    batches = [examples[i : i + TIMING_BATCH] for i in range(0, len(examples), TIMING_BATCH)]
-    out = {}
-    for name, run in methods.items():
-        run(batches[0])
-        start = time.perf_counter()
-        for batch in batches:
-            run(batch)
-        out[name] = (time.perf_counter() - start) / len(examples)
-    return out
-
-
-def gap_cell(a: Sequence[float], b: Sequence[float], resamples: int) -> str:
-    g = paired_bootstrap(a, b, resamples=resamples)
-    verdict = "above" if g.low > 0 else "below" if g.high < 0 else "tie"
-    return f"{g.mean:+.1f} [{g.low:+.1f}, {g.high:+.1f}] {verdict}"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -190,7 +139,7 @@ class Validation:
 def validate(args: argparse.Namespace, base: EfficientRAGConfig, rerank: EfficientRAGConfig) -> Validation:
     """The rerank loop and the quickstart's loop on the validation world; each calibration fitted on
     the rerank loop's traces and scored by replaying its budget choice (no model run again)."""
-    examples, search = toy_pool(args.validation_seed, args.questions, args.work_dir)
+    examples, search = toy_world_search(args.validation_seed, args.questions, args.work_dir)
     raw = loop_run(rerank, search, examples, args.work_dir / "validation" / "rerank")
     default = loop_run(base, search, examples, args.work_dir / "validation" / "loop-quickstart")
     judged = hop_judgements(raw)
@@ -217,7 +166,7 @@ def validate(args: argparse.Namespace, base: EfficientRAGConfig, rerank: Efficie
 
 def protocol(records: Sequence[Record]) -> float:
     """The protocol score: the mean of recall and all-gold, in %."""
-    return mean([(r + a) / 2 for r, a in scores(records)])
+    return mean([(r + a) / 2 for r, a in question_scores(records)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -234,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, cal in val.calibrations.items()
     }
 
-    examples, search = toy_pool(args.report_seed, args.questions, args.work_dir)
+    examples, search = toy_world_search(args.report_seed, args.questions, args.work_dir)
     dev, b, n = args.work_dir / "report", args.budget, args.first_top_k
     evaluate_direct_r_run(search, examples, dev / "direct_r", ks=[b], progress=False)
     records = {"Direct-R": list(read_jsonl(dev / "direct_r" / "predictions.jsonl"))}
@@ -279,7 +228,9 @@ def timed(
         "Direct-R": lambda batch: search.search([ex.question for ex in batch], args.budget),
         "Labeler rerank": method.run_batch,
     }
-    return time_methods(methods | {name: loop(cfg) for name, cfg in loops.items()}, examples)
+    return time_methods(
+        methods | {name: loop(cfg) for name, cfg in loops.items()}, examples, batch_size=TIMING_BATCH
+    )
 
 
 def first_hop_only(records: Sequence[Record], cal: list[list[float]] | None, budget: int) -> list[Record]:
@@ -315,7 +266,7 @@ def render(
     filter_: Path,
 ) -> list[str]:
     b, n = args.budget, args.first_top_k
-    at_b = scores(records["Labeler rerank"], lambda r: b)
+    at_b = question_scores(records["Labeler rerank"], lambda r: b)
     shown = ", ".join(f"{k} {v:.2f}" for k, v in val.scores.items())
     lines = [
         f"# The loop containing its Labeler as a reranker (toy worlds, seeds {args.validation_seed} / "
@@ -333,7 +284,9 @@ def render(
         "",
         "| method | recall / all-gold | chunks | Labeler pairs / q | s / q | vs Labeler rerank: recall gap [95%] | all-gold gap [95%] |",
         "|---|---|---|---|---|---|---|",
-        _row("Direct-R", scores(records["Direct-R"], lambda r: b), None, float(b), 0.0, seconds, args),
+        _row(
+            "Direct-R", question_scores(records["Direct-R"], lambda r: b), None, float(b), 0.0, seconds, args
+        ),
         _row(
             f"Labeler rerank N={n}, K={b}",
             at_b,
@@ -353,19 +306,19 @@ def render(
         ref = (
             at_b
             if name != DEFAULT_ROW
-            else scores(records["Labeler rerank"], lambda r, own_k=own_k: own_k[r["id"]])
+            else question_scores(records["Labeler rerank"], lambda r, own_k=own_k: own_k[r["id"]])
         )
         chunks = mean([len(r["retrieved_ids"]) for r in recs])
         pairs_q = mean([r["counters"].get("labeler_pairs", 0.0) for r in recs])
         label = f"**{name}**" if name == f"loop, rerank ({val.chosen})" else name
-        lines.append(_row(label, scores(recs), ref, chunks, pairs_q, seconds, args, key=name))
+        lines.append(_row(label, question_scores(recs), ref, chunks, pairs_q, seconds, args, key=name))
     fused = first_hop_only(
         records["loop, rerank (calibrated, with rank)"], val.calibrations["calibrated, with rank"], b
     )
     lines.append(
         _row(
             f"its first hop alone: the Labeler fused with the search's rank, K={b}",
-            scores(fused),
+            question_scores(fused),
             at_b,
             float(b),
             float(n),
@@ -374,12 +327,15 @@ def render(
             key="",
         )
     )
-    chosen, default = scores(records[f"loop, rerank ({val.chosen})"]), scores(records[DEFAULT_ROW])
+    chosen, default = (
+        question_scores(records[f"loop, rerank ({val.chosen})"]),
+        question_scores(records[DEFAULT_ROW]),
+    )
     lines += [
         "",
         f"The chosen rerank loop against the quickstart's loop ({mean([len(r['retrieved_ids']) for r in records[DEFAULT_ROW]]):.2f} "
-        f"chunks a question, the rerank loop {b}): recall {gap_cell([x for x, _ in chosen], [x for x, _ in default], args.resamples)}, "
-        f"all-gold {gap_cell([y for _, y in chosen], [y for _, y in default], args.resamples)}.",
+        f"chunks a question, the rerank loop {b}): recall {paired_gap_cell([x for x, _ in chosen], [x for x, _ in default], args.resamples)}, "
+        f"all-gold {paired_gap_cell([y for _, y in chosen], [y for _, y in default], args.resamples)}.",
     ]
     return lines + calibration_lines(records, val) + swap_lines(records, val, b)
 
@@ -405,8 +361,8 @@ def _row(
         cells += ["", ""]
     else:
         cells += [
-            gap_cell([x for x, _ in s], [x for x, _ in ref], args.resamples),
-            gap_cell([y for _, y in s], [y for _, y in ref], args.resamples),
+            paired_gap_cell([x for x, _ in s], [x for x, _ in ref], args.resamples),
+            paired_gap_cell([y for _, y in s], [y for _, y in ref], args.resamples),
         ]
     return f"| {name} | " + " | ".join(cells) + " |"
 
@@ -450,3 +406,7 @@ def swap_lines(records: dict[str, list[Record]], val: Validation, budget: int) -
 
 if __name__ == "__main__":
     sys.exit(main_reporting_interrupts(main))
+
+
+def paired_gap_cell(a: Sequence[float], b: Sequence[float], resamples: int) -> str:
+    return paired_bootstrap(a, b, resamples=resamples).cell()

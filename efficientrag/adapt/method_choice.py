@@ -36,10 +36,10 @@ from typing import Any
 from efficientrag.adapt.choice import Judge, best_index, combined_score
 from efficientrag.config import to_dict
 from efficientrag.data.split import VALIDATION, split_of
+from efficientrag.eval.record_scores import mean, question_scores
 from efficientrag.pipeline.budget import choose_chunks, judgements_from_trace
 from efficientrag.pipeline.calibration import fit_hop_calibration, judged_items
 from efficientrag.pipeline.config import EfficientRAGConfig
-from efficientrag.retrieval.metrics import all_gold, oracle_recall
 
 log = logging.getLogger(__name__)
 
@@ -106,12 +106,11 @@ def replay(records: Sequence[Record], cfg: EfficientRAGConfig) -> list[Record]:
 def summarize(records: Sequence[Record]) -> dict[str, float]:
     """Recall and all-gold (percent), chunks and Labeler pairs per question, as the runner's summary."""
     n = max(1, len(records))
-    rec = [oracle_recall(r["retrieved_ids"], r["gold_chunk_ids"]) for r in records]
-    full = [all_gold(r["retrieved_ids"], r["gold_chunk_ids"]) for r in records]
+    scores = question_scores(records)
     return {
         "n": float(len(records)),
-        "recall": round(100.0 * sum(rec) / n, 4),
-        "all_gold": round(100.0 * sum(full) / n, 4),
+        "recall": round(mean([r for r, _ in scores]), 4),
+        "all_gold": round(mean([g for _, g in scores]), 4),
         "num_chunks": round(sum(len(r["retrieved_ids"]) for r in records) / n, 4),
         "labeler_pairs": round(sum(r.get("counters", {}).get("labeler_pairs", 0.0) for r in records) / n, 2),
     }

@@ -150,3 +150,23 @@ def _read_ids(path: str) -> set[str]:
     if not p.is_file():
         raise FileNotFoundError(f"question id file not found: {p}")
     return {line.strip() for line in p.read_text(encoding="utf-8").splitlines() if line.strip()}
+
+
+def toy_world_search(seed: int, num_questions: int, work_dir: str | Path) -> tuple[list[Example], Retriever]:
+    """A generated toy world's questions and the default (MiniLM dense) search over its corpus, the
+    index kept under ``work_dir/toy-seed<seed>-n<num_questions>``: the worlds the toy benchmarks
+    choose settings on (one seed) and report on (another), none of them the quickstart's.
+
+    Args:
+        seed: The world's seed (the quickstart's is 0).
+        num_questions: Questions generated.
+        work_dir: Where its data and index go.
+    """
+    from efficientrag.data.config import DataConfig, ToyWorldConfig
+
+    exp = ExperimentConfig(
+        work_dir=str(Path(work_dir) / f"toy-seed{seed}-n{num_questions}"),
+        data=DataConfig(dataset="toy", toy=ToyWorldConfig(seed=seed, num_questions=num_questions)),
+    )
+    pooled = prepare_data(exp)
+    return list(pooled.examples), search_backend(exp, pooled.corpus)

@@ -46,6 +46,15 @@ class PairedGap:
         """Whether the interval lies wholly on one side of 0 (the gap's sign is not noise)."""
         return self.low > 0 or self.high < 0
 
+    @property
+    def verdict(self) -> str:
+        """``"above"`` or ``"below"`` where the interval excludes 0, else ``"tie"``."""
+        return "above" if self.low > 0 else "below" if self.high < 0 else "tie"
+
+    def cell(self) -> str:
+        """The gap as a table shows it: ``+1.2 [-0.3, +2.8] tie``."""
+        return f"{self.mean:+.1f} [{self.low:+.1f}, {self.high:+.1f}] {self.verdict}"
+
 
 def paired_bootstrap(
     a: Sequence[float],

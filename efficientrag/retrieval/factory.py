@@ -67,40 +67,22 @@ def build_retriever(
     )
 
 
-def _build_milvus(
-    cfg: RetrieverConfig,
-    corpus: Corpus,
-    index_dir: str | Path | None,
-    *,
-    rebuild: bool,
-    encoder: Encoder | None,
-    show_progress: bool,
-) -> Retriever:
+def _build_milvus(cfg: RetrieverConfig, corpus: Corpus, index_dir: str | Path | None, **kw: Any) -> Retriever:
+    """``kw``: ``build_retriever``'s ``rebuild``, ``encoder``, ``show_progress``."""
     from efficientrag.retrieval.milvus.retriever import MilvusRetriever
 
-    return MilvusRetriever.build(
-        cfg, corpus, index_dir, rebuild=rebuild, encoder=encoder, show_progress=show_progress
-    )
+    return MilvusRetriever.build(cfg, corpus, index_dir, **kw)
 
 
-def _build_hybrid(
-    cfg: RetrieverConfig,
-    corpus: Corpus,
-    index_dir: str | Path | None,
-    *,
-    rebuild: bool,
-    encoder: Encoder | None,
-    show_progress: bool,
-) -> Retriever:
+def _build_hybrid(cfg: RetrieverConfig, corpus: Corpus, index_dir: str | Path | None, **kw: Any) -> Retriever:
+    """``kw``: ``build_retriever``'s ``rebuild``, ``encoder``, ``show_progress``."""
     # Each half keeps its own folder (and its own metadata checks) under the hybrid's.
     parts = [
         build_retriever(
             replace(cfg, kind=kind, index_dir=None),
             corpus,
             None if index_dir is None else Path(index_dir) / kind,
-            rebuild=rebuild,
-            encoder=encoder,
-            show_progress=show_progress,
+            **kw,
         )
         for kind in ("dense", "bm25")
     ]
@@ -167,19 +149,12 @@ def load_retriever(
 
 
 def _load_milvus(
-    cfg: RetrieverConfig,
-    corpus: Corpus | None,
-    index_dir: str | Path | None,
-    *,
-    encoder: Encoder | None,
-    show_progress: bool,
-    corpus_name: str | None,
+    cfg: RetrieverConfig, corpus: Corpus | None, index_dir: str | Path | None, **kw: Any
 ) -> Retriever:
+    """``kw``: ``load_retriever``'s ``encoder``, ``show_progress``, ``corpus_name``."""
     from efficientrag.retrieval.milvus.retriever import MilvusRetriever
 
-    return MilvusRetriever.open(
-        cfg, index_dir, encoder=encoder, show_progress=show_progress, corpus=corpus, corpus_name=corpus_name
-    )
+    return MilvusRetriever.open(cfg, index_dir, corpus=corpus, **kw)
 
 
 def _load_local(

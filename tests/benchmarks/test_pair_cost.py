@@ -30,3 +30,14 @@ def test_the_cheapest_setting_within_the_tolerance_is_chosen(bench):
     assert bench.choose(runs, tolerance=1.0) == today
     # A wide tolerance lets the cheapest in.
     assert bench.choose(runs, tolerance=20.0) == "later hops top 4"
+
+
+def test_the_table_has_one_cell_per_column_with_and_without_timings(bench):
+    today, cheap = bench.TODAY, "later hops top 6"
+    runs = {today: _records([2, 1] * 20, 28.0), cheap: _records([2, 2] * 20, 20.0)}
+    args = type("Args", (), {"questions": 40, "tolerance": 1.0, "resamples": 200, "models": "m"})()
+    for seconds in ({}, {"none": {today: 0.3, cheap: 0.2}, "bf16": {today: 0.2, cheap: 0.1}}):
+        lines = bench.render(args, {"validation": runs, "report": runs}, cheap, seconds, ".", ".")
+        table = [line for line in lines if line.startswith("|") and not line.startswith("|---")]
+        widths = {line.count("|") for line in table}
+        assert len(widths) == 1, table

@@ -27,21 +27,6 @@ def test_swaps_count_gold_gained_and_lost_against_the_first_hops_ranking(bench):
     assert bench.swaps(records, 2) == {"questions": 3.0, "changed": 2.0, "gained": 1.0, "lost": 1.0}
 
 
-def test_scores_read_each_question_at_its_own_cut_off(bench):
-    records = [
-        {"id": "1", "retrieved_ids": ["g1", "n", "g2"], "gold_chunk_ids": ["g1", "g2"]},
-        {"id": "2", "retrieved_ids": ["n", "g1"], "gold_chunk_ids": ["g1"]},
-    ]
-    assert bench.scores(records) == [(100.0, 100.0), (100.0, 100.0)]
-    assert bench.scores(records, lambda r: 2 if r["id"] == "1" else 1) == [(50.0, 0.0), (0.0, 0.0)]
-
-
-def test_gap_cell_says_tie_unless_the_interval_excludes_zero(bench):
-    assert bench.gap_cell([1.0] * 30, [0.0] * 30, 200).endswith("above")
-    assert bench.gap_cell([0.0] * 30, [1.0] * 30, 200).endswith("below")
-    assert bench.gap_cell([1.0, 0.0] * 15, [0.0, 1.0] * 15, 200).endswith("tie")
-
-
 def test_bad_arguments_are_refused(bench):
     with pytest.raises(SystemExit):
         bench.parse_args(["--budget", "30", "--first-top-k", "20"])
