@@ -52,27 +52,18 @@ LAYERS: dict[str, int] = {
     "treehop": 4,
     # 5: the methods compared.
     "baselines": 5,
-    # 6: evaluation: the experiment config, how a run is assembled, metrics and reports.
-    "eval": 6,
-    # 7: jobs and services built on everything below.
-    "adapt": 7,
-    "quickstart": 7,
-    "serve": 7,
-    "distill": 7,
-    # 8: the command line: parser, flags, one module per command family.
-    "cli": 8,
-}
-
-# Modules whose layer is not their package's. Each is the library side of a command-line entry
-# (``train/treehop.py``) that assembles a job from the layers below the CLI, as the quickstart does.
-MODULE_LAYERS: dict[str, int] = {
-    # Prepares TreeHop's training files (through training.open_pools), then trains.
-    "efficientrag.treehop.script": 7,
-    # Prepares the training files of TreeHop and the reranker as an experiment does
-    # (efficientrag.eval.prepared_data), one pool per file.
-    "efficientrag.training.open_pools": 7,
-    # Prepares the reranker's training files (through training.open_pools), then trains.
-    "efficientrag.training.reranker_script": 7,
+    # 6: the experiment: its config, prepared data, how a method is assembled, run fingerprints,
+    # training pools and the training jobs that run on them.
+    "experiment": 6,
+    # 7: evaluation: runs, metrics and reports.
+    "eval": 7,
+    # 8: jobs and services built on everything below.
+    "adapt": 8,
+    "quickstart": 8,
+    "serve": 8,
+    "distill": 8,
+    # 9: the command line: parser, flags, one module per command family.
+    "cli": 9,
 }
 
 # The package root only installs the Auto-class hook and names lazy exports (strings, not imports).
@@ -165,8 +156,6 @@ def imports_of(path: Path, module: str, modules: dict[str, Path]) -> list[Import
 
 def layer_of(module: str) -> int | None:
     """The layer of a dotted module name; None for ``efficientrag.testing`` and unknown names."""
-    if module in MODULE_LAYERS:
-        return MODULE_LAYERS[module]
     parts = module.split(".")
     if parts == [PACKAGE]:
         return ROOT_LAYER

@@ -1,4 +1,4 @@
-"""The numbers issue 51 reports before and after: how the package is laid out, in four counts.
+"""How the package is laid out, in four counts.
 
 ``python .ci/layout_numbers.py`` prints the modules at the package root, the names modules
 re-export for others (:mod:`check_reexports`), the import circles (every import counted, as

@@ -42,9 +42,9 @@ from typing import Any
 
 from efficientrag.adapt.method_choice import LABELER_RERANK, rerank_settings
 from efficientrag.config import load_config
-from efficientrag.eval.experiment import ExperimentConfig
 from efficientrag.eval.interrupts import main_reporting_interrupts
-from efficientrag.eval.prepared_data import prepare_data
+from efficientrag.experiment.config import ExperimentConfig
+from efficientrag.experiment.prepared_data import prepare_data
 from efficientrag.retrieval.factory import build_retriever
 
 STAGES = ("tokenize", "pad", "embeddings", "layers", "heads", "decode", "filter", "search", "python")

@@ -1,4 +1,4 @@
-"""Distilled Labelers (issue 42) under the honest protocol: candidates chosen on validation
+"""Distilled Labelers under the honest protocol: candidates chosen on validation
 questions of the training files, the chosen student reported on dev questions no step looked at.
 
 1. The teachers and their setting: ``retrieval_efficientrag.py``'s (trained on the three train
@@ -38,9 +38,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from retrieval_efficientrag import (  # noqa: E402
+from retrieval_efficientrag import (
     DATASETS,
     DEV_FILES,
     GRID,

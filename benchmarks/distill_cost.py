@@ -1,4 +1,4 @@
-"""The cost of distilled Labelers beside their teachers, TreeHop and Direct-R, in one run (issue 42).
+"""The cost of distilled Labelers beside their teachers, TreeHop and Direct-R, in one run.
 
 Variants on the same dev questions, index, machine and threads: the teachers in float32 and bf16,
 the chosen student (``benchmarks/distill.py``) in float32 and bf16, and the student in bf16 with
@@ -32,10 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from retrieval_efficientrag import DATASETS, DEFAULT_SHARED, DEV_FILES, REPO, open_pool  # noqa: E402
-from treehop_latency import TREEHOP, plot  # noqa: E402
+from retrieval_efficientrag import DATASETS, DEFAULT_SHARED, DEV_FILES, REPO, open_pool
+from treehop_latency import TREEHOP, plot
 
 SPLIT = ("encode", "search", "labeler", "filter", "model")
 VARIANTS = ("teacher", "teacher-bf16", "student", "student-bf16", "student-bf16+len")

@@ -1,4 +1,4 @@
-"""Hops only for the questions that need them? A gate on the first hop, tried on validation (issue 49).
+"""Hops only for the questions that need them? A gate on the first hop, tried on validation.
 
 Retrieve-then-rerank beats the loop on comparison questions, which name both of their entities:
 the question's own hits already hold the evidence, and later hops can only push it out of the
@@ -6,8 +6,8 @@ chunk budget. The natural fix is a gate after the first hop: stop there when the
 answered, hop on otherwise. This script measures that fix on a loop run's saved traces, so no
 model runs again. Every question's first hop is in its trace (each hit's Continue probability,
 its floor mark and its rank), so "first hop only" is that hop's pool, selected the way the loop
-selects (``first_hop_only``: floor chunks, then the most probable Continue chunks up to the
-budget, then ``fill_budget``'s next-ranked hits), exactly what ``max_hops=1`` keeps.
+selects (``first_hop_only``: the loop's own budget choice over the judgements of that hop),
+exactly what ``max_hops=1`` keeps.
 
 Reported, per run folder (give the loop's validation runs: settings are chosen on them):
 
@@ -34,12 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rerank_tables import question_type
 
-from rerank_tables import question_type  # noqa: E402
-
-from efficientrag.jsonl import read_jsonl  # noqa: E402
-from efficientrag.retrieval.metrics import all_gold, oracle_recall  # noqa: E402
+from efficientrag.config import from_dict
+from efficientrag.jsonl import read_jsonl
+from efficientrag.pipeline.budget import choose_chunks, judgements_from_trace
+from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.retrieval.metrics import all_gold, oracle_recall
 
 TAUS = (0.5, 0.8, 0.9, 0.95, 0.98, 0.99)
 MS = (2, 3)
@@ -47,31 +48,15 @@ MS = (2, 3)
 FIRST_HOP_TYPES = frozenset({"comparison"})
 
 
-@dataclass(frozen=True)
-class LoopSettings:
-    """The loop settings ``first_hop_only`` needs, read from a run's fingerprint."""
-
-    floor_k: int
-    tag_threshold: float
-    chunk_budget: int | None
-    budget_policy: str
-    fill_budget: bool
-
-    @classmethod
-    def of_run(cls, run: Mapping[str, Any], where: str) -> LoopSettings:
-        try:
-            s = run["fingerprint"]["settings"]["efficientrag"]
-            return cls(
-                int(s["floor_k"]),
-                float(s["tag_threshold"]),
-                s["chunk_budget"],
-                str(s["budget_policy"]),
-                bool(s.get("fill_budget", False)),
-            )
-        except (KeyError, TypeError) as exc:
-            raise ValueError(
-                f"{where}: not an EfficientRAG run (no fingerprint.settings.efficientrag.{exc})"
-            ) from exc
+def loop_settings(run: Mapping[str, Any], where: str) -> EfficientRAGConfig:
+    """The loop settings of a run, read from its fingerprint."""
+    try:
+        settings = run["fingerprint"]["settings"]["efficientrag"]
+    except (KeyError, TypeError) as exc:
+        raise ValueError(
+            f"{where}: not an EfficientRAG run (no fingerprint.settings.efficientrag.{exc})"
+        ) from exc
+    return from_dict(EfficientRAGConfig, settings, origin=where, prefix="efficientrag.")
 
 
 def first_hop_hits(record: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:
@@ -82,36 +67,14 @@ def first_hop_hits(record: Mapping[str, Any], where: str) -> list[Mapping[str, A
         raise ValueError(f"{where}: record {record.get('id')!r} has no first hop in its trace") from None
 
 
-def first_hop_only(hits: Sequence[Mapping[str, Any]], s: LoopSettings) -> list[str]:
-    """The chunk ids the loop keeps when it stops after the first hop (``max_hops=1``).
-
-    Args:
-        hits: The first hop's hit records in rank order (``id``, ``floor``, ``continue_prob``).
-        s: The run's loop settings.
-
-    Returns:
-        Kept ids in the loop's order: the pool (floor or Continue, in rank order; under a "first"
-        budget, Continue chunks only while the pool is under the budget), cut under a "best" budget
-        to the floor chunks and the most probable others, then topped up with next-ranked hits.
-    """
-    pool: dict[str, float] = {}
-    floor: set[str] = set()
-    for h in hits:
-        prob, cid = float(h.get("continue_prob") or 0.0), str(h["id"])
-        if h.get("floor"):
-            floor.add(cid)
-            pool[cid] = prob
-        full = s.chunk_budget is not None and s.budget_policy == "first" and len(pool) >= s.chunk_budget
-        if prob >= s.tag_threshold and (cid in floor or not full):
-            pool[cid] = prob
-    kept = list(pool)
-    budget = s.chunk_budget
-    if budget is not None and s.budget_policy == "best" and len(kept) > budget:
-        rest = sorted((c for c in kept if c not in floor), key=lambda c: -pool[c])
-        kept = [c for c in kept if c in floor] + rest[: max(0, budget - len(floor))]
-    if s.fill_budget and budget is not None:
-        kept += [str(h["id"]) for h in hits if str(h["id"]) not in kept][: max(0, budget - len(kept))]
-    return kept
+def first_hop_only(record: Mapping[str, Any], cfg: EfficientRAGConfig, where: str) -> list[str]:
+    """The chunk ids the loop keeps when it stops after the first hop (``max_hops=1``): the
+    loop's own budget choice (:func:`efficientrag.pipeline.budget.choose_chunks`) over the
+    judgements its trace recorded at that hop."""
+    first_hop_hits(record, where)
+    judgements = judgements_from_trace(record["trace"]["hops"][:1], where=where)
+    kept, _ = choose_chunks(judgements, cfg)
+    return [cid for cid, _ in kept]
 
 
 def gate_open(hits: Sequence[Mapping[str, Any]], m: int, tau: float) -> bool:
@@ -136,7 +99,7 @@ def load_run(folder: Path) -> list[Question]:
     for f in (run_file, pred_file):
         if not f.is_file():
             raise FileNotFoundError(f"{f}: missing (give an EfficientRAG run folder)")
-    settings = LoopSettings.of_run(json.loads(run_file.read_text()), str(run_file))
+    settings = loop_settings(json.loads(run_file.read_text()), str(run_file))
     name = folder.parent.name
     out = []
     for i, rec in enumerate(read_jsonl(pred_file), 1):
@@ -149,7 +112,7 @@ def load_run(folder: Path) -> list[Question]:
                 question_type(rec),
                 list(rec["gold_chunk_ids"]),
                 list(rec["retrieved_ids"]),
-                first_hop_only(hits, settings),
+                first_hop_only(rec, settings, f"{pred_file}:{i}"),
                 hits,
             )
         )

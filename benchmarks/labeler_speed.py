@@ -33,9 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from retrieval_efficientrag import (  # noqa: E402
+from retrieval_efficientrag import (
     DATASETS,
     DEFAULT_SHARED,
     DEV_FILES,

@@ -1,6 +1,6 @@
 """Is a gap between two runs on the same questions more than a few questions' noise?
 
-Issue 49's goal asks the loop, with at most 7 chunks, to reach Direct-R@10. Where it falls short by
+A goal such as "the loop, with at most 7 chunks, reaches Direct-R@10" is read on samples. Where it falls short by
 a point on 350 questions, or by four on 70, the reader needs to know whether that is a handful of
 questions that another draw of the dev set would reverse. This script pairs two run folders
 question by question, on recall and on all-gold, and prints the mean gap with its paired bootstrap
@@ -31,7 +31,7 @@ from typing import Any
 from rerank_tables import TYPE_FILES, known_types, question_type
 
 from efficientrag.eval.paired_bootstrap import PairedGap, paired_bootstrap
-from efficientrag.eval.run_binding import FINGERPRINT_FILE, PREDICTIONS_FILE, read_fingerprint
+from efficientrag.experiment.run_binding import FINGERPRINT_FILE, PREDICTIONS_FILE, read_fingerprint
 from efficientrag.jsonl import read_jsonl
 
 ALL = "all"

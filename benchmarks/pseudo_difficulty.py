@@ -1,4 +1,4 @@
-"""Would harder pseudo questions choose another loop for a left-out corpus? (issue 49)
+"""Would harder pseudo questions choose another loop for a left-out corpus?
 
 ``retrieval_rerank.py --adapt`` chooses the adapted loop's setting on adapt's scoring sets: the
 corpus's pseudo-validation questions and the training files' validation questions. Every
@@ -27,11 +27,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hop_gate import cell, first_hop_hits, recall_all_gold
 
-from hop_gate import cell, first_hop_hits, recall_all_gold  # noqa: E402
-
-from efficientrag.jsonl import read_jsonl  # noqa: E402
+from efficientrag.jsonl import read_jsonl
 
 SETS = ("pseudo-validation",)
 

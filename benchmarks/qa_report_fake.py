@@ -12,8 +12,7 @@ with the last intermediate answer. So its QA numbers track answer recall of each
 retrieval, and say nothing about any language model; the report marks them.
 
 EfficientRAG (retrieval + one answer call) joins the report when trained Labeler/Filter folders
-are given; evaluate it on questions it was not trained on (``--ids``: one question id per line,
-e.g. the held-out list ``benchmarks/retrieval_efficientrag_devsplit.py`` writes).
+are given; evaluate it on questions it was not trained on (``--ids``: one question id per line).
 
     python benchmarks/qa_report_fake.py                 # all 350 questions, BM25
     python benchmarks/qa_report_fake.py --limit 50 --retriever dense
@@ -154,7 +153,7 @@ def _experiment(args: argparse.Namespace) -> tuple[Any, list[str]]:
     when trained models are given)."""
     from efficientrag.config import load_config
     from efficientrag.data.config import DataConfig
-    from efficientrag.eval.experiment import EvalSettings, ExperimentConfig
+    from efficientrag.experiment.config import EvalSettings, ExperimentConfig
     from efficientrag.pipeline.config import EfficientRAGConfig
     from efficientrag.retrieval.config import RetrieverConfig
 
@@ -183,8 +182,8 @@ def _experiment(args: argparse.Namespace) -> tuple[Any, list[str]]:
 
 def _evaluate_all(cfg: Any, methods: list[str], retriever: Any, pooled: Any, examples: list) -> list[Path]:
     """Each method over the same questions, every answer from the scripted oracle reader."""
-    from efficientrag.eval.assembly import build_method
     from efficientrag.eval.evaluation import evaluate_method
+    from efficientrag.experiment.assembly import build_method
     from efficientrag.llm.config import LLMConfig
     from efficientrag.llm.generator_config import GeneratorConfig, OpenAIGeneratorConfig
     from efficientrag.llm.openai_generator import OpenAIGenerator
@@ -227,8 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--labeler and --filter go together")
 
     from efficientrag.data.loader import load_data
-    from efficientrag.eval.assembly import select_examples
     from efficientrag.eval.report import write_report
+    from efficientrag.experiment.assembly import select_examples
     from efficientrag.retrieval.factory import build_retriever
 
     if not Path(args.data).is_file():

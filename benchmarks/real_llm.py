@@ -28,11 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from real_llm_tables import method_dir, print_qa_table, print_synth_tables, read_predictions, synth_row
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-from real_llm_tables import method_dir, print_qa_table, print_synth_tables, read_predictions, synth_row  # noqa: E402
-
 SHARED = REPO.parent / "shared" / "data"
 if not SHARED.is_dir():
     SHARED = Path("/work/shared/data")
@@ -71,7 +69,7 @@ def rerun(argv: list[str]) -> str:
 def experiment(args: argparse.Namespace) -> Any:
     """The config every qa method shares: small-model settings, given once for all methods."""
     from efficientrag.config import load_config
-    from efficientrag.eval.experiment import ExperimentConfig
+    from efficientrag.experiment.config import ExperimentConfig
 
     overrides = [
         f"work_dir={args.out}",
@@ -135,8 +133,8 @@ def load_generator(cfg: Any) -> Any:
 
 def cmd_qa(args: argparse.Namespace, argv: list[str]) -> int:
     from efficientrag.data.loader import load_data
-    from efficientrag.eval.assembly import build_method, select_examples
     from efficientrag.eval.evaluation import evaluate_method
+    from efficientrag.experiment.assembly import build_method, select_examples
     from efficientrag.retrieval.factory import build_retriever
 
     cfg = experiment(args)
@@ -314,7 +312,7 @@ def cmd_judge(args: argparse.Namespace, argv: list[str]) -> int:
     from tqdm.auto import tqdm
 
     from efficientrag.baselines.config import JudgeConfig
-    from efficientrag.eval.judge import JudgeItem, LLMJudge
+    from efficientrag.baselines.judge import JudgeItem, LLMJudge
 
     out = Path(args.out)
     items: list[tuple[str, dict[str, Any]]] = []

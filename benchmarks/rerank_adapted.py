@@ -1,4 +1,4 @@
-"""``retrieval_rerank.py --adapt``: the left-out rows after ``efficientrag adapt`` (issue 49).
+"""``retrieval_rerank.py --adapt``: the left-out rows after ``efficientrag adapt``.
 
 The issue's own probe found the one place a reranker clearly beat the loop: HotpotQA left out,
 after the direction's models were adapted to its corpus, the adapted Labeler used as a reranker of

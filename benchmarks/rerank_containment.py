@@ -36,12 +36,12 @@ from typing import Any
 
 from efficientrag.baselines.labeler_rerank import LabelerRerank, LabelerRerankConfig
 from efficientrag.data.schema import Example
-from efficientrag.eval.assembly import toy_world_search
 from efficientrag.eval.interrupts import main_reporting_interrupts
 from efficientrag.eval.job_runs import evaluate_direct_r_run, evaluate_efficientrag_run, evaluate_rerank_run
 from efficientrag.eval.paired_bootstrap import paired_bootstrap
 from efficientrag.eval.record_scores import mean, question_scores
 from efficientrag.eval.side_by_side import time_methods
+from efficientrag.experiment.assembly import toy_world_search
 from efficientrag.fingerprint import folder_digest
 from efficientrag.jsonl import read_jsonl
 from efficientrag.pipeline.budget import choose_chunks, judgements_from_trace

@@ -29,11 +29,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import backend_scale
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-import backend_scale  # noqa: E402
-
 PART1 = ("bm25s", "milvus-bm25", "faiss-flat", "milvus-dense")
 # Milvus backend -> the in-process backend of the same kind, whose chunks it is compared with.
 TWINS = {"milvus-bm25": "bm25s", "milvus-dense": "faiss-flat"}
@@ -59,9 +57,9 @@ def run_part1(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
     from efficientrag.baselines.efficientrag import EfficientRAGRetrieval
     from efficientrag.config import load_config
     from efficientrag.data.config import DataConfig
-    from efficientrag.eval.experiment import ExperimentConfig
-    from efficientrag.eval.prepared_data import prepare_data
     from efficientrag.eval.runner import run_method
+    from efficientrag.experiment.config import ExperimentConfig
+    from efficientrag.experiment.prepared_data import prepare_data
     from efficientrag.jsonl import read_jsonl
     from efficientrag.models import Filter, Labeler
     from efficientrag.pipeline.efficientrag import EfficientRAG

@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
-
 KS = (2, 4, 6, 10, 20)
 DATASETS = (
     ("hotpotqa", "hotpotqa/dev_ircot.350.jsonl"),
@@ -37,10 +35,10 @@ def run_pool(
     from efficientrag.baselines.base import SharedSettings
     from efficientrag.baselines.direct_r import DirectRetrieval
     from efficientrag.config import load_config
-    from efficientrag.eval.experiment import ExperimentConfig
-    from efficientrag.eval.prepared_data import prepare_data
     from efficientrag.eval.runner import run_method
     from efficientrag.eval.summary import summarize_records
+    from efficientrag.experiment.config import ExperimentConfig
+    from efficientrag.experiment.prepared_data import prepare_data
     from efficientrag.jsonl import read_jsonl
     from efficientrag.retrieval.factory import build_retriever
 

@@ -33,13 +33,15 @@ import re
 import shlex
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from efficientrag.eval import versus_direct
 from efficientrag.eval.gold_fate import fate_cells, fate_table_head, gold_fate
 from efficientrag.eval.interrupts import main_reporting_interrupts
+from efficientrag.experiment.pools import open_pool as experiment_pool
+from efficientrag.training.pool import Pool
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = REPO.parent / "shared" / "data"
@@ -79,16 +81,6 @@ GRID = [
 TOKEN_THRESHOLDS = (0.5, 0.7, 0.9)
 
 
-@dataclass
-class Pool:
-    """One evaluation corpus with its index and questions."""
-
-    name: str
-    corpus: Any
-    examples: list
-    retriever: Any
-
-
 def open_pool(
     name: str,
     paths: list[tuple[str, str]],
@@ -96,11 +88,10 @@ def open_pool(
     args: argparse.Namespace,
     corpus_path: str | None = None,
 ) -> Pool:
+    """``paths`` (dataset, file under ``--shared-data``; the first is the pool's own, the rest
+    pooled into its corpus) opened as a pool under ``root/name`` with ``--retriever``'s search."""
     from efficientrag.data.config import DataConfig, SourceConfig
-    from efficientrag.eval.experiment import ExperimentConfig
-    from efficientrag.eval.prepared_data import prepare_data
     from efficientrag.retrieval.config import RetrieverConfig
-    from efficientrag.retrieval.factory import build_retriever
 
     (dataset, path), *rest = paths
     data = DataConfig(
@@ -109,11 +100,7 @@ def open_pool(
         corpus_path=str(Path(args.shared_data) / corpus_path) if corpus_path else None,
         extra=[SourceConfig(d, str(Path(args.shared_data) / p)) for d, p in rest],
     )
-    rcfg = RetrieverConfig(kind=args.retriever)
-    exp = ExperimentConfig(work_dir=str(root / name), data=data, retriever=rcfg)
-    pooled = prepare_data(exp)
-    retriever = build_retriever(rcfg, pooled.corpus, exp.index_dir, show_progress=not args.quiet)
-    return Pool(name, pooled.corpus, list(pooled.examples), retriever)
+    return experiment_pool(name, data, RetrieverConfig(kind=args.retriever), root, progress=not args.quiet)
 
 
 def quick_config(root: Path, dataset: str, args: argparse.Namespace) -> Any:
@@ -313,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     work = Path(args.work_dir) / args.retriever
     if args.leave_one_out:
-        # Issue 17's transfer protocol: each dataset's dev questions judged by models trained and
+        # The transfer protocol: each dataset's dev questions judged by models trained and
         # tuned on the other datasets only; then the paper's Table 6 directions on their own.
         runs = [([d for d in DATASETS if d != held], [held]) for held in DATASETS]
         runs += [(["hotpotqa"], ["2wikimultihopqa"]), (["2wikimultihopqa"], ["hotpotqa"])]

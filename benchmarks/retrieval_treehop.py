@@ -36,10 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import treehop_combination as combination  # noqa: E402
-from retrieval_efficientrag import (  # noqa: E402
+import treehop_combination as combination
+from retrieval_efficientrag import (
     DATASETS,
     DEV_FILES,
     REPO,
@@ -50,11 +48,11 @@ from retrieval_efficientrag import (  # noqa: E402
     quick_config,
     validation_examples,
 )
-from treehop_tables import render  # noqa: E402
+from treehop_tables import render
 
-from efficientrag.eval.interrupts import main_reporting_interrupts  # noqa: E402
-from efficientrag.fingerprint import folder_digest  # noqa: E402
-from efficientrag.treehop.fixed_update import FixedUpdate  # noqa: E402
+from efficientrag.eval.interrupts import main_reporting_interrupts
+from efficientrag.fingerprint import folder_digest
+from efficientrag.treehop.fixed_update import FixedUpdate
 
 KS = [2, 4, 5, 6, 7, 10, 15, 20, 30]
 SETTINGS = {"TreeHop@5, 2 hops": (5, 2), "TreeHop@5, 3 hops": (5, 3), "TreeHop@10, 2 hops": (10, 2)}
@@ -145,8 +143,8 @@ def _variant_row(metrics: dict) -> dict:
 
 def evaluate_treehop(pool: Pool, model: Any, examples: list, label: str, out: Path, **settings: Any) -> dict:
     from efficientrag.baselines.treehop import TreeHopRetrieval
-    from efficientrag.eval.run_binding import index_and_data
     from efficientrag.eval.runner import run_method
+    from efficientrag.experiment.run_binding import index_and_data
     from efficientrag.treehop.config import TreeHopRetrievalConfig
     from efficientrag.treehop.retriever import TreeHopRetriever
 
@@ -168,8 +166,8 @@ def evaluate_treehop(pool: Pool, model: Any, examples: list, label: str, out: Pa
 def evaluate_direct(pool: Pool, examples: list, out: Path) -> dict:
     from efficientrag.baselines.base import SharedSettings
     from efficientrag.baselines.direct_r import DirectRetrieval
-    from efficientrag.eval.run_binding import index_and_data
     from efficientrag.eval.runner import run_method
+    from efficientrag.experiment.run_binding import index_and_data
 
     method = DirectRetrieval(pool.retriever, None, shared=SharedSettings(ks=tuple(KS)))
     bound = {"method": "direct_r", "depth": method.depth, **index_and_data(pool.retriever, examples)}

@@ -25,11 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import adaptation
+import retrieval_efficientrag as rb
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import adaptation  # noqa: E402
-import retrieval_efficientrag as rb  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,15 +50,20 @@ def resolve(serve_args: list[str]):
 
 def questions_of(cfg) -> list[str]:
     """The config's questions (``eval.ids_file`` / ``exclude_ids_file`` / ``--limit`` apply)."""
-    from efficientrag.eval.assembly import select_examples
-    from efficientrag.eval.prepared_data import prepare_data
+    from efficientrag.experiment.assembly import select_examples
+    from efficientrag.experiment.prepared_data import prepare_data
 
     return [ex.question for ex in select_examples(cfg, prepare_data(cfg).examples)]
 
 
 def open_library(cfg):
-    from efficientrag.eval.assembly import check_model_folders, search_backend, search_corpus, select_examples
-    from efficientrag.eval.prepared_data import prepare_data
+    from efficientrag.experiment.assembly import (
+        check_model_folders,
+        search_backend,
+        search_corpus,
+        select_examples,
+    )
+    from efficientrag.experiment.prepared_data import prepare_data
     from efficientrag.pipeline.efficientrag import EfficientRAG
 
     check_model_folders(cfg, "efficientrag")
@@ -242,7 +247,6 @@ def main(argv: list[str] | None = None) -> int:
         "command: python benchmarks/serve_load.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     )
     if args.overload:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
         from serve_overload import run_overload
 
         cfg = resolve(serve_args)

@@ -1,4 +1,4 @@
-"""``serve_load.py --overload``: an RL trainer's load on ``efficientrag serve`` (issue 50).
+"""``serve_load.py --overload``: an RL trainer's load on ``efficientrag serve``.
 
 verl's SearchTool and Search-R1 rollouts call the Search-R1 ``/retrieve`` with about 120 concurrent
 callers, each with a 30-second timeout. For each client count (16, 64, 120, 256 by default), that

@@ -37,8 +37,8 @@ def evaluate(
     pool: Any, model: Any, labeler: Any, examples: list, out: Path, setting: tuple
 ) -> dict[str, Any]:
     from efficientrag.baselines.treehop import TaggedTreeHopRetrieval
-    from efficientrag.eval.run_binding import index_and_data
     from efficientrag.eval.runner import run_method
+    from efficientrag.experiment.run_binding import index_and_data
     from efficientrag.treehop.config import TreeHopRetrievalConfig
     from efficientrag.treehop.retriever import TreeHopRetriever
     from efficientrag.treehop.tagged import TaggedTreeHop, TagSettings

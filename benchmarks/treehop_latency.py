@@ -29,9 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from retrieval_efficientrag import DATASETS, DEFAULT_SHARED, DEV_FILES, REPO, open_pool  # noqa: E402
+from retrieval_efficientrag import DATASETS, DEFAULT_SHARED, DEV_FILES, REPO, open_pool
 
 TREEHOP = {"TreeHop@5, 2 hops": (5, 2), "TreeHop@5, 3 hops": (5, 3), "TreeHop@10, 2 hops": (10, 2)}
 TREEHOP["TreeHop@10, 3 hops"] = (10, 3)

@@ -88,6 +88,24 @@ def load_config(
         ConfigError: An unknown key (with the closest known one), a value of the wrong type or out
             of range, or a missing or malformed YAML file; the message names the key and where it came from.
     """
+    merged, origin = merged_sources(path, overrides, data=data)
+    return from_dict(cls, merged, origin=origin)
+
+
+def merged_sources(
+    path: str | Path | None = None, overrides: Sequence[str] = (), *, data: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], str]:
+    """The plain data :func:`load_config` builds a config from, and where it came from (for errors):
+    for a caller that needs one section before the whole config is built.
+
+    Args:
+        path: A YAML preset (None: nothing).
+        overrides: ``"dotted.key=value"`` strings, applied last.
+        data: A mapping merged over the YAML (deeply), before the overrides.
+
+    Returns:
+        ``(merged data, origin)``.
+    """
     merged: dict[str, Any] = {}
     origin = "<defaults>"
     if path is not None:
@@ -99,7 +117,7 @@ def load_config(
         key, value = parse_override(item)
         _set_dotted(merged, key, value)
         origin = f"{origin} + overrides" if "overrides" not in origin else origin
-    return from_dict(cls, merged, origin=origin)
+    return merged, origin
 
 
 def parse_args_with_overrides(
@@ -165,6 +183,30 @@ def from_dict(cls: type[T], data: Mapping[str, Any], *, origin: str = "<dict>", 
     except (TypeError, ValueError) as exc:
         section = f"config section '{prefix.rstrip('.')}'" if prefix else f"config ({cls.__name__})"
         raise ConfigError(f"{origin}: invalid {section}: {exc}") from exc
+
+
+def config_section(cls: type, name: str, merged: Mapping[str, Any], *, origin: str = "<dict>") -> Any:
+    """One field of ``cls`` built from plain data (:func:`merged_sources`) as :func:`from_dict`
+    builds it, without building the rest: a command that must read one section to decide the
+    others' overrides builds the whole config once, afterwards.
+
+    Args:
+        cls: The config dataclass.
+        name: The field (a nested config section such as ``data``).
+        merged: Plain data for the whole of ``cls``.
+        origin: Where ``merged`` came from, for errors.
+
+    Returns:
+        The field's value: its default when ``merged`` does not name it.
+    """
+    field = {f.name: f for f in dataclasses.fields(cls) if f.init}[name]
+    default = _field_default(field)
+    if name not in merged:
+        return default
+    value = merged[name]
+    if isinstance(value, Mapping) and dataclasses.is_dataclass(default) and not isinstance(default, type):
+        value = _deep_merge(_plain(default), value)
+    return _convert(value, typing.get_type_hints(cls)[name], origin=origin, key=name)
 
 
 def attribute_docs(cls: type) -> dict[str, str]:

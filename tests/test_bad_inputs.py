@@ -16,8 +16,8 @@ from efficientrag.cli import main
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 from efficientrag.errors import DataFormatError
-from efficientrag.eval.prepared_data import default_work_dir
 from efficientrag.eval.runner import run_method
+from efficientrag.experiment.prepared_data import default_work_dir
 from efficientrag.pipeline.efficientrag import EfficientRAG
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 

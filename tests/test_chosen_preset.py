@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from efficientrag.config import load_config, parse_override
-from efficientrag.eval.experiment import ExperimentConfig
+from efficientrag.experiment.config import ExperimentConfig
 
 REPO = Path(__file__).resolve().parents[1]
 CHOSEN = "k10-t0.05-f3"

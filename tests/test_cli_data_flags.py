@@ -12,7 +12,7 @@ from efficientrag.cli import main
 from efficientrag.cli.command_config import command_overrides, experiment_config
 from efficientrag.cli.parser import build_parser
 from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
-from efficientrag.eval.prepared_data import default_work_dir
+from efficientrag.experiment.prepared_data import default_work_dir
 from efficientrag.quickstart.job import QuickstartConfig
 
 REPO = Path(__file__).resolve().parents[1]

@@ -57,7 +57,7 @@ def test_an_import_up_the_layers_is_named_with_file_and_line(tmp_path, text, lin
     problems = _checker().check(root)
     assert problems == [
         f"efficientrag/treehop/fate.py:{line}: efficientrag.treehop.fate (layer 4) imports "
-        "efficientrag.eval.report (layer 6)"
+        "efficientrag.eval.report (layer 7)"
     ]
 
 

@@ -92,9 +92,9 @@ def test_a_second_run_reuses_every_step(tmp_path):
 def test_loaded_models_bind_the_results_to_their_own_folders(tmp_path):
     """The benchmarks hand in models loaded once (behind a prediction cache) and a config with no
     model paths: the run must still be bound to those models' weights, and equal the path run."""
-    from efficientrag.eval.experiment import ExperimentConfig
-    from efficientrag.eval.prepared_data import prepare_data
-    from efficientrag.eval.run_binding import read_fingerprint
+    from efficientrag.experiment.config import ExperimentConfig
+    from efficientrag.experiment.prepared_data import prepare_data
+    from efficientrag.experiment.run_binding import read_fingerprint
     from efficientrag.models import Filter, Labeler
     from efficientrag.pipeline.efficientrag import EfficientRAG
     from efficientrag.pipeline.prediction_cache import CachedPredictor

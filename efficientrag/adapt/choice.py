@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.data.schema import Example
+from efficientrag.experiment.run_binding import loop_fingerprint
 from efficientrag.fingerprint import file_digest, json_digest
 from efficientrag.jsonl import read_jsonl
-from efficientrag.pipeline.config import EfficientRAGConfig, loop_settings
+from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.base import Retriever
 
 log = logging.getLogger(__name__)
@@ -158,7 +159,12 @@ class Judge:
     def run_dir(self, models: dict[str, Path], loop: EfficientRAGConfig, set_name: str) -> Path:
         """Where ``models`` run with ``loop`` on one set are evaluated: keyed by the weights' digest
         and the loop's settings, so a rerun reuses it and other settings never do."""
-        return self.out_dir / _digest(models)[:12] / json_digest(loop_settings(loop), 8) / set_name
+        return (
+            self.out_dir
+            / _digest(models)[:12]
+            / json_digest(loop_fingerprint(loop, answers=False, model_digests=True), 8)
+            / set_name
+        )
 
     def _evaluate(self, models: dict[str, Path], loop: EfficientRAGConfig, s: ScoringSet) -> dict[str, Any]:
         from efficientrag.eval.job_runs import evaluate_efficientrag_run

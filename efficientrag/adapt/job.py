@@ -35,9 +35,9 @@ from efficientrag.config import save_config, to_dict
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 from efficientrag.data.split import TRAIN, VALIDATION
+from efficientrag.experiment.run_binding import loop_fingerprint
 from efficientrag.fingerprint import file_digest
 from efficientrag.jsonl import read_jsonl, write_jsonl
-from efficientrag.pipeline.config import loop_settings
 from efficientrag.training.fingerprint import fingerprint
 from efficientrag.training.run import brief_metrics
 
@@ -200,7 +200,7 @@ def _decisions_stage(
         questions=fingerprint(questions=[(q.id, q.question) for q in questions]),
         corpus=qcorpus.fingerprint(),
         retriever=to_dict(cfg.retriever, checks=False),
-        loop=loop_settings(cfg.efficientrag),
+        loop=loop_fingerprint(cfg.efficientrag, answers=False, model_digests=True),
     )[:12]
     decisions = work / f"decisions-{key}" / "decisions.jsonl"
     rag = _load_rag(cfg, qcorpus, models, work)

@@ -129,7 +129,7 @@ class Method(ABC):
         (EfficientRAG: ``cfg.efficientrag``), and sets :attr:`config_key` to match.
 
         Args:
-            cfg: an :class:`~efficientrag.eval.experiment.ExperimentConfig`.
+            cfg: an :class:`~efficientrag.experiment.config.ExperimentConfig`.
 
         Returns:
             The section, an instance of :attr:`config_class`.

@@ -12,13 +12,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from efficientrag.cli.flags import flag_overrides
-from efficientrag.config import load_config
+from efficientrag.config import config_section, load_config, merged_sources
 
 T = TypeVar("T")
 
 
 def experiment_config(args: argparse.Namespace):
-    from efficientrag.eval.experiment import ExperimentConfig
+    from efficientrag.experiment.config import ExperimentConfig
 
     return load_config(ExperimentConfig, args.config, command_overrides(args, ExperimentConfig))
 
@@ -48,11 +48,13 @@ def command_overrides(args: argparse.Namespace, cls: type) -> list[str]:
     win). The data flags win over the preset's data section (:mod:`efficientrag.cli.data_flags`), and
     a user's own file gets its own work folder unless one is named."""
     from efficientrag.cli.data_flags import DataFlags, data_flag_overrides
-    from efficientrag.eval.prepared_data import default_work_dir
+    from efficientrag.experiment.prepared_data import default_work_dir
 
     flags = DataFlags(*(getattr(args, name, None) for name in ("dataset", "data", "corpus")))
     own = list(args.overrides)
-    preset = load_config(cls, args.config, own).data
+    # The preset's data section alone: the whole config is built once, by the caller.
+    raw, origin = merged_sources(args.config, own)
+    preset = config_section(cls, "data", raw, origin=origin)
     # eval and quickstart ask questions (the parser marks them): a corpus alone is not enough.
     needs_questions = getattr(args, "needs_questions", False)
     overrides = data_flag_overrides(flags, preset, needs_questions=needs_questions)

@@ -18,7 +18,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     Returns:
         0; bad input raises, which :func:`main` reports as one line and exit status 2.
     """
-    from efficientrag.eval.prepared_data import prepare_data
+    from efficientrag.experiment.prepared_data import prepare_data
 
     cfg = experiment_config(args)
     pooled = prepare_data(cfg, rebuild=args.rebuild)
@@ -37,7 +37,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     Returns:
         0; a mismatching index or bad input raises (exit status 2 through :func:`main`).
     """
-    from efficientrag.eval.prepared_data import prepare_data
+    from efficientrag.experiment.prepared_data import prepare_data
     from efficientrag.retrieval.factory import build_retriever
 
     cfg = experiment_config(args)

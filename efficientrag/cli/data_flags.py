@@ -4,7 +4,7 @@ The data flags always win over a preset's data section: ``-c milvus.yaml --corpu
 reads ``my.jsonl``, never the preset's dataset (a preset without a data section means the toy
 world, which once silently won). A combination that cannot mean anything is refused in one line.
 
-Runs over a user's own files go to a folder of their own (:func:`efficientrag.eval.prepared_data.default_work_dir`).
+Runs over a user's own files go to a folder of their own (:func:`efficientrag.experiment.prepared_data.default_work_dir`).
 """
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ def _delegate(argv: list[str]) -> int | None:
     from efficientrag.models.inputs import KINDS
 
     if len(argv) >= 2 and argv[1] == "reranker":
-        from efficientrag.training.reranker_script import main as reranker_main
+        from efficientrag.experiment.train_reranker import main as reranker_main
 
         return reranker_main(argv[2:], prog="efficientrag train reranker")
     from efficientrag.training.script import main as train_main

@@ -19,7 +19,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     Returns:
         0; an empty question, missing model folders or bad input raise (exit status 2).
     """
-    from efficientrag.eval.assembly import check_model_folders, search_backend, search_corpus
+    from efficientrag.experiment.assembly import check_model_folders, search_backend, search_corpus
     from efficientrag.pipeline.efficientrag import EfficientRAG
     from efficientrag.pipeline.inputs import check_questions
     from efficientrag.pipeline.trace import trace_to_dicts

@@ -29,9 +29,9 @@ from efficientrag.adapt.self_training import Question, read_questions, record_de
 from efficientrag.config import ConfigError, save_config, to_dict
 from efficientrag.distill.config import DistillConfig
 from efficientrag.distill.pairs import write_pair_rows
+from efficientrag.experiment.run_binding import loop_fingerprint
 from efficientrag.fingerprint import file_digest, folder_digest
 from efficientrag.jsonl import write_jsonl
-from efficientrag.pipeline.config import loop_settings
 from efficientrag.training.config import TrainConfig
 from efficientrag.training.fingerprint import fingerprint
 from efficientrag.training.run import brief_metrics
@@ -100,7 +100,7 @@ def pairs_stage(
         questions=[(q.id, q.question) for q in questions],
         corpus=corpus.fingerprint(),
         retriever=to_dict(cfg.retriever, checks=False),
-        loop=loop_settings(cfg.efficientrag),
+        loop=loop_fingerprint(cfg.efficientrag, answers=False, model_digests=True),
     )[:12]
     decisions = work / f"pairs-{key}" / "decisions.jsonl"
     rows_dir = decisions.parent / "rows"

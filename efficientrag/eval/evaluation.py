@@ -16,14 +16,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from efficientrag.eval.run_binding import PREDICTIONS_FILE, run_fingerprint
 from efficientrag.eval.runner import run_method
+from efficientrag.experiment.run_binding import PREDICTIONS_FILE, run_fingerprint
 
 if TYPE_CHECKING:
     from efficientrag.baselines.base import GeneratorSource, Runnable
     from efficientrag.data.pooling import PooledDataset
     from efficientrag.data.schema import Example
-    from efficientrag.eval.experiment import ExperimentConfig
+    from efficientrag.experiment.config import ExperimentConfig
     from efficientrag.llm.generator import Generator
     from efficientrag.retrieval.base import Retriever
 
@@ -94,7 +94,7 @@ def evaluate(
     Args:
         cfg: the experiment (data, retriever, method settings, ``eval`` settings, generator).
         resume: continue the run folder's earlier predictions (made under the same fingerprint;
-            another fingerprint is refused with :class:`~efficientrag.eval.run_binding.StaleRunError`);
+            another fingerprint is refused with :class:`~efficientrag.experiment.run_binding.StaleRunError`);
             False starts over. None: ``cfg.eval.resume``.
         wait_for_lock: when another process is writing the run folder, wait for it instead of
             raising :class:`~efficientrag.run_lock.FolderLockedError`. None: ``cfg.eval.wait_for_lock``.
@@ -112,9 +112,14 @@ def evaluate(
         efficientrag.eval.interrupts.RunInterrupted: SIGINT/SIGTERM (the batch in flight is written).
     """
     from efficientrag.baselines.registry import check_method_name
-    from efficientrag.eval.assembly import build_method, check_model_folders, search_backend, select_examples
     from efficientrag.eval.gold_coverage import check_gold_coverage
-    from efficientrag.eval.prepared_data import prepare_data
+    from efficientrag.experiment.assembly import (
+        build_method,
+        check_model_folders,
+        search_backend,
+        select_examples,
+    )
+    from efficientrag.experiment.prepared_data import prepare_data
 
     # Everything that can be checked in a second is checked before the corpus is read and indexed.
     check_method_name(cfg.eval.method)
@@ -162,7 +167,7 @@ def evaluate_method(
 
     Args:
         cfg: the experiment config the method was built from (fingerprinted and saved).
-        method: the method, built by :func:`efficientrag.eval.assembly.build_method`.
+        method: the method, built by :func:`efficientrag.experiment.assembly.build_method`.
         retriever: the backend the method searches.
         pooled: the data ``examples`` come from (all of its questions are fingerprinted).
         examples: the questions to evaluate; None: ``cfg``'s selection of ``pooled.examples``.
@@ -176,7 +181,7 @@ def evaluate_method(
     Returns:
         The run's summary; its folder is ``cfg.eval_dir(method.name)``.
     """
-    from efficientrag.eval.assembly import check_model_folders, select_examples
+    from efficientrag.experiment.assembly import check_model_folders, select_examples
 
     if examples is None:
         examples = select_examples(cfg, pooled.examples)

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from efficientrag.config import to_dict
 from efficientrag.eval.evaluation import RunSummary
-from efficientrag.eval.run_binding import index_and_data, resumable
 from efficientrag.eval.runner import run_method
-from efficientrag.pipeline.config import without_later_defaults
+from efficientrag.experiment.run_binding import index_and_data, loop_fingerprint, resumable
 
 if TYPE_CHECKING:
     from efficientrag.baselines.rerank import Rerank
@@ -29,10 +28,6 @@ if TYPE_CHECKING:
     from efficientrag.retrieval.base import Retriever
 
 log = logging.getLogger(__name__)
-
-# EfficientRAG settings that cannot change retrieval: the model folders (bound by their weights'
-# digests instead), speed, and the answer call a retrieval run does not make.
-_NOT_RETRIEVAL = ("labeler", "filter", "batch_size", "answer_top_k", "answer_max_new_tokens")
 
 
 def evaluate_efficientrag_run(
@@ -65,7 +60,6 @@ def evaluate_efficientrag_run(
     """
     from efficientrag.baselines.efficientrag import EfficientRAGRetrieval
     from efficientrag.fingerprint import folder_digest
-    from efficientrag.models.export import resolve_quantize
     from efficientrag.pipeline.efficientrag import EfficientRAG
     from efficientrag.pipeline.inputs import loaded_path
 
@@ -75,12 +69,8 @@ def evaluate_efficientrag_run(
     else:
         folders = (_loaded_from(rag.labeler), _loaded_from(rag.filter))
         rag = EfficientRAG(rag.retriever, rag.labeler, rag.filter, rag_cfg)
-    # The reranker's path is left out like the models' (its content is hashed under models.reranker),
-    # so runs without one keep the fingerprints they had before the setting existed.
-    skipped = {*_NOT_RETRIEVAL, "first_hop_reranker"}
-    settings = {k: v for k, v in without_later_defaults(to_dict(rag_cfg)).items() if k not in skipped}
     # What runs, not "auto": the loaded models' path when they say it, else the config's.
-    settings["quantize"] = loaded_path(rag.labeler) or resolve_quantize(rag_cfg.quantize, rag_cfg.device)
+    settings = loop_fingerprint(rag_cfg, answers=False, quantize=loaded_path(rag.labeler))
     fingerprint = {
         "method": "efficientrag",
         **index_and_data(retriever, examples),
@@ -155,8 +145,8 @@ def evaluate_rerank_run(
     Returns:
         The run's summary; ``summary["retrieval"][str(k)]`` holds the scores at each cut-off.
     """
-    from efficientrag.eval.run_binding import SPEED_ONLY
-    from efficientrag.fingerprint import folder_digest
+    from efficientrag.experiment.assembly import model_digest
+    from efficientrag.experiment.run_binding import SPEED_ONLY
 
     answer_only = ("device", "top_k", "max_new_tokens")  # where it runs, and the answer call's
     skipped = {*method.model_fields, *SPEED_ONLY, *answer_only}
@@ -165,7 +155,9 @@ def evaluate_rerank_run(
         "method": method.name,
         **index_and_data(method.retriever, examples),
         "settings": {method.name: settings},
-        "models": {kind: folder_digest(getattr(method.cfg, f)) for f, kind in method.model_fields.items()},
+        "models": {
+            kind: model_digest(kind, getattr(method.cfg, f)) for f, kind in method.model_fields.items()
+        },
         "eval": {"ks": list(ks)},
     }
     return _run(method, examples, Path(out_dir), fingerprint, ks, batch_size, progress, dict(meta or {}))

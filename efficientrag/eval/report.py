@@ -27,9 +27,9 @@ from efficientrag.baselines.registry import METHODS
 from efficientrag.eval.paper_numbers import PaperNumber, all_numbers, lookup
 from efficientrag.eval.paper_numbers.dragin import model_variant
 from efficientrag.eval.plots import Point, plot_quality_vs_calls, plot_recall_vs_chunks
-from efficientrag.eval.run_binding import fingerprint_id, read_fingerprint
 from efficientrag.eval.scoring import ALL
 from efficientrag.eval.tables import fmt
+from efficientrag.experiment.run_binding import fingerprint_id, read_fingerprint
 
 MARK = "†"
 QA_SUFFIX = "_qa"

@@ -1,7 +1,7 @@
 """Runs any method over examples with resumable per-example output and writes the summary.
 
 Output folder: ``run.json`` (the fingerprint of the inputs the predictions were made under: a rerun
-with other inputs is refused, see :mod:`efficientrag.eval.run_binding`), ``predictions.jsonl`` (one
+with other inputs is refused, see :mod:`efficientrag.experiment.run_binding`), ``predictions.jsonl`` (one
 record per example, appended as each batch finishes), ``errors.jsonl`` (examples the method failed
 on, with the reason; rerunning retries them), ``summary.json`` and ``table.md`` (rebuilt from all
 records, so a resumed run reports exactly what an uninterrupted run would), and ``.lock`` (one
@@ -32,10 +32,10 @@ from efficientrag.config import save_config
 from efficientrag.data.schema import Example
 from efficientrag.errors import EfficientRAGError
 from efficientrag.eval.interrupts import RunInterrupted, StopRequests
-from efficientrag.eval.run_binding import LOCK_HINT, PREDICTIONS_FILE, bind_run, fingerprint_id
 from efficientrag.eval.scoring import prediction_record
 from efficientrag.eval.summary import summarize_records
 from efficientrag.eval.tables import summary_table
+from efficientrag.experiment.run_binding import LOCK_HINT, PREDICTIONS_FILE, bind_run, fingerprint_id
 from efficientrag.jsonl import JsonlAppender, drop_duplicate_ids, read_done_ids, read_jsonl, write_jsonl
 from efficientrag.llm.errors import EndpointUnreachableError, LLMAuthError, LLMConfigError
 from efficientrag.llm.generator import GeneratorCapabilityError
@@ -95,7 +95,7 @@ def run_method(
         resume: keep the folder's earlier predictions (refused when made under another
             fingerprint); False deletes them first.
         fingerprint: what determines the predictions
-            (:func:`efficientrag.eval.run_binding.run_fingerprint`); without one, only the method
+            (:func:`efficientrag.experiment.run_binding.run_fingerprint`); without one, only the method
             name and ``ks`` are recorded, so a caller that varies anything else must pass it.
         fail_fast_after: stop when the first this-many questions all fail alike (0: never).
         record_hooks: called with each record, its prediction and example before it is written.

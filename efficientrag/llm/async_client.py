@@ -158,29 +158,26 @@ class AsyncLLMClient:
         **params: Any,
     ) -> LLMResponse:
         """One text completion (``/completions``). ``logprobs=k`` asks for per-token log-probabilities
-        with the top ``k`` alternatives (0: only the chosen tokens).
+        with the top ``k`` alternatives (0: only the chosen tokens). Every other argument, the reply
+        and the errors are those of :meth:`chat`.
 
         Args:
             prompt: The prompt text.
-            stage: The usage-accounting label the call is counted under (e.g. ``"decompose"``).
+            stage: As for :meth:`chat`.
             logprobs: Alternatives per token to return with the log-probabilities (None: none).
-            stop: Stop sequence(s).
-            max_tokens: Tokens to generate at most (None: ``cfg.max_tokens``).
-            temperature: Sampling temperature (None: ``cfg.temperature``).
-            allow_truncated: Return a reply cut at ``max_tokens`` instead of raising.
-            extra_body: Server-specific body fields, merged over ``cfg.extra_body``.
-            **params: Further OpenAI parameters (``top_p``, ``response_format`` ...).
+            stop: As for :meth:`chat`.
+            max_tokens: As for :meth:`chat`.
+            temperature: As for :meth:`chat`.
+            allow_truncated: As for :meth:`chat`.
+            extra_body: As for :meth:`chat`.
+            **params: As for :meth:`chat`.
 
         Returns:
-            The reply with its usage (from the cache when the same request was made before).
+            The reply with its usage, as :meth:`chat` returns it.
 
         Raises:
-            LLMConfigError: A bad argument (unknown parameter, ``n != 1``, malformed messages).
-            TruncatedOutputError: The reply hit ``max_tokens`` and ``allow_truncated`` is False.
-            LLMAuthError: The key was rejected (401).
-            LLMRequestError: Another non-retryable HTTP error (4xx).
-            RetriesExhaustedError: Every retry of a transient failure failed.
-            EndpointUnreachableError: The endpoint cannot be reached at all.
+            LLMConfigError: ``prompt`` is not a string, or another bad argument as for :meth:`chat`.
+            LLMError: The subclasses :meth:`chat` raises, for the same causes.
         """
         if not isinstance(prompt, str):
             raise LLMConfigError(f"prompt must be a string, got {type(prompt).__name__}")

@@ -59,11 +59,7 @@ class FilterPrediction:
 class Labeler(WordClassifier[LabelerPrediction]):
     """The Labeler/Tagger: given a query and a retrieved chunk, says whether the chunk answers the
     query's hop (the tag: Continue / Terminate) and which of its words are useful for the next hop.
-
-    Args:
-        network: A ``LabelerModel``.
-        tokenizer: The backbone's tokenizer.
-        device: Where to run (None: CUDA when available, else CPU).
+    Built on a ``LabelerModel`` network (the constructor is :class:`WordClassifier`'s).
     """
 
     kind = "labeler"
@@ -116,12 +112,7 @@ class Labeler(WordClassifier[LabelerPrediction]):
 
 class Filter(WordClassifier[FilterPrediction]):
     """The Filter: from the query plus the words the Labeler kept, keeps the words that form the
-    next-hop query.
-
-    Args:
-        network: A ``FilterModel``.
-        tokenizer: The backbone's tokenizer.
-        device: Where to run (None: CUDA when available, else CPU).
+    next-hop query. Built on a ``FilterModel`` network (the constructor is :class:`WordClassifier`'s).
     """
 
     kind = "filter"

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from efficientrag.config import check_probabilities, probability, to_dict
+from efficientrag.config import check_probabilities, probability
 
 # The same modes as efficientrag.models.export.QUANTIZE_MODES (a test keeps them equal); spelled
 # out here so loading a config does not import torch.
@@ -246,6 +246,9 @@ class EfficientRAGConfig:
     quantize: QuantizeMode = "none"
 
 
+# Settings that shape only the answer call made after retrieval (a retrieval-only run never reads them).
+ANSWER_SETTINGS = ("answer_top_k", "answer_max_new_tokens")
+
 # Settings added after runs were fingerprinted, each with the value that behaves as before: at that
 # value a fingerprint leaves it out, so a run recorded before the setting existed is still found.
 LATER_SETTINGS = {"fill_from": "first_hits", "rank_weight": 0.0, "hop_calibration": None, "pair_budget": None}
@@ -262,26 +265,3 @@ def without_later_defaults(settings: dict[str, Any]) -> dict[str, Any]:
         A new dict to fingerprint.
     """
     return {k: v for k, v in settings.items() if LATER_SETTINGS.get(k, object()) != v}
-
-
-def loop_settings(cfg: EfficientRAGConfig) -> dict[str, Any]:
-    """The loop's settings for a fingerprint of what it decides: the Labeler and Filter folders left
-    out (their content is hashed where the models are), the first-hop reranker's content digest in
-    place of its path (absent when there is none, so runs without one keep their fingerprints), and
-    the ``LATER_SETTINGS`` at their old behaviour left out for the same reason.
-
-    Args:
-        cfg: The loop's settings.
-
-    Returns:
-        Plain data to hash.
-    """
-    out = without_later_defaults(to_dict(cfg))
-    for name in ("labeler", "filter"):
-        out[name] = None
-    reranker = out.pop("first_hop_reranker")
-    if reranker is not None:
-        from efficientrag.fingerprint import folder_digest
-
-        out["first_hop_reranker_digest"] = folder_digest(reranker)
-    return out

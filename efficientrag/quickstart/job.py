@@ -141,8 +141,8 @@ def split_examples(
 
 def run_quickstart(cfg: QuickstartConfig) -> dict[str, Any]:
     """Run (or continue) every step; returns the summary also written to ``quickstart.json``."""
-    from efficientrag.eval.experiment import ExperimentConfig
-    from efficientrag.eval.prepared_data import prepare_data
+    from efficientrag.experiment.config import ExperimentConfig
+    from efficientrag.experiment.prepared_data import prepare_data
     from efficientrag.retrieval.factory import build_retriever
 
     paths = QuickstartPaths(Path(cfg.work_dir))
@@ -253,8 +253,8 @@ def synthesize_train_sets(
 ) -> tuple[dict[str, Any], list[Example]]:
     """Every ``train_sets`` file synthesized over its own corpus and index (under
     ``work_dir/train/<i>-<dataset>``), then merged into the quickstart's training sets."""
-    from efficientrag.eval.experiment import ExperimentConfig
-    from efficientrag.eval.prepared_data import prepare_data
+    from efficientrag.experiment.config import ExperimentConfig
+    from efficientrag.experiment.prepared_data import prepare_data
     from efficientrag.retrieval.factory import build_retriever
     from efficientrag.synth.merge import merge_training_sets
 

@@ -52,6 +52,11 @@ class MissingChunkIdError(EfficientRAGError, KeyError):
         return str(self.args[0])
 
 
+def _live(queries: Sequence[str], k: int) -> list[int]:
+    """Positions of the queries the framework is asked: none when ``k`` is 0, else the non-blank ones."""
+    return [i for i, q in enumerate(queries) if q.strip()] if k > 0 else []
+
+
 class _FrameworkSearch(ABC):
     framework = ""
     # What the constructor accepts, for its errors: (pip package, extra, the base class it wants,
@@ -94,38 +99,36 @@ class _FrameworkSearch(ABC):
                 one, or the id of another document in the same result list.
         """
         queries, k = check_search_args(queries, k)
-        results: list[list[Hit]] = [[] for _ in queries]
-        live = [i for i, q in enumerate(queries) if q.strip()]
+        live = _live(queries, k)
         t0 = time.perf_counter()
-        if k > 0 and live:
-            found = self._retrieve([queries[i] for i in live], k)
-            for i, items in zip(live, found, strict=True):
-                results[i] = self._hits(queries[i], items, k)
+        found = self._retrieve([queries[i] for i in live], k) if live else []
+        results = self._results(queries, live, found, k)
         # The framework embeds and searches in one call: the time is all "search".
         self.last_timings = {"encode": 0.0, "search": time.perf_counter() - t0}
         return results
 
     async def asearch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
-        """``search`` through the framework's async calls.
+        """:meth:`search` through the framework's async calls: the same hits, the same errors.
 
         Args:
-            queries: The queries; empty ones get ``[]`` without a call.
-            k: Hits per query at most.
+            queries: As for :meth:`search`.
+            k: As for :meth:`search`.
 
         Returns:
-            One list of hits per query, in the framework's order.
-
-        Raises:
-            MissingChunkIdError: A returned document has no chunk id under ``id_key``, an empty
-                one, or the id of another document in the same result list.
+            What :meth:`search` returns.
         """
         queries, k = check_search_args(queries, k)
+        live = _live(queries, k)
+        found = await self._aretrieve([queries[i] for i in live], k) if live else []
+        return self._results(queries, live, found, k)
+
+    def _results(
+        self, queries: list[str], live: list[int], found: list[list[Any]], k: int
+    ) -> list[list[Hit]]:
+        """The hits per query: ``found`` mapped for the ``live`` positions, ``[]`` for the others."""
         results: list[list[Hit]] = [[] for _ in queries]
-        live = [i for i, q in enumerate(queries) if q.strip()]
-        if k > 0 and live:
-            found = await self._aretrieve([queries[i] for i in live], k)
-            for i, items in zip(live, found, strict=True):
-                results[i] = self._hits(queries[i], items, k)
+        for i, items in zip(live, found, strict=True):
+            results[i] = self._hits(queries[i], items, k)
         return results
 
     def _hits(self, query: str, items: Sequence[Any], k: int) -> list[Hit]:

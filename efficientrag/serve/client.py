@@ -121,11 +121,7 @@ class RemoteEfficientRAG(Closing):
             RemoteRequestError: The server refused the request (4xx).
             RemoteServerError: The server could not answer (5xx, after retrying a 503).
         """
-        check_questions(questions)
-        out: list[RetrievalResult] = []
-        for body in self._bodies(questions):
-            out.extend(self._results(self._post(body)))
-        return out
+        return [result for body in self._bodies(questions) for result in self._results(self._post(body))]
 
     def close(self) -> None:
         """Close the sync HTTP connection (a later call opens a new one)."""
@@ -147,40 +143,28 @@ class RemoteEfficientRAG(Closing):
     # ----------------------------------------------------------------------------- async
 
     async def aretrieve(self, question: str) -> RetrievalResult:
-        """:meth:`retrieve` without blocking the event loop.
+        """:meth:`retrieve` without blocking the event loop: the same result, the same errors.
 
         Args:
             question: The question.
 
         Returns:
             The library's result.
-
-        Raises:
-            ValueError: A question is empty or not a string (checked before any request).
-            RemoteRequestError: The server refused the request (4xx).
-            RemoteServerError: The server could not answer (5xx, after retrying a 503).
         """
         return (await self.aretrieve_batch([question]))[0]
 
     async def aretrieve_batch(self, questions: Sequence[str]) -> list[RetrievalResult]:
-        """:meth:`retrieve_batch` without blocking the event loop.
+        """:meth:`retrieve_batch` without blocking the event loop: the same results, the same errors.
 
         Args:
             questions: The questions.
 
         Returns:
             One result per question, in order.
-
-        Raises:
-            ValueError: A question is empty or not a string (checked before any request).
-            RemoteRequestError: The server refused the request (4xx).
-            RemoteServerError: The server could not answer (5xx, after retrying a 503).
         """
-        check_questions(questions)
-        out: list[RetrievalResult] = []
-        for body in self._bodies(questions):
-            out.extend(self._results(await self._apost(body)))
-        return out
+        return [
+            result for body in self._bodies(questions) for result in self._results(await self._apost(body))
+        ]
 
     async def aclose(self) -> None:
         """Close the async HTTP connection (a later call opens a new one)."""
@@ -211,6 +195,8 @@ class RemoteEfficientRAG(Closing):
     # ----------------------------------------------------------------------------- shared
 
     def _bodies(self, questions: Sequence[str]) -> list[dict[str, Any]]:
+        """The request bodies for ``questions``, ``batch_size`` each, once every question is checked."""
+        check_questions(questions)
         qs = list(questions)
         return [
             {"questions": qs[lo : lo + self.batch_size], "settings": self.settings, "trace": self.trace}

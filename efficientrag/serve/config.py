@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from efficientrag.eval.experiment import ExperimentConfig
+from efficientrag.experiment.config import ExperimentConfig
 
 # The loop settings a request may change for itself (efficientrag.serve.requests checks them). None
 # of them names a file, a model folder, a device or a backend.

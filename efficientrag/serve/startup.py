@@ -45,7 +45,7 @@ def open_app(cfg: ServeExperimentConfig) -> Any:
 
 def open_loop(cfg: ServeExperimentConfig) -> tuple[Any, str]:
     """The loaded ``EfficientRAG`` and its backend's name, after one probe search."""
-    from efficientrag.eval.assembly import check_model_folders, search_backend, search_corpus
+    from efficientrag.experiment.assembly import check_model_folders, search_backend, search_corpus
     from efficientrag.pipeline.efficientrag import EfficientRAG
     from efficientrag.retrieval.errors import BackendUnavailableError
     from efficientrag.serve.backend import backend_name, probe

@@ -9,10 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+# The size every tiny backbone shares (hidden 32, 2 heads); the layer count is each one's own.
+_TINY_SIZES = {
+    "hidden_size": 32,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+    "max_position_embeddings": 512,
+}
 
 
 def tiny_deberta(
@@ -46,11 +54,8 @@ def tiny_deberta(
     torch.manual_seed(seed)
     config = DebertaV2Config(
         vocab_size=len(tokenizer),
-        hidden_size=32,
         num_hidden_layers=num_layers,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
+        **_TINY_SIZES,
         relative_attention=True,
         position_buckets=32,
         pos_att_type=["p2c", "c2p"],
@@ -67,8 +72,8 @@ def tiny_modernbert(
     folder: str | Path, texts: Sequence[str], *, vocab_size: int = 400, seed: int = 0
 ) -> Path:
     """ModernBERT (hidden 32, 2 layers) + a byte-level BPE tokenizer trained on ``texts``."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import ModernBertConfig, ModernBertModel, PreTrainedTokenizerFast
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import ModernBertConfig, ModernBertModel
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -79,28 +84,12 @@ def tiny_modernbert(
         vocab_size=vocab_size, special_tokens=SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
     )
     backend.train_from_iterator(texts, trainer=trainer)
-    cls_id, sep_id = backend.token_to_id("[CLS]"), backend.token_to_id("[SEP]")
-    backend.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]",
-        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
-    )
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        pad_token="[PAD]",
-        unk_token="[UNK]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-    )
+    tokenizer, cls_id, sep_id = _bert_style_tokenizer(backend)
     torch.manual_seed(seed)
     config = ModernBertConfig(
         vocab_size=len(tokenizer),
-        hidden_size=32,
         num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
+        **_TINY_SIZES,
         pad_token_id=tokenizer.pad_token_id,
         cls_token_id=cls_id,
         sep_token_id=sep_id,
@@ -117,8 +106,8 @@ def tiny_bert(folder: str | Path, texts: Sequence[str], *, vocab_size: int = 300
 
     sentence-transformers' ``CrossEncoder`` loads it as ``BertForSequenceClassification`` with a
     fresh head, as it loads MiniLM, so the reranker's training runs in seconds in tests."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    from transformers import BertConfig, BertModel
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -129,30 +118,10 @@ def tiny_bert(folder: str | Path, texts: Sequence[str], *, vocab_size: int = 300
     backend.train_from_iterator(
         texts, trainer=trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIALS)
     )
-    cls_id, sep_id = backend.token_to_id("[CLS]"), backend.token_to_id("[SEP]")
-    backend.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]",
-        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
-    )
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        pad_token="[PAD]",
-        unk_token="[UNK]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-        model_max_length=512,
-    )
+    tokenizer, _, _ = _bert_style_tokenizer(backend, model_max_length=512)
     torch.manual_seed(seed)
     config = BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-        pad_token_id=tokenizer.pad_token_id,
+        vocab_size=len(tokenizer), num_hidden_layers=2, **_TINY_SIZES, pad_token_id=tokenizer.pad_token_id
     )
     BertModel(config).save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
@@ -173,3 +142,26 @@ def tiny_cross_encoder(folder: str | Path, texts: Sequence[str], *, seed: int = 
     model.save_pretrained(str(folder))
     AutoTokenizer.from_pretrained(str(backbone)).save_pretrained(str(folder))
     return folder
+
+
+def _bert_style_tokenizer(backend: Any, **extra: Any) -> tuple[Any, int, int]:
+    """``backend`` as a fast tokenizer with ``[CLS] … [SEP]`` templates, plus its CLS and SEP ids."""
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    cls_id, sep_id = backend.token_to_id("[CLS]"), backend.token_to_id("[SEP]")
+    backend.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        **extra,
+    )
+    return tokenizer, cls_id, sep_id

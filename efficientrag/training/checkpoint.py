@@ -11,6 +11,8 @@ the files are our own, written by this run.
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,9 @@ from typing import Any
 from accelerate import Accelerator
 
 from efficientrag.atomic import replace_folder, staging_folder, write_text_atomic
+from efficientrag.config import ConfigError, load_config
+
+logger = logging.getLogger(__name__)
 
 STATE_FILE = "trainer_state.json"
 
@@ -51,6 +56,61 @@ def last_checkpoint(root: Path) -> Path | None:
         if (folder / STATE_FILE).is_file():
             return folder
     return None
+
+
+def resume_point(previous: Path | None, out: Path, resume: bool) -> Path | None:
+    """The checkpoint a run in ``out`` continues from, given the newest one found there.
+
+    A fresh run into a folder that already holds a checkpoint is refused, so two runs never mix
+    their files; ``resume`` with no checkpoint to continue starts afresh, with a warning.
+
+    Args:
+        previous: The newest complete checkpoint under ``out / "checkpoints"`` (None: none).
+        out: The run folder.
+        resume: Whether the run was asked to continue.
+
+    Returns:
+        ``previous`` when the run resumes from it, else None (start afresh).
+
+    Raises:
+        ConfigError: ``previous`` exists and ``resume`` is False.
+    """
+    if previous is not None and not resume:
+        raise ConfigError(
+            f"{out} already holds a training run (checkpoint {previous}); pass --resume to continue it "
+            "or choose another output_dir"
+        )
+    if not resume:
+        return None
+    if previous is None:
+        logger.warning("--resume given but %s has no checkpoint; starting a new run", out / "checkpoints")
+        return None
+    return previous
+
+
+def check_resumable(cfg: Any, saved_path: Path, keys: Sequence[str], decides: str) -> None:
+    """Refuse to resume a run whose saved config differs from ``cfg`` on a key in ``keys``: those
+    decide what the run trains on and in which order, so a changed one would not continue it.
+
+    Args:
+        cfg: The config dataclass of the run being resumed.
+        saved_path: The config the run saved when it started (missing: nothing to compare).
+        keys: The fields that must agree.
+        decides: What those fields decide, for the message (``"the data order and the schedule"``).
+
+    Raises:
+        ConfigError: A field in ``keys`` changed; the message names each, old and new value.
+    """
+    if not saved_path.is_file():
+        return
+    saved = load_config(type(cfg), saved_path)
+    differs = [k for k in keys if getattr(saved, k) != getattr(cfg, k)]
+    if differs:
+        detail = ", ".join(f"{k}: {getattr(saved, k)!r} -> {getattr(cfg, k)!r}" for k in differs)
+        raise ConfigError(
+            f"cannot resume the run in {saved_path.parent}: {detail} changed since it started "
+            f"(these decide {decides})"
+        )
 
 
 def save_last(

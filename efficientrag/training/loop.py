@@ -28,12 +28,18 @@ import torch
 from tqdm.auto import tqdm
 
 from efficientrag.atomic import write_text_atomic
-from efficientrag.config import ConfigError, load_config, save_config
+from efficientrag.config import ConfigError, save_config
 from efficientrag.jsonl import JsonlAppender, read_jsonl
 from efficientrag.models.card import TRAIN_CONFIG_FILE, write_model_card
 from efficientrag.models.inputs import KINDS
 from efficientrag.models.modeling import MODEL_INPUTS, compute_loss
-from efficientrag.training.checkpoint import TrainerState, last_checkpoint, save_last
+from efficientrag.training.checkpoint import (
+    TrainerState,
+    check_resumable,
+    last_checkpoint,
+    resume_point,
+    save_last,
+)
 from efficientrag.training.config import DATA_ORDER_KEYS, TrainConfig
 from efficientrag.training.distill import distilled_loss, teacher_outputs
 from efficientrag.training.evaluate import evaluate
@@ -279,36 +285,14 @@ def _checkpoint_to_resume(cfg: TrainConfig, out: Path, resume: bool) -> Path | N
         raise ConfigError(f"config 'model' must be one of {KINDS}, got {cfg.model!r}")
     if not cfg.data_dir:
         raise ConfigError("config 'data_dir' is required (a folder with train.jsonl and validation.jsonl)")
-    previous = last_checkpoint(out / "checkpoints")
-    if previous is not None and not resume:
-        raise ConfigError(
-            f"{out} already holds a training run (checkpoint {previous}); pass --resume to continue it "
-            "or choose another output_dir"
-        )
-    if not resume:
-        return None
-    if previous is None:
-        logger.warning("--resume given but %s has no checkpoint; starting a new run", out / "checkpoints")
-        return None
-    _check_resumable(cfg, out / "train_config.yaml")
+    previous = resume_point(last_checkpoint(out / "checkpoints"), out, resume)
+    if previous is not None:
+        check_resumable(cfg, out / "train_config.yaml", DATA_ORDER_KEYS, "the data order and the schedule")
     return previous
 
 
 def _completed(checkpoint: Path, out: Path) -> bool:
     return TrainerState.read(checkpoint).completed and (out / "final_metrics.json").is_file()
-
-
-def _check_resumable(cfg: TrainConfig, saved_path: Path) -> None:
-    if not saved_path.is_file():
-        return
-    saved = load_config(TrainConfig, saved_path)
-    differs = [k for k in DATA_ORDER_KEYS if getattr(saved, k) != getattr(cfg, k)]
-    if differs:
-        detail = ", ".join(f"{k}: {getattr(saved, k)!r} -> {getattr(cfg, k)!r}" for k in differs)
-        raise ConfigError(
-            f"cannot resume the run in {saved_path.parent}: {detail} changed since it started "
-            "(these decide the data order and the schedule)"
-        )
 
 
 def _last_eval(out: Path) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 TreeHop and the cross-encoder reranker both train per training file, each file pooled into its own
 corpus with its own search (the honest protocol's setting), so negatives and validation searches
 never reach another file's paragraphs. The pools are opened by
-:func:`efficientrag.training.open_pools.open_pools`, or by a benchmark that shares its own.
+:func:`efficientrag.experiment.pools.open_pool`, a level above the training code that takes them.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from efficientrag.config import ConfigError
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 
@@ -30,3 +31,22 @@ class Pool:
     corpus: Corpus
     examples: list[Example]
     retriever: Any
+
+
+def require_pools(pools: list[Pool] | None, trainer: str) -> list[Pool]:
+    """The pools a trainer was given; it never opens them itself (that reads the experiment's data
+    preparation, a layer above training).
+
+    Args:
+        pools: What the caller passed.
+        trainer: The training function's name, for the error.
+
+    Raises:
+        ConfigError: None was passed.
+    """
+    if pools is None:
+        raise ConfigError(
+            f"{trainer} needs pools=: open them with efficientrag.experiment.pools.open_pools"
+            "(cfg.train_sets, cfg.retriever, cfg.work_dir)"
+        )
+    return pools

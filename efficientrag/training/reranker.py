@@ -18,7 +18,7 @@ validation question's top ``eval_top_n`` hits and keeps ``eval_k``
     final_metrics.json     written when training completes
 
 The pools (each training file with its search) come from the caller: the training script
-(:func:`efficientrag.training.open_pools.open_pools`) or a benchmark that shares its own.
+(:func:`efficientrag.experiment.pools.open_pools`) or a benchmark that shares its own.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 from efficientrag.atomic import write_text_atomic
 from efficientrag.config import ConfigError, save_config
 from efficientrag.hub import hub_offline, resolve_model_path
-from efficientrag.training.pool import Pool
+from efficientrag.training.pool import Pool, require_pools
 from efficientrag.training.reranker_callbacks import KeepBest, StepLog, StopAfter, quiet_console, trim_logs
 from efficientrag.training.reranker_checkpoints import (
     FINAL_METRICS,
@@ -64,7 +64,7 @@ def train_reranker(
         resume: Continue from the newest complete checkpoint (weights, optimizer, scheduler, RNG,
             data position); a completed run returns its metrics without training again.
         pools: The training files with their searches; build them from ``cfg`` with
-            :func:`efficientrag.training.open_pools.open_pools`.
+            :func:`efficientrag.experiment.pools.open_pools`.
 
     Returns:
         The final metrics; ``{"completed": False, ...}`` when ``cfg.stop_after_steps`` ended the
@@ -74,11 +74,7 @@ def train_reranker(
         ConfigError: No pools, a backbone that cannot be loaded offline, a fresh run into a folder
             holding a checkpoint, or a resumed run whose data settings changed.
     """
-    if pools is None:
-        raise ConfigError(
-            "train_reranker needs pools=: open them with efficientrag.training.open_pools.open_pools"
-            "(cfg.train_sets, cfg.retriever, cfg.work_dir)"
-        )
+    pools = require_pools(pools, "train_reranker")
     out = Path(cfg.output_dir)
     checkpoint = checkpoint_to_resume(cfg, out, resume)
     if checkpoint is not None and (done := completed_metrics(out)) is not None:

@@ -1,8 +1,8 @@
 """Which checkpoint a reranker run resumes from, and when a run folder must be refused.
 
 The Hugging Face trainer writes ``checkpoints/checkpoint-<step>/`` with ``trainer_state.json``
-last, so a folder without it was torn by a kill and is passed over. As with the Labeler's loop
-(:func:`efficientrag.training.loop._checkpoint_to_resume`), a fresh run into a folder that holds a
+last, so a folder without it was torn by a kill and is passed over. As for the Labeler's loop
+(:func:`efficientrag.training.checkpoint.resume_point`), a fresh run into a folder that holds a
 checkpoint is refused, and a resumed run must agree with the saved config on every key that decides
 its pairs, their order and its schedule (:data:`efficientrag.training.reranker_config.DATA_ORDER_KEYS`).
 """
@@ -10,14 +10,11 @@ its pairs, their order and its schedule (:data:`efficientrag.training.reranker_c
 from __future__ import annotations
 
 import json
-import logging
 import re
 from pathlib import Path
 
-from efficientrag.config import ConfigError, load_config
+from efficientrag.training.checkpoint import check_resumable, resume_point
 from efficientrag.training.reranker_config import DATA_ORDER_KEYS, RerankerTrainConfig
-
-logger = logging.getLogger(__name__)
 
 STATE_FILE = "trainer_state.json"
 TRAIN_CONFIG = "train_config.yaml"
@@ -51,27 +48,9 @@ def checkpoint_to_resume(cfg: RerankerTrainConfig, out: Path, resume: bool) -> P
         ConfigError: A fresh run into a folder that holds a checkpoint, or a resumed run whose
             settings changed on a key in ``DATA_ORDER_KEYS``.
     """
-    previous = last_checkpoint(out / "checkpoints")
-    if previous is not None and not resume:
-        raise ConfigError(
-            f"{out} already holds a training run (checkpoint {previous}); pass --resume to continue it "
-            "or choose another output_dir"
-        )
-    if not resume:
-        return None
-    if previous is None:
-        logger.warning("--resume given but %s has no checkpoint; starting a new run", out / "checkpoints")
-        return None
-    saved_path = out / TRAIN_CONFIG
-    if saved_path.is_file():
-        saved = load_config(RerankerTrainConfig, saved_path)
-        differs = [k for k in DATA_ORDER_KEYS if getattr(saved, k) != getattr(cfg, k)]
-        if differs:
-            detail = ", ".join(f"{k}: {getattr(saved, k)!r} -> {getattr(cfg, k)!r}" for k in differs)
-            raise ConfigError(
-                f"cannot resume the run in {out}: {detail} changed since it started "
-                "(these decide the pairs, their order and the schedule)"
-            )
+    previous = resume_point(last_checkpoint(out / "checkpoints"), out, resume)
+    if previous is not None:
+        check_resumable(cfg, out / TRAIN_CONFIG, DATA_ORDER_KEYS, "the pairs, their order and the schedule")
     return previous
 
 

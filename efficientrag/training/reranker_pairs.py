@@ -194,7 +194,7 @@ def training_pairs(
     """Every pool's training pairs in one list, and per-pool statistics.
 
     Args:
-        pools: The training files (``efficientrag.training.open_pools.open_pools``).
+        pools: The training files (``efficientrag.experiment.pools.open_pools``).
         cfg: The run's settings; pairs are cached under ``<work_dir>/reranker_pairs``.
 
     Returns:

@@ -16,7 +16,7 @@ a step, evaluation and checkpoints on schedule, finish. Run folder (``output_dir
     final_metrics.json     written when training completes
 
 The pools (each training file with its dense index) come from the caller: the training script
-(:func:`efficientrag.training.open_pools.open_pools`) or a benchmark that shares them with EfficientRAG.
+(:func:`efficientrag.experiment.pools.open_pools`) or a benchmark that shares them with EfficientRAG.
 Batches are questions (with all their chain paths), shuffled per epoch by ``seed + epoch`` and
 dealt round-robin to the processes. Each epoch ends with the tree search on the validation
 questions of every training file; the best score keeps ``best/``.
@@ -35,11 +35,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from efficientrag.atomic import write_text_atomic
-from efficientrag.config import ConfigError
 from efficientrag.jsonl import JsonlAppender
 from efficientrag.retrieval.metrics import protocol_score
 from efficientrag.training.checkpoint import save_last
-from efficientrag.training.pool import Pool
+from efficientrag.training.pool import Pool, require_pools
 from efficientrag.treehop.config import TreeHopTrainConfig
 from efficientrag.treehop.loss import LossParts, chain_loss
 from efficientrag.treehop.model import TreeHop
@@ -69,17 +68,13 @@ def train_treehop(
         resume: continue from ``checkpoints/last`` (network, optimizer, scheduler, RNG, data
             position); a completed run returns its metrics without training again.
         pools: the training files opened with their dense indexes; build them from ``cfg`` with
-            :func:`efficientrag.training.open_pools.open_pools`.
+            :func:`efficientrag.experiment.pools.open_pools`.
 
     Returns:
         The final metrics; ``{"completed": False, ...}`` when ``cfg.stop_after_steps`` ended
         the session early.
     """
-    if pools is None:
-        raise ConfigError(
-            "train_treehop needs pools=: open them with efficientrag.training.open_pools.open_pools"
-            "(cfg.train_sets, cfg.retriever, cfg.work_dir)"
-        )
+    pools = require_pools(pools, "train_treehop")
     # Setup: the checkpoint to resume from, then everything a step needs (training_setup.py).
     out = Path(cfg.output_dir)
     checkpoint = checkpoint_to_resume(cfg, out, resume)

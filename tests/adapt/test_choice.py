@@ -22,7 +22,7 @@ from efficientrag.config import load_config, to_dict
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.toy_world import generate_toy_world
 from efficientrag.errors import DataFormatError
-from efficientrag.eval.experiment import ExperimentConfig
+from efficientrag.experiment.config import ExperimentConfig
 from efficientrag.jsonl import write_jsonl
 from efficientrag.models import Filter, Labeler
 from efficientrag.models.inputs import TAG_TERMINATE

@@ -15,8 +15,8 @@ import pytest
 from efficientrag.adapt.config import AdaptConfig
 from efficientrag.adapt.job import run_adapt
 from efficientrag.data.config import DataConfig
-from efficientrag.eval.experiment import ExperimentConfig
-from efficientrag.eval.prepared_data import prepare_data
+from efficientrag.experiment.config import ExperimentConfig
+from efficientrag.experiment.prepared_data import prepare_data
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.quickstart.job import (
     QuickstartConfig,

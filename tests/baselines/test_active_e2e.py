@@ -13,10 +13,10 @@ from efficientrag.baselines.active.method import ActiveMethod
 from efficientrag.baselines.prompts.cot_exemplars import EXEMPLAR_SETS
 from efficientrag.baselines.registry import METHODS as REGISTRY
 from efficientrag.config import load_config
-from efficientrag.eval.assembly import build_method
-from efficientrag.eval.experiment import ExperimentConfig
-from efficientrag.eval.prepared_data import prepare_data
 from efficientrag.eval.runner import run_method
+from efficientrag.experiment.assembly import build_method
+from efficientrag.experiment.config import ExperimentConfig
+from efficientrag.experiment.prepared_data import prepare_data
 from efficientrag.jsonl import read_jsonl
 from efficientrag.llm.generator_config import HFGeneratorConfig
 from efficientrag.llm.hf_generator import HFGenerator

@@ -29,7 +29,7 @@ from efficientrag.baselines.prompts.continuation import DOC_INSTRUCTION, Instruc
 from efficientrag.baselines.prompts.cot_exemplars import EXEMPLAR_SETS, SEARCH_EXEMPLARS, exemplar_set, take
 from efficientrag.config import ConfigError, load_config
 from efficientrag.data.schema import Chunk, Example
-from efficientrag.eval.experiment import ExperimentConfig
+from efficientrag.experiment.config import ExperimentConfig
 from efficientrag.llm.answers import extract_answer
 from efficientrag.retrieval.base import Hit
 

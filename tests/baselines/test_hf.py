@@ -6,9 +6,9 @@ import pytest
 from efficientrag.baselines.prompts.config import PromptConfig
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.loader import load_data
-from efficientrag.eval.assembly import build_method
-from efficientrag.eval.experiment import EvalSettings, ExperimentConfig
 from efficientrag.eval.runner import run_method
+from efficientrag.experiment.assembly import build_method
+from efficientrag.experiment.config import EvalSettings, ExperimentConfig
 from efficientrag.jsonl import read_jsonl
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 

@@ -19,8 +19,8 @@ from efficientrag.baselines.registry import METHODS, check_method_name, register
 from efficientrag.baselines.settings import Settings, bounded
 from efficientrag.config import ConfigError, from_dict, load_config
 from efficientrag.data.schema import Example
-from efficientrag.eval.experiment import ExperimentConfig
-from efficientrag.eval.run_binding import method_settings
+from efficientrag.experiment.config import ExperimentConfig
+from efficientrag.experiment.run_binding import method_settings
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 
 
@@ -133,6 +133,6 @@ def test_the_fingerprint_settings_follow_the_layout():
 def test_loading_a_config_imports_neither_torch_nor_spacy():
     # Every method module is imported with the config (the registry makes its sections), so none
     # of them may pull in the heavy libraries at import time.
-    code = "import sys, efficientrag.eval.experiment; print(sorted({'torch', 'spacy'} & set(sys.modules)))"
+    code = "import sys, efficientrag.experiment.config; print(sorted({'torch', 'spacy'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from efficientrag.config import load_config
-from efficientrag.eval.experiment import ExperimentConfig
+from efficientrag.experiment.config import ExperimentConfig
 
 PRESET_DIR = Path(__file__).resolve().parents[2] / "configs" / "paper" / "efficientrag"
 PRESETS = sorted(p for p in PRESET_DIR.glob("*.yaml") if not p.name.startswith("_"))

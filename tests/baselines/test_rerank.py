@@ -16,9 +16,9 @@ from efficientrag.baselines.rerank import Rerank, RerankConfig
 from efficientrag.config import ConfigError, load_config
 from efficientrag.data.schema import Example
 from efficientrag.eval import evaluate
-from efficientrag.eval.assembly import check_model_folders
-from efficientrag.eval.experiment import ExperimentConfig
-from efficientrag.eval.run_binding import read_fingerprint
+from efficientrag.experiment.assembly import check_model_folders
+from efficientrag.experiment.config import ExperimentConfig
+from efficientrag.experiment.run_binding import read_fingerprint
 from efficientrag.models.cross_encoder import check_cross_encoder_folder, load_cross_encoder
 from efficientrag.testing.scripted_models import ALPHA_QUESTION, OMEGA_QUESTION, bridge_corpus
 from efficientrag.testing.tiny_backbones import tiny_cross_encoder

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 import pytest
 
 from efficientrag.baselines.config import JudgeConfig
+from efficientrag.baselines.judge import INSTRUCTION as JUDGE_INSTRUCTION
 from efficientrag.baselines.prompts import instructions as ins
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.loader import load_data
-from efficientrag.eval.assembly import build_method, shared_settings
-from efficientrag.eval.experiment import EvalSettings, ExperimentConfig
-from efficientrag.eval.judge import INSTRUCTION as JUDGE_INSTRUCTION
 from efficientrag.eval.runner import run_method
+from efficientrag.experiment.assembly import build_method, shared_settings
+from efficientrag.experiment.config import EvalSettings, ExperimentConfig
 from efficientrag.jsonl import read_jsonl
 from efficientrag.llm.config import LLMConfig
 from efficientrag.llm.generator_config import OpenAIGeneratorConfig

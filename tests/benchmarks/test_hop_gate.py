@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from efficientrag.pipeline.config import EfficientRAGConfig, loop_settings
+from efficientrag.experiment.run_binding import loop_fingerprint
+from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG
 from efficientrag.pipeline.trace import trace_to_dicts
 from efficientrag.testing.scripted_models import (
@@ -42,7 +43,7 @@ def run(cfg: EfficientRAGConfig, question: str):
 
 
 def run_json(cfg: EfficientRAGConfig) -> dict:
-    return {"fingerprint": {"settings": {"efficientrag": loop_settings(cfg)}}}
+    return {"fingerprint": {"settings": {"efficientrag": loop_fingerprint(cfg, answers=False)}}}
 
 
 SETTINGS = [
@@ -62,10 +63,10 @@ SETTINGS = [
 def test_first_hop_only_is_what_one_hop_keeps(bench, settings, question):
     cfg = EfficientRAGConfig(max_hops=4, **settings)
     full = run(cfg, question)
-    hits = bench.first_hop_hits({"trace": {"hops": trace_to_dicts(full.trace)}}, "test")
-    loop = bench.LoopSettings.of_run(run_json(cfg), "run.json")
+    record = {"trace": {"hops": trace_to_dicts(full.trace)}}
+    loop = bench.loop_settings(run_json(cfg), "run.json")
     one_hop = run(EfficientRAGConfig(max_hops=1, **settings), question)
-    assert bench.first_hop_only(hits, loop) == one_hop.chunk_ids
+    assert bench.first_hop_only(record, loop, "test") == one_hop.chunk_ids
 
 
 def test_the_hops_change_what_these_settings_keep():

@@ -1,21 +1,6 @@
 """The real-LLM benchmark finds each method's folder and keeps the judge's raw replies."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
-import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("real_llm_bench", REPO / "benchmarks" / "real_llm.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+BENCHMARK = "real_llm"  # imported by the ``bench`` fixture (tests/conftest.py)
 
 
 def test_answered_retrieval_methods_are_found_under_their_qa_folder(bench, tmp_path):
@@ -26,7 +11,7 @@ def test_answered_retrieval_methods_are_found_under_their_qa_folder(bench, tmp_p
 
 
 def test_judge_rows_keep_the_raw_reply_beside_em(bench):
-    from efficientrag.eval.judge import JudgeVerdict
+    from efficientrag.baselines.judge import JudgeVerdict
 
     items = [
         ("direct_r", {"id": "q1", "qa": {"em": 1.0, "contained": 1.0}}),

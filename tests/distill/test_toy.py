@@ -18,8 +18,8 @@ from efficientrag.adapt.self_training import Question
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.distill.config import DistillConfig
 from efficientrag.distill.job import inputs_of, mix_stage, pairs_stage, train_student
-from efficientrag.eval.experiment import ExperimentConfig
-from efficientrag.eval.prepared_data import prepare_data
+from efficientrag.experiment.config import ExperimentConfig
+from efficientrag.experiment.prepared_data import prepare_data
 from efficientrag.models import Labeler
 from efficientrag.models.layers import keep_layers, uniform_layers
 from efficientrag.quickstart.job import (

@@ -15,10 +15,10 @@ import pytest
 from efficientrag.cli import main
 from efficientrag.config import ConfigError, load_config
 from efficientrag.eval import RunSummary, evaluate, evaluate_method
-from efficientrag.eval.assembly import build_method, search_backend
-from efficientrag.eval.experiment import ExperimentConfig
-from efficientrag.eval.prepared_data import prepare_data
-from efficientrag.eval.run_binding import StaleRunError, read_fingerprint
+from efficientrag.experiment.assembly import build_method, search_backend
+from efficientrag.experiment.config import ExperimentConfig
+from efficientrag.experiment.prepared_data import prepare_data
+from efficientrag.experiment.run_binding import StaleRunError, read_fingerprint
 
 REPO = Path(__file__).resolve().parents[2]
 # Toy world + BM25: no encoder to load, about a second per run.

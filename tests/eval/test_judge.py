@@ -1,7 +1,7 @@
 import pytest
 
 from efficientrag.baselines.config import JudgeConfig
-from efficientrag.eval.judge import (
+from efficientrag.baselines.judge import (
     INSTRUCTION,
     VERDICT_SCHEMA,
     JudgeItem,

@@ -12,7 +12,7 @@ import yaml
 
 from efficientrag.cli import main
 from efficientrag.config import flatten
-from efficientrag.eval.run_binding import StaleRunError, bind_run, differing_keys, read_fingerprint
+from efficientrag.experiment.run_binding import StaleRunError, bind_run, differing_keys, read_fingerprint
 from efficientrag.testing.fake_openai import FakeOpenAIServer
 
 # Toy world + BM25: no encoder to load, about a second per run.
@@ -154,7 +154,7 @@ def test_differing_keys_are_the_flattened_leaves():
 
 def test_the_report_reads_each_runs_recorded_inputs(tmp_path, capsys):
     from efficientrag.eval.report import write_report
-    from efficientrag.eval.run_binding import fingerprint_id
+    from efficientrag.experiment.run_binding import fingerprint_id
 
     assert eval_cli(tmp_path / "a", "--method", "direct_r") == 0
     assert eval_cli(tmp_path / "b", "--method", "direct_r", "data.toy.seed=7") == 0  # other questions

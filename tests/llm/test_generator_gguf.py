@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from efficientrag.config import load_config
-from efficientrag.eval.experiment import ExperimentConfig
+from efficientrag.experiment.config import ExperimentConfig
 from efficientrag.hub import SMOLLM2_GGUF, check_gguf, resolve_model_path, smollm2_folder
 from efficientrag.llm.generator_config import HFGeneratorConfig
 

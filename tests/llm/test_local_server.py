@@ -104,7 +104,7 @@ def test_constrained_judge_gets_a_verdict_from_the_real_model(server):
     # Unconstrained, SmolLM2 answered the question instead of judging it in 168 of 210 replies;
     # llama-cpp-python's server turns the verdict schema into a grammar, so every reply parses.
     from efficientrag.baselines.config import JudgeConfig
-    from efficientrag.eval.judge import JudgeItem, LLMJudge
+    from efficientrag.baselines.judge import JudgeItem, LLMJudge
 
     llm = LLMConfig(base_url=server.base_url, model=server.model_name, api_key="local", max_retries=1)
     items = [
@@ -128,7 +128,7 @@ def test_json_schema_constraint_is_refused_by_llama_cpp_and_recorded(server):
     # `json_object` with a `schema`): the real server answers 500 "Input should be 'text' or
     # 'json_object'". The judge must record that failure per prediction, never crash or guess.
     from efficientrag.baselines.config import JudgeConfig
-    from efficientrag.eval.judge import JudgeItem, LLMJudge
+    from efficientrag.baselines.judge import JudgeItem, LLMJudge
 
     llm = LLMConfig(base_url=server.base_url, model=server.model_name, api_key="local", max_retries=0)
     judge = LLMJudge(JudgeConfig(enabled=True, constrain="json_schema", llm=llm))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from efficientrag.eval.experiment import ExperimentConfig
-from efficientrag.eval.run_binding import method_settings
+from efficientrag.experiment.config import ExperimentConfig
+from efficientrag.experiment.run_binding import method_settings
 from efficientrag.models import Filter, Labeler, export
 from efficientrag.models.export import is_bf16, resolve_quantize
 from efficientrag.pipeline.config import EfficientRAGConfig

@@ -5,16 +5,17 @@ old values, so runs recorded before they existed are still found."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
 
 from efficientrag.config import load_config
 from efficientrag.data.schema import Example
-from efficientrag.eval.experiment import ExperimentConfig
 from efficientrag.eval.job_runs import evaluate_efficientrag_run
-from efficientrag.eval.run_binding import method_settings
-from efficientrag.pipeline.config import EfficientRAGConfig, loop_settings
+from efficientrag.experiment.config import ExperimentConfig
+from efficientrag.experiment.run_binding import loop_fingerprint, method_settings
+from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG
 from efficientrag.testing.scripted_models import ALPHA_QUESTION as Q1
 from efficientrag.testing.scripted_models import STOPWORDS as STOP
@@ -83,10 +84,11 @@ def test_fingerprints_name_fill_from_only_when_it_changes_what_fills(tmp_path):
     new = EfficientRAGConfig(
         top_k=3, chunk_budget=3, budget_policy="best", fill_budget=True, fill_from="labeled"
     )
-    assert "fill_from" not in loop_settings(old) and loop_settings(new)["fill_from"] == "labeled"
-    assert "rank_weight" not in loop_settings(old)
+    settings = functools.partial(loop_fingerprint, answers=False)
+    assert "fill_from" not in settings(old) and settings(new)["fill_from"] == "labeled"
+    assert "rank_weight" not in settings(old)
     weighted = EfficientRAGConfig(top_k=3, chunk_budget=3, budget_policy="best", rank_weight=0.1)
-    assert loop_settings(weighted)["rank_weight"] == 0.1
+    assert settings(weighted)["rank_weight"] == 0.1
     base = ["data.dataset=toy", f"work_dir={tmp_path}"]
     cfgs = [load_config(ExperimentConfig, None, [*base, *extra]) for extra in ([], ["efficientrag.fill_from=labeled",
             "efficientrag.fill_budget=true", "efficientrag.chunk_budget=3"])]  # fmt: skip

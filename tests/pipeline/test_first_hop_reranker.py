@@ -5,15 +5,18 @@ order; a tiny saved cross-encoder checks that a real folder loads, runs and is h
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
 
 from efficientrag.config import load_config
-from efficientrag.eval.assembly import check_model_folders
-from efficientrag.eval.experiment import ExperimentConfig
+from efficientrag.experiment.assembly import check_model_folders
+from efficientrag.experiment.config import ExperimentConfig
+from efficientrag.experiment.run_binding import loop_fingerprint
+from efficientrag.fingerprint import folder_digest
 from efficientrag.models.cross_encoder import load_cross_encoder, score_pairs
-from efficientrag.pipeline.config import EfficientRAGConfig, loop_settings
+from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG
 from efficientrag.testing.scripted_models import ALPHA_QUESTION as Q1
 from efficientrag.testing.scripted_models import OMEGA_QUESTION as Q2
@@ -135,9 +138,12 @@ def test_the_reranker_folder_is_checked_early_and_hashed_by_content(folder, tmp_
         check_model_folders(bad, "efficientrag")
     good = load_config(ExperimentConfig, None, [*wide, f"efficientrag.first_hop_reranker={folder}"])
     assert set(check_model_folders(good, "efficientrag")) == {"labeler", "filter", "reranker"}
-    assert "first_hop_reranker" not in loop_settings(EfficientRAGConfig(top_k=2))  # fingerprints stay
-    with_ce = loop_settings(EfficientRAGConfig(top_k=2, first_top_k=6, first_hop_reranker=str(folder)))
-    assert len(with_ce["first_hop_reranker_digest"]) > 8 and "first_hop_reranker" not in with_ce
+    keyed = functools.partial(loop_fingerprint, answers=False, model_digests=True)
+    assert keyed(EfficientRAGConfig(top_k=2))["models"] == {}
+    with_ce = keyed(EfficientRAGConfig(top_k=2, first_top_k=6, first_hop_reranker=str(folder)))
+    assert (
+        with_ce["models"] == {"reranker": folder_digest(str(folder))} and "first_hop_reranker" not in with_ce
+    )
 
 
 def test_a_runs_fingerprint_holds_the_rerankers_content_not_its_path(folder, scripted, tmp_path):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from efficientrag.config import ConfigError, load_config
-from efficientrag.eval.assembly import search_backend
-from efficientrag.eval.experiment import ExperimentConfig, index_name
 from efficientrag.eval.report import _retriever_desc
+from efficientrag.experiment.assembly import search_backend
+from efficientrag.experiment.config import ExperimentConfig, index_name
 from efficientrag.retrieval import factory
 from efficientrag.retrieval.config import SEARCH_KINDS, RetrieverConfig
 from efficientrag.testing.scripted_models import STOPWORDS, bridge_corpus

@@ -49,8 +49,8 @@ class CountingEncoder:
 
 def test_index_resumes_after_kill_9_without_embedding_or_losing_anything(tmp_path, minilm_path, repo_root):
     from efficientrag.config import load_config
-    from efficientrag.eval.experiment import ExperimentConfig
-    from efficientrag.eval.prepared_data import prepare_data
+    from efficientrag.experiment.config import ExperimentConfig
+    from efficientrag.experiment.prepared_data import prepare_data
     from efficientrag.retrieval.encoder import Encoder
     from efficientrag.retrieval.factory import build_retriever
     from efficientrag.retrieval.milvus import staging_file

@@ -26,8 +26,8 @@ milvus_server = pytest.importorskip(
 
 from efficientrag.cli import main  # noqa: E402
 from efficientrag.config import load_config  # noqa: E402
-from efficientrag.eval.experiment import ExperimentConfig  # noqa: E402
-from efficientrag.eval.prepared_data import prepare_data  # noqa: E402
+from efficientrag.experiment.config import ExperimentConfig  # noqa: E402
+from efficientrag.experiment.prepared_data import prepare_data  # noqa: E402
 from efficientrag.retrieval.config import RetrieverConfig  # noqa: E402
 from efficientrag.retrieval.milvus.index import count_rows  # noqa: E402
 from efficientrag.testing.kill_mid_run import kill_when  # noqa: E402

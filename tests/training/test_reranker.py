@@ -16,13 +16,13 @@ from sentence_transformers import CrossEncoder
 from efficientrag.cli import main as cli_main
 from efficientrag.config import ConfigError, load_config
 from efficientrag.data.config import DataConfig, ToyWorldConfig
+from efficientrag.experiment.pools import open_pools
+from efficientrag.experiment.train_reranker import main as script_main
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.testing.tiny_backbones import tiny_bert
-from efficientrag.training.open_pools import open_pools
 from efficientrag.training.reranker import train_reranker
 from efficientrag.training.reranker_config import RerankerTrainConfig
 from efficientrag.training.reranker_pairs import training_pairs, validation_examples
-from efficientrag.training.reranker_script import main as script_main
 from efficientrag.training.reranker_validation import RerankValidation
 
 SETS = [DataConfig(toy=ToyWorldConfig(num_questions=40, seed=s)) for s in (1, 2)]

@@ -11,9 +11,9 @@ import pytest
 
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.split import TRAIN, VALIDATION, split_of
+from efficientrag.experiment.pools import open_pools
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.training import reranker_pairs
-from efficientrag.training.open_pools import open_pools
 from efficientrag.training.pool import Pool
 from efficientrag.training.reranker_config import RerankerTrainConfig
 from efficientrag.training.reranker_pairs import pool_pairs, training_pairs, validation_examples

@@ -89,9 +89,9 @@ def test_model_and_index_must_share_the_encoder(pool, tmp_path):
 
 
 def test_eval_method_through_the_registry_records_views(pool, tmp_path):
-    from efficientrag.eval.assembly import build_method
-    from efficientrag.eval.experiment import ExperimentConfig
     from efficientrag.eval.runner import run_method
+    from efficientrag.experiment.assembly import build_method
+    from efficientrag.experiment.config import ExperimentConfig
 
     folder = _model().save_pretrained(tmp_path / "model")
     cfg = ExperimentConfig()
@@ -124,7 +124,7 @@ def test_cli_eval_runs_treehop(tmp_path, monkeypatch, pool):
         seen["name"], seen["model"] = name, cfg.treehop.model
         raise ConfigError("stop here")
 
-    monkeypatch.setattr("efficientrag.eval.assembly.build_method", fake_build_method)
+    monkeypatch.setattr("efficientrag.experiment.assembly.build_method", fake_build_method)
     monkeypatch.setattr("efficientrag.retrieval.factory.build_retriever", lambda *a, **k: pool.retriever)
     rc = cli.main(
         [

@@ -6,15 +6,15 @@ import pytest
 
 from efficientrag.config import ConfigError
 from efficientrag.data.config import DataConfig, ToyWorldConfig
+from efficientrag.experiment.pools import open_pools
 from efficientrag.retrieval.config import RetrieverConfig
-from efficientrag.training.open_pools import open_pools
 from efficientrag.treehop.config import TreeHopTrainConfig
 from efficientrag.treehop.training import train_treehop
 
 
 def test_training_without_pools_names_where_they_come_from(tmp_path):
     cfg = TreeHopTrainConfig(work_dir=str(tmp_path / "work"), output_dir=str(tmp_path / "model"))
-    with pytest.raises(ConfigError, match=r"needs pools=.*efficientrag\.training\.open_pools\.open_pools"):
+    with pytest.raises(ConfigError, match=r"needs pools=.*efficientrag\.experiment\.pools\.open_pools"):
         train_treehop(cfg)
     assert not (tmp_path / "model").exists()
 

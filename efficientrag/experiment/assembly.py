@@ -14,8 +14,8 @@ from efficientrag.baselines.registry import METHODS, check_method_name, register
 from efficientrag.config import ConfigError
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
-from efficientrag.eval.experiment import ExperimentConfig
-from efficientrag.eval.prepared_data import corpus_label, prepare_data
+from efficientrag.experiment.config import ExperimentConfig
+from efficientrag.experiment.prepared_data import corpus_label, prepare_data
 from efficientrag.fingerprint import folder_digest
 from efficientrag.retrieval.base import Retriever
 
@@ -97,21 +97,33 @@ def model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:
 def check_model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:
     """Fail on a missing or damaged model folder now, before a corpus is encoded; returns each
     folder's content hash."""
-    from efficientrag.models.cross_encoder import check_cross_encoder_folder
-    from efficientrag.models.model_folder import check_model_folder
-
     cls = METHODS.get(registered_name(method))
     fields = {kind: name for name, kind in cls.model_fields.items()} if cls is not None else {}
     out = {}
     for kind, path in model_folders(cfg, method).items():
         try:
-            folder = (
-                check_cross_encoder_folder(path) if kind == "reranker" else check_model_folder(path, kind)
-            )
+            out[kind] = model_digest(kind, path)
         except (FileNotFoundError, NotADirectoryError) as exc:
             raise FileNotFoundError(f"{cls.section_key()}.{fields[kind]}: {exc}") from None
-        out[kind] = folder_digest(folder)
     return out
+
+
+def model_digest(kind: str, path: str) -> str:
+    """The content hash of a model a method reads, its folder checked first: a reranker's may be a
+    Hub id or a FlashRank name, resolved to the folder that is loaded.
+
+    Args:
+        kind: ``labeler``, ``filter`` or ``reranker``.
+        path: The setting's value.
+
+    Raises:
+        FileNotFoundError, NotADirectoryError: No such model folder, or an incomplete one.
+    """
+    from efficientrag.models.cross_encoder import check_cross_encoder_folder
+    from efficientrag.models.model_folder import check_model_folder
+
+    folder = check_cross_encoder_folder(path) if kind == "reranker" else check_model_folder(path, kind)
+    return folder_digest(folder)
 
 
 def build_method(
@@ -120,7 +132,7 @@ def build_method(
     """The method registered as ``name`` (any spelling: ``Direct-R`` = ``direct_r``), built from its
     own section of ``cfg`` and the run's shared settings, and judged for Acc when
     ``baselines.judge.enabled``."""
-    from efficientrag.eval.judge import maybe_judged
+    from efficientrag.baselines.judge import maybe_judged
 
     cls = METHODS[check_method_name(name)]
     return maybe_judged(

@@ -7,8 +7,8 @@ runs every step, and each step reuses what the previous one wrote under ``work_d
     work_dir/index/<name>/    retriever index           (``efficientrag index``)
     work_dir/eval/<method>/   predictions, summary, table (``efficientrag eval``)
 
-The settings alone live here; reading the data is :mod:`efficientrag.eval.prepared_data`, and
-building a run's backend and method from them is :mod:`efficientrag.eval.assembly`.
+The settings alone live here; reading the data is :mod:`efficientrag.experiment.prepared_data`, and
+building a run's backend and method from them is :mod:`efficientrag.experiment.assembly`.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from efficientrag.data.config import DataConfig
 from efficientrag.data.loader import load_data, load_prepared, report_skipped, save_prepared
 from efficientrag.data.pooling import PooledDataset
 from efficientrag.errors import EfficientRAGError
-from efficientrag.eval.experiment import ExperimentConfig
+from efficientrag.experiment.config import ExperimentConfig
 from efficientrag.fingerprint import file_digest
 
 DATA_CONFIG_FILE = "data_config.json"

@@ -27,14 +27,14 @@ from efficientrag.baselines.registry import METHODS, registered_name
 from efficientrag.config import flatten, to_dict
 from efficientrag.data.schema import Example
 from efficientrag.errors import EfficientRAGError
-from efficientrag.fingerprint import json_digest
-from efficientrag.pipeline.config import without_later_defaults
+from efficientrag.fingerprint import folder_digest, json_digest
+from efficientrag.pipeline.config import ANSWER_SETTINGS, EfficientRAGConfig, without_later_defaults
 from efficientrag.retrieval.fingerprint import retriever_fingerprint
 from efficientrag.run_lock import folder_lock
 
 if TYPE_CHECKING:
     from efficientrag.data.pooling import PooledDataset
-    from efficientrag.eval.experiment import ExperimentConfig
+    from efficientrag.experiment.config import ExperimentConfig
 
 FINGERPRINT_FILE = "run.json"
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -154,7 +154,7 @@ def run_fingerprint(
         pooled: the data the questions come from (all of its questions are hashed, so an edited
             file is a new run even where the selected questions did not change).
         models: content hashes of the model folders the method reads
-            (:func:`efficientrag.eval.assembly.check_model_folders`).
+            (:func:`efficientrag.experiment.assembly.check_model_folders`).
 
     Returns:
         The nested mapping :func:`bind_run` records and compares.
@@ -182,15 +182,12 @@ def method_settings(cfg: ExperimentConfig, method: str) -> dict[str, Any]:
     if cls is None:
         settings["baselines"] = to_dict(cfg.baselines)
     else:
-        own = to_dict(cls.settings(cfg))
-        for path_key in cls.model_fields:  # their content is hashed under models.*
-            own.pop(path_key)
         if key == "efficientrag":
-            own = without_later_defaults(own)
-            if own.get("quantize") == "auto":  # what ran, not the wish
-                from efficientrag.models.export import resolve_quantize
-
-                own["quantize"] = resolve_quantize("auto", cfg.efficientrag.device)
+            own = loop_fingerprint(cfg.efficientrag, answers=True)
+        else:
+            own = to_dict(cls.settings(cfg))
+            for path_key in cls.model_fields:  # their content is hashed under models.*
+                own.pop(path_key)
         settings[cls.section_key()] = own
     if cls is None or not cls.retrieval_only or cfg.eval.answer:
         settings["baselines.prompts"] = to_dict(cfg.baselines.prompts)
@@ -201,6 +198,37 @@ def method_settings(cfg: ExperimentConfig, method: str) -> dict[str, Any]:
         chosen = cfg.generator.hf if backend == "hf" else cfg.generator.openai
         settings["generator"] = {"backend": backend, backend: to_dict(chosen)}
     return _drop_speed_only(settings)
+
+
+def loop_fingerprint(
+    cfg: EfficientRAGConfig, *, answers: bool, quantize: str | None = None, model_digests: bool = False
+) -> dict[str, Any]:
+    """The loop's settings as every fingerprint records them (a run's, a job stage's, a cache
+    folder's): its model folders left out, and settings that change only speed, the
+    ``LATER_SETTINGS`` at their old behaviour, and (when nothing is answered) the answer call's.
+
+    Args:
+        cfg: The loop's settings.
+        answers: Whether the results include answers, so the answer call's settings decide them.
+        quantize: The inference path the models run on; None resolves ``cfg.quantize`` (``auto``
+            becomes what this machine runs, not the wish).
+        model_digests: Add ``models``: the content digest of each model folder ``cfg`` names, for a
+            key that has no other record of them (a run fingerprint hashes them under its own
+            ``models``).
+
+    Returns:
+        Plain data to record and compare.
+    """
+    from efficientrag.models.export import resolve_quantize
+
+    folders = METHODS["efficientrag"].model_fields
+    skipped = {*folders, *SPEED_ONLY, *(() if answers else ANSWER_SETTINGS)}
+    out = {k: v for k, v in without_later_defaults(to_dict(cfg)).items() if k not in skipped}
+    out["quantize"] = quantize if quantize is not None else resolve_quantize(cfg.quantize, cfg.device)
+    if model_digests:
+        named = {kind: getattr(cfg, name) for name, kind in folders.items() if getattr(cfg, name) is not None}
+        out["models"] = {kind: folder_digest(str(path)) for kind, path in named.items()}
+    return _drop_speed_only(out)
 
 
 def index_and_data(retriever: Any, examples: Sequence[Example]) -> dict[str, str]:

@@ -1,11 +1,9 @@
 """Command-line entry of ``train/treehop.py`` (``accelerate launch train/treehop.py -c PRESET``).
 
 The script is where a TreeHop run meets the data files: it prepares each training file the way an
-experiment does (:func:`efficientrag.training.open_pools.open_pools`: pooled once under
+experiment does (:func:`efficientrag.experiment.pools.open_pools`: pooled once under
 ``work_dir``, re-read when a file changes, indexed densely) and hands the pools to
-:func:`efficientrag.treehop.training.train_treehop`. Reaching the experiment settings through them
-makes this module an entry point (layer 7 in ``.ci/check_layers.py``), above the rest of
-``treehop/``, whose training takes the pools it is given.
+:func:`efficientrag.treehop.training.train_treehop`, which takes the pools it is given.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
-from efficientrag.training.open_pools import open_pools
+from efficientrag.experiment.pools import open_pools
 from efficientrag.training.threads import configure_cpu_threads
 
 

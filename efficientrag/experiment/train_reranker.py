@@ -1,10 +1,9 @@
 """Command-line entry of ``train/reranker.py`` and ``efficientrag train reranker``.
 
 The script is where a reranker run meets the data files: it prepares each training file the way an
-experiment does (:func:`efficientrag.training.open_pools.open_pools`: pooled once under
+experiment does (:func:`efficientrag.experiment.pools.open_pools`: pooled once under
 ``work_dir``, indexed with the run's search) and hands the pools to
-:func:`efficientrag.training.reranker.train_reranker`. Reaching the experiment's data preparation
-makes this module an entry point (layer 7 in ``.ci/check_layers.py``).
+:func:`efficientrag.training.reranker.train_reranker`, which takes the pools it is given.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
-from efficientrag.training.open_pools import open_pools
+from efficientrag.experiment.pools import open_pools
 from efficientrag.training.reranker_config import RerankerTrainConfig
 
 PRESET = "configs/reranker/minilm-cpu.yaml"
