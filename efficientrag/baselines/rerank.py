@@ -46,8 +46,10 @@ class RerankConfig(RankFusion):
 
     Attributes:
         model: The cross-encoder folder (``output_dir/best`` of ``efficientrag train reranker``, or
-            any saved ``CrossEncoder``), or a pretrained one's Hub id
-            (``cross-encoder/ms-marco-MiniLM-L-6-v2``), read from the Hub cache when offline.
+            any saved ``CrossEncoder``), a pretrained one's Hub id
+            (``cross-encoder/ms-marco-MiniLM-L-6-v2``), read from the Hub cache when offline, or a
+            FlashRank model, ``flashrank:<name>`` (``flashrank:ms-marco-MiniLM-L-12-v2``; the
+            flashrank extra, :mod:`efficientrag.models.flashrank`).
         top_n: Hits of the question's search that are reranked (the rest are never returned).
         batch_size: Pairs per forward pass.
         max_length: Tokens per (question, chunk) pair; longer pairs are cut.
@@ -84,14 +86,24 @@ class Rerank(Method):
         self.scorer = self.load_scorer()
 
     def load_scorer(self) -> Any:
-        """The model that scores (question, chunk) pairs: here the cross-encoder of ``cfg.model``."""
+        """The model that scores (question, chunk) pairs: here the cross-encoder of ``cfg.model``, or
+        the FlashRank model it names (``flashrank:<name>``)."""
         from efficientrag.models.cross_encoder import load_cross_encoder
+        from efficientrag.models.flashrank import FlashRankScorer, flashrank_model
 
         if not self.cfg.model:
             raise ValueError(
                 f"{self.section_key()}.model is empty: set it to a cross-encoder folder "
                 "(`efficientrag train reranker` writes one to its output_dir/best)"
             )
+        name = flashrank_model(self.cfg.model)
+        if name is not None:
+            if self.cfg.quantize != "none":
+                raise ValueError(
+                    f"{self.section_key()}.quantize={self.cfg.quantize} casts a torch cross-encoder; "
+                    "FlashRank models run on ONNX Runtime at their own precision: set it to none"
+                )
+            return FlashRankScorer(name, max_length=self.cfg.max_length)
         return load_cross_encoder(
             self.cfg.model, device=self.cfg.device, max_length=self.cfg.max_length, quantize=self.cfg.quantize
         )
@@ -106,8 +118,11 @@ class Rerank(Method):
             The cross-encoder's scores, in the order of ``pairs``.
         """
         from efficientrag.models.cross_encoder import score_pairs
+        from efficientrag.models.flashrank import FlashRankScorer
 
         inputs = [(question, chunk.contents) for question, chunk in pairs]
+        if isinstance(self.scorer, FlashRankScorer):
+            return self.scorer.score(inputs)
         return score_pairs(self.scorer, inputs, batch_size=self.cfg.batch_size)
 
     def run_batch(self, examples: Sequence[Example]) -> list[Prediction]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.hub import download_model_folder, looks_like_repo_id
+from efficientrag.models.flashrank import flashrank_folder, flashrank_model
 from efficientrag.models.model_folder import CONFIG_FILE, check_safetensors
 
 WEIGHTS_FILE = "model.safetensors"
@@ -28,7 +29,9 @@ def check_cross_encoder_folder(path: str | Path) -> Path:
 
     A name that is no local folder but reads as a Hub id (``cross-encoder/ms-marco-MiniLM-L-6-v2``,
     ``BAAI/bge-reranker-base``) is fetched into the Hub cache, or read from it alone when
-    ``HF_HUB_OFFLINE`` is set; only its safetensors weights are fetched, never a pickle.
+    ``HF_HUB_OFFLINE`` is set; only its safetensors weights are fetched, never a pickle. A FlashRank
+    model (``flashrank:<name>``) is its folder in FlashRank's cache
+    (:func:`efficientrag.models.flashrank.flashrank_folder`).
 
     Args:
         path: The folder (``output_dir/best`` of a reranker training run, or any saved CrossEncoder),
@@ -42,6 +45,9 @@ def check_cross_encoder_folder(path: str | Path) -> Path:
         NotADirectoryError: ``path`` is a file.
         ValueError: The weights are pickled (never loaded) or the safetensors file is damaged.
     """
+    name = flashrank_model(str(path))
+    if name is not None:
+        return flashrank_folder(name)
     folder = Path(path).expanduser()
     if not folder.exists() and looks_like_repo_id(str(path)):
         folder = download_model_folder(str(path))
