@@ -50,6 +50,29 @@ def probability(default: float) -> Any:
     return dataclasses.field(default=default, metadata={_PROBABILITY: True})
 
 
+_QUIET_AT_DEFAULT = "quiet_at_default"
+
+
+def quiet_at_default(default: Any) -> Any:
+    """A dataclass field for a setting added after runs were fingerprinted: its default behaves as
+    before the setting existed, and :func:`fingerprinted` leaves it out there, so those runs keep
+    their fingerprints. Declared on the field itself, a new setting needs no second list."""
+    return dataclasses.field(default=default, metadata={_QUIET_AT_DEFAULT: True})
+
+
+def fingerprinted(cfg: Any) -> dict[str, Any]:
+    """``to_dict(cfg)`` without the :func:`quiet_at_default` settings that hold their default.
+
+    Args:
+        cfg: A config dataclass.
+
+    Returns:
+        A new dict to fingerprint.
+    """
+    quiet = {f.name: f.default for f in dataclasses.fields(cfg) if f.metadata.get(_QUIET_AT_DEFAULT)}
+    return {k: v for k, v in to_dict(cfg).items() if k not in quiet or quiet[k] != v}
+
+
 def check_probabilities(cfg: Any) -> None:
     """Raise :class:`SettingError` for the first :func:`probability` field of ``cfg`` outside [0, 1]."""
     for f in dataclasses.fields(cfg):

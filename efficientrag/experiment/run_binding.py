@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from efficientrag.atomic import write_json_atomic
 from efficientrag.baselines.registry import METHODS, registered_name
-from efficientrag.config import flatten, to_dict
+from efficientrag.config import fingerprinted, flatten, to_dict
 from efficientrag.data.schema import Example
 from efficientrag.errors import EfficientRAGError
 from efficientrag.fingerprint import folder_digest, json_digest
-from efficientrag.pipeline.config import ANSWER_SETTINGS, EfficientRAGConfig, without_later_defaults
+from efficientrag.pipeline.config import ANSWER_SETTINGS, EfficientRAGConfig
 from efficientrag.retrieval.fingerprint import retriever_fingerprint
 from efficientrag.run_lock import folder_lock
 
@@ -205,7 +205,8 @@ def loop_fingerprint(
 ) -> dict[str, Any]:
     """The loop's settings as every fingerprint records them (a run's, a job stage's, a cache
     folder's): its model folders left out, and settings that change only speed, the
-    ``LATER_SETTINGS`` at their old behaviour, and (when nothing is answered) the answer call's.
+    settings added later at their default (:func:`efficientrag.config.quiet_at_default`), and
+    (when nothing is answered) the answer call's.
 
     Args:
         cfg: The loop's settings.
@@ -223,7 +224,7 @@ def loop_fingerprint(
 
     folders = METHODS["efficientrag"].model_fields
     skipped = {*folders, *SPEED_ONLY, *(() if answers else ANSWER_SETTINGS)}
-    out = {k: v for k, v in without_later_defaults(to_dict(cfg)).items() if k not in skipped}
+    out = {k: v for k, v in fingerprinted(cfg).items() if k not in skipped}
     out["quantize"] = quantize if quantize is not None else resolve_quantize(cfg.quantize, cfg.device)
     if model_digests:
         named = {kind: getattr(cfg, name) for name, kind in folders.items() if getattr(cfg, name) is not None}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
-from efficientrag.config import check_probabilities, probability
+from efficientrag.config import check_probabilities, probability, quiet_at_default
 
 # The same modes as efficientrag.models.export.QUANTIZE_MODES (a test keeps them equal); spelled
 # out here so loading a config does not import torch.
@@ -111,21 +111,21 @@ class EfficientRAGConfig:
     # What fills it: "first_hits", the question's own first-hop hits in the search's order, so the
     # result holds Direct-R's next ranks; "labeled", every other chunk the Labeler judged at any hop
     # (tagged Terminate, or cut by the budget), most probable first: its own ranking of all it read.
-    fill_from: Literal["first_hits", "labeled"] = "first_hits"
+    fill_from: Literal["first_hits", "labeled"] = quiet_at_default("first_hits")
     # Where the budget ranks chunks, each one's score is its Continue probability plus
     # rank_weight / (1 + its best rank in any query's hits): a chunk some query's search put first
     # gains rank_weight, one at rank 9 a tenth of it. 0: the Labeler's probability alone.
-    rank_weight: float = 0.0
+    rank_weight: float = quiet_at_default(0.0)
     # A later hop's query is the Filter's, not the question: the same Continue probability there
     # need not mean the same chance of gold. Per hop, [a, b] puts each probability on one scale
     # (Platt scaling, a > 0 so each hop's own order stays) before the budget compares chunks found
     # at different hops; [a, b, c] adds c * log(1 + the chunk's rank in its query's hits), the
     # search's order fused with the Labeler's. The last entry serves deeper hops. None: the raw
     # probabilities.
-    hop_calibration: list[list[float]] | None = None
+    hop_calibration: list[list[float]] | None = quiet_at_default(None)
     # Labeler pairs per question at most, counted from the first hop; later hops judge what is left,
     # best-ranked hits first, and a question stops hopping once it is spent. None: no bound.
-    pair_budget: int | None = None
+    pair_budget: int | None = quiet_at_default(None)
     # The one answer call (``efficientrag eval`` with eval.answer=true) reads this many of the kept
     # chunks (None: every chunk the loop kept, the paper) and writes at most answer_max_new_tokens.
     answer_top_k: int | None = None
@@ -248,20 +248,3 @@ class EfficientRAGConfig:
 
 # Settings that shape only the answer call made after retrieval (a retrieval-only run never reads them).
 ANSWER_SETTINGS = ("answer_top_k", "answer_max_new_tokens")
-
-# Settings added after runs were fingerprinted, each with the value that behaves as before: at that
-# value a fingerprint leaves it out, so a run recorded before the setting existed is still found.
-LATER_SETTINGS = {"fill_from": "first_hits", "rank_weight": 0.0, "hop_calibration": None, "pair_budget": None}
-
-
-def without_later_defaults(settings: dict[str, Any]) -> dict[str, Any]:
-    """``settings`` without the ``LATER_SETTINGS`` that hold their old behaviour.
-
-    Args:
-        settings: The loop's settings as plain data (``to_dict`` of an :class:`EfficientRAGConfig`,
-            or a part of it).
-
-    Returns:
-        A new dict to fingerprint.
-    """
-    return {k: v for k, v in settings.items() if LATER_SETTINGS.get(k, object()) != v}
