@@ -4,8 +4,9 @@ A goal such as "the loop, with at most 7 chunks, reaches Direct-R@10" is read on
 a point on 350 questions, or by four on 70, the reader needs to know whether that is a handful of
 questions that another draw of the dev set would reverse. This script pairs two run folders
 question by question, on recall and on all-gold, and prints the mean gap with its paired bootstrap
-interval (``efficientrag.eval.paired_bootstrap``), for all questions and for each question type
-(MuSiQue by its hop count).
+interval (``efficientrag.eval.paired_bootstrap``), for all questions, for the part of them held back
+from design (``efficientrag.data.split.held_back``: no loop variant is designed or chosen on it), and
+for each question type (MuSiQue by its hop count).
 
     python benchmarks/paired_gap.py \\
         --pair "HotpotQA, BM25" RUNS/dev/hotpotqa/LOOP RUNS/dev/hotpotqa/direct_r_k@10 \\
@@ -30,11 +31,13 @@ from typing import Any
 
 from rerank_tables import TYPE_FILES, known_types, question_type
 
+from efficientrag.data.split import held_back
 from efficientrag.eval.paired_bootstrap import PairedGap, paired_bootstrap
 from efficientrag.experiment.run_binding import FINGERPRINT_FILE, PREDICTIONS_FILE, read_fingerprint
 from efficientrag.jsonl import read_jsonl
 
 ALL = "all"
+HELD_BACK = "held back"  # the part of the questions no loop variant was designed or chosen on
 # The fingerprint keys both sides must share: the same questions, searched in the same index.
 SHARED_KEYS = ("data", "index")
 
@@ -127,7 +130,8 @@ def paired_rows(
     resamples: int,
     seed: int,
 ) -> list[Row]:
-    """All questions first, then each question type, each with both sides' means and gaps.
+    """All questions first, then those held back from design, then each question type, each with
+    both sides' means and gaps.
 
     Args:
         a: The first side's scores by question id (:func:`side_scores`).
@@ -149,6 +153,9 @@ def paired_rows(
         group = types.get(qid, "untyped") if a[qid]["type"] == "untyped" else a[qid]["type"]
         by_type.setdefault(group, []).append(qid)
     groups = [(ALL, sorted(a))]
+    kept_back = [qid for qid in sorted(a) if held_back(qid)]
+    if kept_back:
+        groups.append((HELD_BACK, kept_back))
     if len(by_type) > 1:  # one type only: its row would repeat the first
         groups += sorted(by_type.items())
     return [_row(group, ids, a, b, resamples=resamples, seed=seed) for group, ids in groups]

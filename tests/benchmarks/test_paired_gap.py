@@ -55,6 +55,10 @@ def test_a_pair_is_scored_overall_and_by_hop_count(bench, runs, capsys):
         in rows["2hop"]
     )
     assert "| 3hop | 2 | 6.50 / 10.00 | 66.7 / 50.0 | 83.3 / 50.0 | -16.7 [-33.3, +0.0] (" in rows["3hop"]
+    # Of the four, only 3hop2__d falls in the part held back from design (a hash of its id).
+    assert (
+        "| held back | 1 | 7.00 / 10.00 | 100.0 / 100.0 | 100.0 / 100.0 | +0.0 [+0.0, +0.0] (100%) |" in out
+    )
     assert "`loop` (a) against `direct_r_k@10` (b)" in out
     assert out.startswith("Command: `python benchmarks/paired_gap.py --pair MuSiQue ")
 
