@@ -270,6 +270,9 @@ def run_child(backend: str, size: int, work: Path, timeout_s: int) -> dict[str, 
 
 
 if __name__ == "__main__":
+    # One measurement in its own process, started by retrieval_backends.py (its peak memory alone).
+    if len(sys.argv) != 4 or not sys.argv[2].isdigit():
+        sys.exit("usage: backend_scale.py BACKEND SIZE WORK_DIR (run by benchmarks/retrieval_backends.py)")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     b, s, w = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
     print(json.dumps(measure(b, s, w)))
