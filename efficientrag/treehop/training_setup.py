@@ -23,9 +23,9 @@ from accelerate.utils import set_seed
 from transformers import get_constant_schedule_with_warmup
 
 from efficientrag.atomic import write_text_atomic
-from efficientrag.config import ConfigError, load_config, to_dict
+from efficientrag.config import ConfigError
 from efficientrag.data.schema import Example
-from efficientrag.training.checkpoint import TrainerState, last_checkpoint
+from efficientrag.training.checkpoint import TrainerState, check_resumable, last_checkpoint, resume_point
 from efficientrag.training.pool import Pool
 from efficientrag.training.setup import open_run_outputs, parameter_groups, resolve_mixed_precision
 from efficientrag.training.trackers import available_trackers
@@ -75,15 +75,9 @@ class TreeHopRun:
 def checkpoint_to_resume(cfg: TreeHopTrainConfig, out: Path, resume: bool) -> Path | None:
     """The checkpoint a resumed run continues from; refuses a fresh run into a folder that already
     holds one, and a resumed run whose data or order settings changed."""
-    previous = last_checkpoint(out / "checkpoints")
-    if previous is not None and not resume:
-        raise ConfigError(
-            f"{out} already holds a training run (checkpoint {previous}); pass --resume to continue it "
-            "or choose another output_dir"
-        )
-    if not resume or previous is None:
-        return None
-    _check_resumable(cfg, out / "train_config.yaml")
+    previous = resume_point(last_checkpoint(out / "checkpoints"), out, resume)
+    if previous is not None:
+        check_resumable(cfg, out / "train_config.yaml", DATA_ORDER_KEYS, "the data and its order")
     return previous
 
 
@@ -201,16 +195,3 @@ def common_encoder(pools: Sequence[Pool]) -> IndexVectors:
                 f"({first.encoder.name}, dim {first.dim}) vs ({other.encoder.name}, dim {other.dim})"
             )
     return first
-
-
-def _check_resumable(cfg: TreeHopTrainConfig, saved_path: Path) -> None:
-    if not saved_path.is_file():
-        return
-    saved = to_dict(load_config(TreeHopTrainConfig, saved_path))
-    now = to_dict(cfg)
-    differs = [k for k in DATA_ORDER_KEYS if saved.get(k) != now.get(k)]
-    if differs:
-        raise ConfigError(
-            f"cannot resume the run in {saved_path.parent}: {', '.join(differs)} changed since it started "
-            "(these decide the data and its order)"
-        )

@@ -162,7 +162,7 @@ def test_training_runs_resumes_and_refuses_a_changed_run(pool, tmp_path):
     assert stopped == {"completed": False, "global_step": 3, "epoch": 0}
     with pytest.raises(ConfigError, match="--resume"):
         train_treehop(cfg, pools=[pool])
-    with pytest.raises(ConfigError, match="batch_size changed"):
+    with pytest.raises(ConfigError, match=r"batch_size: \d+ -> 4 changed since it started"):
         train_treehop(replace(cfg, batch_size=4), resume=True, pools=[pool])
     done = train_treehop(cfg, resume=True, pools=[pool])
     assert done["completed"] and done["global_step"] == done["total_steps"]
