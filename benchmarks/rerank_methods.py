@@ -5,7 +5,7 @@ loads, so they are not compared with each other)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,25 +14,35 @@ from retrieval_efficientrag import Pool
 
 KS = [2, 3, 4, 5, 6, 7, 8, 10, 20]  # the ranked methods' cut-offs
 NS = (20, 50)  # how many of the question's hits a reranker scores
+FUSIONS = ("none", "rrf")  # a reranker alone, or fused with the search's order (the first wins ties)
 TIMING_BATCH = 32  # questions per call when every method is timed side by side (--time-sample)
 
 
-def rerankers(pool: Pool, models: Path, reranker: Path) -> dict[str, tuple[Any, str]]:
-    """Row name -> (the built method, its run folder's name): both scorers at every N."""
+def rerankers(
+    pool: Pool, models: Path, reranker: Path, fusion: str | Mapping[str, str] = "none"
+) -> dict[str, tuple[Any, str]]:
+    """Row name -> (the built method, its run folder's name): both scorers at every N, each fused
+    with the search's order as ``fusion`` says (one value for all rows, or one per row name; a row
+    it does not name is not fused). A fused row's folder ends in ``-rrf``."""
     from efficientrag.baselines.labeler_rerank import LabelerRerank, LabelerRerankConfig
     from efficientrag.baselines.rerank import Rerank, RerankConfig
 
     labeler = str(models / "labeler" / "best")
     out = {}
     for n in NS:
-        out[f"rerank N={n}"] = (
-            Rerank(pool.retriever, None, RerankConfig(model=str(reranker), top_n=n)),
-            f"rerank-n{n}",
-        )
-        out[f"Labeler rerank N={n}"] = (
-            LabelerRerank(pool.retriever, None, LabelerRerankConfig(labeler=labeler, top_n=n)),
-            f"labeler-rerank-n{n}",
-        )
+        rows = {
+            f"rerank N={n}": (Rerank, RerankConfig, {"model": str(reranker)}, f"rerank-n{n}"),
+            f"Labeler rerank N={n}": (
+                LabelerRerank,
+                LabelerRerankConfig,
+                {"labeler": labeler},
+                f"labeler-rerank-n{n}",
+            ),
+        }
+        for name, (cls, config, model, folder) in rows.items():
+            fused = fusion if isinstance(fusion, str) else fusion.get(name, "none")
+            method = cls(pool.retriever, None, config(**model, top_n=n, fusion=fused))
+            out[name] = (method, folder if fused == "none" else f"{folder}-{fused}")
     return out
 
 
@@ -44,12 +54,14 @@ def time_side_by_side(
     examples: list,
     skip: Collection[str] = (),
     treehop: rerank_treehop.TreeHopRows | None = None,
+    fusion: str | Mapping[str, str] = "none",
 ) -> dict[str, float]:
     """Seconds per question of every method on the same ``examples``, one after another in this
     process: models loaded first (not timed), no prediction cache, batches of ``TIMING_BATCH``.
     The runs' own stage timings were taken whenever each run was made (a cached run keeps the
     cores' load of its day); these are comparable with each other. Methods named in ``skip`` (timed
-    by another call) are left out; ``treehop``'s rows are timed too."""
+    by another call) are left out; ``treehop``'s rows are timed too; the rerankers fused as
+    ``fusion`` says."""
     from efficientrag.config import load_config
     from efficientrag.models import Filter, Labeler
     from efficientrag.pipeline.config import EfficientRAGConfig
@@ -65,7 +77,7 @@ def time_side_by_side(
     for name, (_, overrides) in loops.items():
         rag = EfficientRAG(pool.retriever, labeler, filter_, load_config(EfficientRAGConfig, None, overrides))
         work[name] = lambda rag=rag: [rag.retrieve_batch(questions[b]) for b in batches]
-    for name, (method, _) in rerankers(pool, models, reranker).items():
+    for name, (method, _) in rerankers(pool, models, reranker, fusion).items():
         if name in skip:
             continue
         method.setup()

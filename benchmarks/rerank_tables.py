@@ -104,6 +104,13 @@ def render(
         f"mean of recall and all-gold@6 of the top 20): {recipes}; used: {reranker['recipe']}. No dev "
         f"question chose anything. Numbers in %; s/q: seconds per question on this machine ({seconds}).",
     ]
+    if reranker.get("fusion"):
+        chosen = "; ".join(
+            f"{row}: {f['chosen']} ({', '.join(f'{k} {v:.2f}' for k, v in f['validation'].items())})"
+            for row, f in reranker["fusion"].items()
+        )
+        lines += ["", f"Each reranker alone or fused with the search's order (rrf), chosen on the same questions "
+                  f"(mean of recall and all-gold@6): {chosen}."]  # fmt: skip
     for note in notes:
         lines += ["", note]
     for dataset, runs in results.items():

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import rerank_treehop
-from rerank_methods import KS, rerankers, time_side_by_side
+from rerank_methods import FUSIONS, KS, rerankers, time_side_by_side
 from rerank_tables import known_types, plot_dataset, render
 from retrieval_efficientrag import (
     DATASETS,
@@ -124,6 +124,8 @@ RERANKED_VARIANTS = {
     "ce20-fill": ["first_top_k=20", "fill_budget=true"],
 }
 OPEN_DOMAIN_NAME = "2wikimultihopqa open-domain"
+# Where a reranker's fusion is chosen: K = 6, as the cross-encoder's recipe is.
+FUSION_K = 6
 
 
 def train_cross_encoder(
@@ -202,6 +204,36 @@ def choose_loop(
     return (best, candidates[best]), scores
 
 
+def choose_fusion(
+    args: argparse.Namespace, models: Path, pools: dict[str, Pool], reranker: Path
+) -> tuple[dict[str, str], dict[str, dict[str, float]]]:
+    """Each reranker row alone, or fused with the search's order by reciprocal rank fusion, as
+    deployed rerankers often are: the better validation score, the mean over the training files of
+    (recall + all-gold) / 2 at K = ``FUSION_K``; a tie keeps the reranker alone.
+
+    Returns:
+        Row name -> the chosen fusion, and row name -> fusion -> validation score.
+    """
+    from retrieval_efficientrag import validation_examples
+
+    from efficientrag.eval.job_runs import evaluate_rerank_run
+
+    per_file: dict[str, dict[str, list[float]]] = {}
+    for name, pool in pools.items():
+        val = validation_examples(pool, quick_config(models, name, args))
+        for fusion in FUSIONS:
+            for row, (method, folder) in rerankers(pool, models, reranker, fusion).items():
+                out = models / "validation" / name / folder
+                run = evaluate_rerank_run(method, val, out, ks=[FUSION_K], progress=not args.quiet)
+                at_k = run["retrieval"][str(FUSION_K)]
+                per_file.setdefault(row, {}).setdefault(fusion, []).append(
+                    (at_k["recall"] + at_k["all_gold"]) / 2
+                )
+    scores = {row: {f: sum(v) / len(v) for f, v in by.items()} for row, by in per_file.items()}
+    chosen = {row: max(FUSIONS, key=lambda f, s=s: (s[f], -FUSIONS.index(f))) for row, s in scores.items()}
+    return chosen, scores
+
+
 def evaluate_dev(
     args: argparse.Namespace,
     pool: Pool,
@@ -212,11 +244,13 @@ def evaluate_dev(
     out: Path,
     reuse: dict[str, Any] | None = None,
     treehop: rerank_treehop.TreeHopRows | None = None,
+    fusion: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Every method on the pool's questions (of ``dataset``), each run cached in its own folder under
     ``out``. ``loops``: the EfficientRAG settings reported, by row name (``"EfficientRAG"``: the one
     chosen); ``reuse``: rows already evaluated on the same questions (another call's results), kept
-    as they are instead of being run again; ``treehop``: TreeHop's rows too (dense search).
+    as they are instead of being run again; ``treehop``: TreeHop's rows too (dense search);
+    ``fusion``: each reranker row's fusion with the search's order (:func:`choose_fusion`).
 
     Returns:
         Per method: its summary and its per-question records.
@@ -236,7 +270,7 @@ def evaluate_dev(
         runs[name] = (dict(run_setting(pool, rag, examples, lab, ov, out, cfg)), out / lab)
     if treehop is not None:
         runs |= rerank_treehop.evaluate(treehop, pool, examples, out)
-    for name, (method, folder) in rerankers(pool, models, reranker).items():
+    for name, (method, folder) in rerankers(pool, models, reranker, fusion or {}).items():
         if name in reuse:
             continue
         run_dir = out / folder
@@ -251,7 +285,9 @@ def evaluate_dev(
     }
     if args.time_sample:
         sample = examples[: args.time_sample]
-        timed = time_side_by_side(pool, models, reranker, loops, sample, skip=set(reuse), treehop=treehop)
+        timed = time_side_by_side(
+            pool, models, reranker, loops, sample, skip=set(reuse), treehop=treehop, fusion=fusion or {}
+        )
         for name, seconds in timed.items():
             results[name]["timed_s"] = seconds
     return results
@@ -296,10 +332,12 @@ def after_adaptation(
     setting: tuple[str, list[str]],
     reranker: Path,
     before: dict[str, Any],
+    fusion: dict[str, str],
 ) -> tuple[str, dict[str, Any], str]:
     """``--adapt``: the direction's models adapted to the left-out ``dev`` pool's corpus, the loop's
     setting chosen again for them, and every row that changes (the loops, the Labeler reranks)
-    evaluated beside the un-adapted run's Direct-R and cross-encoder rows (``before``).
+    evaluated beside the un-adapted run's Direct-R and cross-encoder rows (``before``); each
+    reranker fused as the training files' validation chose (``fusion``).
 
     Returns:
         The report's name for the set, its rows and the paragraph saying what was chosen.
@@ -314,7 +352,9 @@ def after_adaptation(
     loops = {"EfficientRAG": chosen}
     if chosen[0] != setting[0]:
         loops["EfficientRAG, protocol setting (not chosen)"] = setting
-    runs = evaluate_dev(args, dev, target, adapted, reranker, loops, root / "dev", reuse=shared_rows(before))
+    runs = evaluate_dev(
+        args, dev, target, adapted, reranker, loops, root / "dev", reuse=shared_rows(before), fusion=fusion
+    )
     return f"{target} after adaptation", runs, adaptation_note(target, summary, chosen, scores)
 
 
@@ -324,6 +364,10 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
     label, overrides, validation = choose(args, work, models, pools)
     reranker, reranker_info = train_cross_encoder(args, work, train_on, pools)
     chosen, loop_scores = choose_loop(args, models, pools, (label, overrides), reranker)
+    fusion, fusion_scores = choose_fusion(args, models, pools, reranker)
+    reranker_info["fusion"] = {
+        row: {"chosen": fusion[row], "validation": fusion_scores[row]} for row in fusion
+    }
     loops = {"EfficientRAG": chosen}
     if chosen[0] != label:
         loops["EfficientRAG, protocol setting (not chosen)"] = (label, overrides)
@@ -335,11 +379,11 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
     for name in eval_on:
         pool = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args)
         results[name] = evaluate_dev(
-            args, pool, name, models, reranker, loops, models / "dev" / name, treehop=treehop
+            args, pool, name, models, reranker, loops, models / "dev" / name, treehop=treehop, fusion=fusion
         )
         if args.adapt and name not in train_on:
             key, runs, note = after_adaptation(
-                args, work, models, pools, pool, (label, overrides), reranker, results[name]
+                args, work, models, pools, pool, (label, overrides), reranker, results[name], fusion
             )
             results[key] = runs
             notes.append(note)
@@ -347,7 +391,7 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
         pool = open_domain_pool(args, work, train_on)
         out = models / "dev" / f"opendomain-2wiki-{len(pool.examples)}"
         results[OPEN_DOMAIN_NAME] = evaluate_dev(
-            args, pool, "2wikimultihopqa", models, reranker, loops, out, treehop=treehop
+            args, pool, "2wikimultihopqa", models, reranker, loops, out, treehop=treehop, fusion=fusion
         )
     command = "python benchmarks/retrieval_rerank.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     report = render(

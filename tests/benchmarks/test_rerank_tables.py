@@ -112,3 +112,15 @@ def test_the_report_names_the_choice_and_where_each_dataset_stands(bench):
 def test_the_plot_draws_each_ranked_curve_and_the_loops_point(bench, tmp_path):
     path = bench.plot_dataset("musique", "in domain", runs(), tmp_path / "plot.png")
     assert path.is_file() and path.stat().st_size > 1000
+
+
+def test_the_report_says_how_each_reranker_is_fused_and_what_validation_scored(bench):
+    fusion = {"rerank N=20": {"chosen": "rrf", "validation": {"none": 40.0, "rrf": 45.5}}}
+    kw = dict(command="c", retriever="bm25", train_on=["musique"], setting=("s", []), loop_scores={"s": 1.0},
+              validation_n={"musique": 1}, results={"musique": runs()}, minutes=1.0)  # fmt: skip
+    plain = {"recipe": "r", "recipes": {"r": {"best_score": 1.0}}}
+    assert "fused with the search's order" not in bench.render(**kw, reranker=plain)
+    text = bench.render(**kw, reranker={**plain, "fusion": fusion})
+    assert (
+        "fused with the search's order (rrf)" in text and "rerank N=20: rrf (none 40.00, rrf 45.50)" in text
+    )

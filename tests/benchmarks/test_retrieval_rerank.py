@@ -3,6 +3,8 @@ them (HotpotQA's IRCoT file), and the loop variants it may choose on validation.
 
 import json
 
+import pytest
+
 BENCHMARK = "retrieval_rerank"  # the conftest fixture `bench` imports it
 
 
@@ -79,3 +81,56 @@ def test_every_cross_encoder_recipe_is_a_valid_training_config(bench):
         cfg = load_config(RerankerTrainConfig, bench.PRESET, changes)
         assert cfg.epochs == 4 and cfg.top_negatives <= cfg.negatives, name
     assert load_config(RerankerTrainConfig, bench.PRESET, bench.RECIPES["neg4-top1-ep4"]).top_negatives == 1
+
+
+def test_each_reranker_gets_the_fusion_its_validation_score_prefers(bench, monkeypatch, tmp_path):
+    import retrieval_efficientrag  # benchmarks/ is on the path while `bench` is in use
+
+    import efficientrag.eval.job_runs as job_runs
+
+    # Per (row, fusion), the validation score on each of two training files: the cross-encoder gains
+    # from fusion, the Labeler loses, and an equal score keeps the reranker alone.
+    scores = {
+        ("rerank N=20", "none"): (0.4, 0.6), ("rerank N=20", "rrf"): (0.6, 0.6),
+        ("Labeler rerank N=20", "none"): (0.8, 0.8), ("Labeler rerank N=20", "rrf"): (0.7, 0.6),
+        ("rerank N=50", "none"): (0.5, 0.5), ("rerank N=50", "rrf"): (0.5, 0.5),
+    }  # fmt: skip
+    files = ["2wikimultihopqa", "musique"]
+
+    def rerankers(pool, models, reranker, fusion):
+        return {row: ((row, fusion, pool), f"{row}-{fusion}") for row, f in scores if f == fusion}
+
+    def evaluate_rerank_run(method, examples, out, *, ks, progress):
+        row, fusion, pool = method
+        value = scores[(row, fusion)][files.index(pool)]
+        assert ks == [bench.FUSION_K] and examples == [pool] and out.name == f"{row}-{fusion}"
+        return {"retrieval": {str(bench.FUSION_K): {"recall": value, "all_gold": value}}}
+
+    monkeypatch.setattr(bench, "rerankers", rerankers)
+    monkeypatch.setattr(bench, "quick_config", lambda *a: None)
+    monkeypatch.setattr(retrieval_efficientrag, "validation_examples", lambda pool, cfg: [pool])
+    monkeypatch.setattr(job_runs, "evaluate_rerank_run", evaluate_rerank_run)
+    args = type("Args", (), {"quiet": True})()
+    chosen, got = bench.choose_fusion(args, tmp_path, {f: f for f in files}, tmp_path / "ce")
+    assert chosen == {"rerank N=20": "rrf", "Labeler rerank N=20": "none", "rerank N=50": "none"}
+    assert got["rerank N=20"] == pytest.approx({"none": 0.5, "rrf": 0.6})
+    assert got["Labeler rerank N=20"] == pytest.approx({"none": 0.8, "rrf": 0.65})
+
+
+def test_a_fused_reranker_row_is_built_fused_in_its_own_folder(bench, monkeypatch, tmp_path):
+    from rerank_methods import rerankers
+
+    from efficientrag.baselines.labeler_rerank import LabelerRerank
+    from efficientrag.baselines.rerank import Rerank
+
+    monkeypatch.setattr(Rerank, "load_scorer", lambda self: None)
+    monkeypatch.setattr(LabelerRerank, "load_scorer", lambda self: None)
+    pool = type("Pool", (), {"retriever": object()})()
+    rows = rerankers(pool, tmp_path, tmp_path / "ce", {"rerank N=20": "rrf", "Labeler rerank N=50": "rrf"})
+    assert {name: (m.cfg.fusion, folder) for name, (m, folder) in rows.items()} == {
+        "rerank N=20": ("rrf", "rerank-n20-rrf"),
+        "Labeler rerank N=20": ("none", "labeler-rerank-n20"),
+        "rerank N=50": ("none", "rerank-n50"),
+        "Labeler rerank N=50": ("rrf", "labeler-rerank-n50-rrf"),
+    }
+    assert all(m.cfg.top_n == int(name.split("=")[1]) for name, (m, _) in rows.items())
