@@ -21,6 +21,7 @@ from accelerate import Accelerator
 
 from efficientrag.atomic import replace_folder, staging_folder, write_text_atomic
 from efficientrag.config import ConfigError, load_config
+from efficientrag.models.card import TRAIN_CONFIG_FILE
 
 logger = logging.getLogger(__name__)
 
@@ -58,22 +59,30 @@ def last_checkpoint(root: Path) -> Path | None:
     return None
 
 
-def resume_point(previous: Path | None, out: Path, resume: bool) -> Path | None:
+def resume_point(
+    previous: Path | None, cfg: Any, out: Path, resume: bool, *, keys: Sequence[str], decides: str
+) -> Path | None:
     """The checkpoint a run in ``out`` continues from, given the newest one found there.
 
     A fresh run into a folder that already holds a checkpoint is refused, so two runs never mix
-    their files; ``resume`` with no checkpoint to continue starts afresh, with a warning.
+    their files; ``resume`` with no checkpoint to continue starts afresh, with a warning; a resumed
+    run must agree with the config it saved (``out/train_config.yaml``) on every key in ``keys``:
+    those decide what the run trains on and in which order, so a changed one would not continue it.
 
     Args:
         previous: The newest complete checkpoint under ``out / "checkpoints"`` (None: none).
+        cfg: The config dataclass of this run.
         out: The run folder.
         resume: Whether the run was asked to continue.
+        keys: The fields a resumed run must keep.
+        decides: What those fields decide, for the message (``"the data order and the schedule"``).
 
     Returns:
         ``previous`` when the run resumes from it, else None (start afresh).
 
     Raises:
-        ConfigError: ``previous`` exists and ``resume`` is False.
+        ConfigError: ``previous`` exists and ``resume`` is False, or a field in ``keys`` changed (the
+            message names each, old and new value).
     """
     if previous is not None and not resume:
         raise ConfigError(
@@ -85,22 +94,12 @@ def resume_point(previous: Path | None, out: Path, resume: bool) -> Path | None:
     if previous is None:
         logger.warning("--resume given but %s has no checkpoint; starting a new run", out / "checkpoints")
         return None
+    _check_resumable(cfg, out / TRAIN_CONFIG_FILE, keys, decides)
     return previous
 
 
-def check_resumable(cfg: Any, saved_path: Path, keys: Sequence[str], decides: str) -> None:
-    """Refuse to resume a run whose saved config differs from ``cfg`` on a key in ``keys``: those
-    decide what the run trains on and in which order, so a changed one would not continue it.
-
-    Args:
-        cfg: The config dataclass of the run being resumed.
-        saved_path: The config the run saved when it started (missing: nothing to compare).
-        keys: The fields that must agree.
-        decides: What those fields decide, for the message (``"the data order and the schedule"``).
-
-    Raises:
-        ConfigError: A field in ``keys`` changed; the message names each, old and new value.
-    """
+def _check_resumable(cfg: Any, saved_path: Path, keys: Sequence[str], decides: str) -> None:
+    """Refuse a resumed run whose saved config differs from ``cfg`` on a key in ``keys``."""
     if not saved_path.is_file():
         return
     saved = load_config(type(cfg), saved_path)

@@ -35,7 +35,6 @@ from efficientrag.models.inputs import KINDS
 from efficientrag.models.modeling import MODEL_INPUTS, compute_loss
 from efficientrag.training.checkpoint import (
     TrainerState,
-    check_resumable,
     last_checkpoint,
     resume_point,
     save_last,
@@ -285,10 +284,10 @@ def _checkpoint_to_resume(cfg: TrainConfig, out: Path, resume: bool) -> Path | N
         raise ConfigError(f"config 'model' must be one of {KINDS}, got {cfg.model!r}")
     if not cfg.data_dir:
         raise ConfigError("config 'data_dir' is required (a folder with train.jsonl and validation.jsonl)")
-    previous = resume_point(last_checkpoint(out / "checkpoints"), out, resume)
-    if previous is not None:
-        check_resumable(cfg, out / "train_config.yaml", DATA_ORDER_KEYS, "the data order and the schedule")
-    return previous
+    previous = last_checkpoint(out / "checkpoints")
+    return resume_point(
+        previous, cfg, out, resume, keys=DATA_ORDER_KEYS, decides="the data order and the schedule"
+    )
 
 
 def _completed(checkpoint: Path, out: Path) -> bool:

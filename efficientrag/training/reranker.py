@@ -33,11 +33,11 @@ from typing import Any
 from efficientrag.atomic import write_text_atomic
 from efficientrag.config import ConfigError, save_config
 from efficientrag.hub import hub_offline, resolve_model_path
+from efficientrag.models.card import TRAIN_CONFIG_FILE
 from efficientrag.training.pool import Pool, require_pools
 from efficientrag.training.reranker_callbacks import KeepBest, StepLog, StopAfter, quiet_console, trim_logs
 from efficientrag.training.reranker_checkpoints import (
     FINAL_METRICS,
-    TRAIN_CONFIG,
     checkpoint_step,
     checkpoint_to_resume,
     completed_metrics,
@@ -91,10 +91,12 @@ def train_reranker(
         progress=cfg.progress,
     )
     out.mkdir(parents=True, exist_ok=True)
-    save_config(cfg, out / TRAIN_CONFIG)
+    save_config(cfg, out / TRAIN_CONFIG_FILE)
     best = trim_logs(out, checkpoint_step(checkpoint))
     callbacks = [
-        KeepBest(out, [p.name for p in pools], lambda folder: save_config(cfg, folder / TRAIN_CONFIG), best),
+        KeepBest(
+            out, [p.name for p in pools], lambda folder: save_config(cfg, folder / TRAIN_CONFIG_FILE), best
+        ),
         StepLog(out),
         StopAfter(cfg.stop_after_steps),
     ]

@@ -13,11 +13,10 @@ import json
 import re
 from pathlib import Path
 
-from efficientrag.training.checkpoint import check_resumable, resume_point
+from efficientrag.training.checkpoint import resume_point
 from efficientrag.training.reranker_config import DATA_ORDER_KEYS, RerankerTrainConfig
 
 STATE_FILE = "trainer_state.json"
-TRAIN_CONFIG = "train_config.yaml"
 FINAL_METRICS = "final_metrics.json"
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)")
 
@@ -48,10 +47,9 @@ def checkpoint_to_resume(cfg: RerankerTrainConfig, out: Path, resume: bool) -> P
         ConfigError: A fresh run into a folder that holds a checkpoint, or a resumed run whose
             settings changed on a key in ``DATA_ORDER_KEYS``.
     """
-    previous = resume_point(last_checkpoint(out / "checkpoints"), out, resume)
-    if previous is not None:
-        check_resumable(cfg, out / TRAIN_CONFIG, DATA_ORDER_KEYS, "the pairs, their order and the schedule")
-    return previous
+    previous = last_checkpoint(out / "checkpoints")
+    decides = "the pairs, their order and the schedule"
+    return resume_point(previous, cfg, out, resume, keys=DATA_ORDER_KEYS, decides=decides)
 
 
 def completed_metrics(out: Path) -> dict | None:

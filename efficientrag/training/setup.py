@@ -22,7 +22,7 @@ from transformers import get_linear_schedule_with_warmup
 
 from efficientrag.config import save_config, to_dict
 from efficientrag.jsonl import read_jsonl, write_jsonl
-from efficientrag.models.card import TrainingRecord
+from efficientrag.models.card import TRAIN_CONFIG_FILE, TrainingRecord
 from efficientrag.models.word_classifier import WordClassifier
 from efficientrag.models.wrappers import WRAPPER_CLASSES
 from efficientrag.training.checkpoint import TrainerState
@@ -288,7 +288,7 @@ def open_run_outputs(accelerator: Accelerator, trackers: list[str], cfg: Any, ou
     after its checkpoint) and start the trackers. ``cfg``: any training config with the tracker
     fields (the Labeler/Filter's and TreeHop's)."""
     if accelerator.is_main_process:
-        save_config(cfg, out / "train_config.yaml")
+        save_config(cfg, out / TRAIN_CONFIG_FILE)
         _trim_log(out / "train_log.jsonl", step)
         _trim_log(out / "eval_log.jsonl", step)
     start_trackers(

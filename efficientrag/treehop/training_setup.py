@@ -25,7 +25,7 @@ from transformers import get_constant_schedule_with_warmup
 from efficientrag.atomic import write_text_atomic
 from efficientrag.config import ConfigError
 from efficientrag.data.schema import Example
-from efficientrag.training.checkpoint import TrainerState, check_resumable, last_checkpoint, resume_point
+from efficientrag.training.checkpoint import TrainerState, last_checkpoint, resume_point
 from efficientrag.training.pool import Pool
 from efficientrag.training.setup import open_run_outputs, parameter_groups, resolve_mixed_precision
 from efficientrag.training.trackers import available_trackers
@@ -75,10 +75,8 @@ class TreeHopRun:
 def checkpoint_to_resume(cfg: TreeHopTrainConfig, out: Path, resume: bool) -> Path | None:
     """The checkpoint a resumed run continues from; refuses a fresh run into a folder that already
     holds one, and a resumed run whose data or order settings changed."""
-    previous = resume_point(last_checkpoint(out / "checkpoints"), out, resume)
-    if previous is not None:
-        check_resumable(cfg, out / "train_config.yaml", DATA_ORDER_KEYS, "the data and its order")
-    return previous
+    previous = last_checkpoint(out / "checkpoints")
+    return resume_point(previous, cfg, out, resume, keys=DATA_ORDER_KEYS, decides="the data and its order")
 
 
 def completed(checkpoint: Path, out: Path) -> bool:
