@@ -12,6 +12,7 @@ orders passages without a score per pair.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -131,9 +132,17 @@ def _flashrank_config() -> Any:
 
 
 def _ranker(name: str, cache: Path, *, max_length: int) -> Any:
-    """FlashRank's ``Ranker`` over ``cache``; its log level kept at WARNING (it configures logging)."""
+    """FlashRank's ``Ranker`` over ``cache``. Its constructor calls ``logging.basicConfig``, which
+    would configure the caller's root logger: the root logger's handlers and level are put back."""
     try:
         from flashrank.Ranker import Ranker
     except ImportError as exc:
         raise ImportError(INSTALL_HINT) from exc
-    return Ranker(model_name=name, cache_dir=str(cache), max_length=max_length, log_level="WARNING")
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        return Ranker(model_name=name, cache_dir=str(cache), max_length=max_length, log_level="WARNING")
+    finally:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+        root.setLevel(level)

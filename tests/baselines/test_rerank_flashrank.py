@@ -59,13 +59,18 @@ def _torch_scores(cache: Path, pairs: list[tuple[str, str]]) -> list[float]:
         return torch.sigmoid(model(**batch).logits.squeeze(-1)).tolist()
 
 
-def test_flashrank_scores_are_the_models_probabilities_per_pair(offline_cache):
+def test_flashrank_scores_are_the_models_probabilities_per_pair(offline_cache, monkeypatch):
+    import logging
+
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])  # as in a program that configured no logging
     texts = [c.contents for c in bridge_corpus()]
     # Two questions' pairs, interleaved into runs: each run is one FlashRank request.
     pairs = [(ALPHA_QUESTION, t) for t in texts[:4]] + [(OMEGA_QUESTION, t) for t in texts[:3]]
     pairs += [(ALPHA_QUESTION, texts[5])]
     scores = FlashRankScorer(TINY_NAME).score(pairs)
     assert scores == pytest.approx(_torch_scores(offline_cache, pairs), abs=1e-5)
+    assert root.handlers == []  # FlashRank's logging.basicConfig left no handler on the caller's root
 
 
 def test_rerank_orders_the_top_n_by_flashranks_scores_and_binds_the_models_content(offline_cache, tmp_path):
