@@ -1,4 +1,4 @@
-"""Evaluation: ``evaluate(cfg)``, run fingerprints, metrics, reports and plots.
+"""Evaluation: ``evaluate(cfg)``, the runs it makes, metrics, reports and plots.
 
 ``from efficientrag.eval import evaluate`` runs what ``efficientrag eval`` runs; names are loaded on
 first use, so importing a submodule (the metrics, the report) does not import the runner.
