@@ -42,8 +42,13 @@ def rerankers(
         for name, (cls, config, model, folder) in rows.items():
             fused = fusion if isinstance(fusion, str) else fusion.get(name, "none")
             method = cls(pool.retriever, None, config(**model, top_n=n, fusion=fused))
-            out[name] = (method, folder if fused == "none" else f"{folder}-{fused}")
+            out[name] = (method, fused_folder(folder, fused))
     return out
+
+
+def fused_folder(folder: str, fusion: str) -> str:
+    """A reranker row's run folder under ``fusion``: a fused run never shares the plain one's."""
+    return folder if fusion == "none" else f"{folder}-{fusion}"
 
 
 def time_side_by_side(

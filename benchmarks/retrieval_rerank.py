@@ -44,11 +44,12 @@ import json
 import shlex
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import rerank_treehop
-from rerank_methods import FUSIONS, KS, rerankers, time_side_by_side
+from rerank_methods import FUSIONS, KS, fused_folder, rerankers, time_side_by_side
 from rerank_tables import known_types, plot_dataset, render
 from retrieval_efficientrag import (
     DATASETS,
@@ -221,9 +222,11 @@ def choose_fusion(
     per_file: dict[str, dict[str, list[float]]] = {}
     for name, pool in pools.items():
         val = validation_examples(pool, quick_config(models, name, args))
-        for fusion in FUSIONS:
-            for row, (method, folder) in rerankers(pool, models, reranker, fusion).items():
-                out = models / "validation" / name / folder
+        # Each row's model loaded once per pool; the fusion is a setting of the loaded method.
+        for row, (method, folder) in rerankers(pool, models, reranker).items():
+            for fusion in FUSIONS:
+                method.cfg = replace(method.cfg, fusion=fusion)
+                out = models / "validation" / name / fused_folder(folder, fusion)
                 run = evaluate_rerank_run(method, val, out, ks=[FUSION_K], progress=not args.quiet)
                 at_k = run["retrieval"][str(FUSION_K)]
                 per_file.setdefault(row, {}).setdefault(fusion, []).append(

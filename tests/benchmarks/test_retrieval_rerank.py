@@ -84,6 +84,8 @@ def test_every_cross_encoder_recipe_is_a_valid_training_config(bench):
 
 
 def test_each_reranker_gets_the_fusion_its_validation_score_prefers(bench, monkeypatch, tmp_path):
+    from dataclasses import dataclass, field
+
     import retrieval_efficientrag  # benchmarks/ is on the path while `bench` is in use
 
     import efficientrag.eval.job_runs as job_runs
@@ -97,13 +99,27 @@ def test_each_reranker_gets_the_fusion_its_validation_score_prefers(bench, monke
     }  # fmt: skip
     files = ["2wikimultihopqa", "musique"]
 
-    def rerankers(pool, models, reranker, fusion):
-        return {row: ((row, fusion, pool), f"{row}-{fusion}") for row, f in scores if f == fusion}
+    loaded = []
+
+    @dataclass
+    class Settings:
+        fusion: str = "none"
+
+    @dataclass
+    class Method:
+        row: str
+        pool: str
+        cfg: Settings = field(default_factory=Settings)
+
+    def rerankers(pool, models, reranker):
+        loaded.append(pool)
+        return {row: (Method(row, pool), row) for row, f in scores if f == "none"}
 
     def evaluate_rerank_run(method, examples, out, *, ks, progress):
-        row, fusion, pool = method
-        value = scores[(row, fusion)][files.index(pool)]
-        assert ks == [bench.FUSION_K] and examples == [pool] and out.name == f"{row}-{fusion}"
+        fusion = method.cfg.fusion
+        value = scores[(method.row, fusion)][files.index(method.pool)]
+        assert ks == [bench.FUSION_K] and examples == [method.pool]
+        assert out.name == (method.row if fusion == "none" else f"{method.row}-{fusion}")
         return {"retrieval": {str(bench.FUSION_K): {"recall": value, "all_gold": value}}}
 
     monkeypatch.setattr(bench, "rerankers", rerankers)
@@ -115,6 +131,7 @@ def test_each_reranker_gets_the_fusion_its_validation_score_prefers(bench, monke
     assert chosen == {"rerank N=20": "rrf", "Labeler rerank N=20": "none", "rerank N=50": "none"}
     assert got["rerank N=20"] == pytest.approx({"none": 0.5, "rrf": 0.6})
     assert got["Labeler rerank N=20"] == pytest.approx({"none": 0.8, "rrf": 0.65})
+    assert loaded == files  # each pool's rerankers built (their models loaded) once
 
 
 def test_a_fused_reranker_row_is_built_fused_in_its_own_folder(bench, monkeypatch, tmp_path):
