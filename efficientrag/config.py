@@ -191,14 +191,10 @@ def from_dict(cls: type[T], data: Mapping[str, Any], *, origin: str = "<dict>", 
         hint = f"; did you mean '{prefix}{close[0]}'?" if close else ""
         known = ", ".join(sorted(fields))
         raise ConfigError(f"{origin}: unknown config key '{full}'{hint} (known keys here: {known})")
-    kwargs: dict[str, Any] = {}
-    for name, value in data.items():
-        # A partial mapping for a nested config extends that field's own default (a factory may
-        # differ from the nested class's defaults: the quickstart's Labeler recipe), not the class's.
-        default = _field_default(fields[name])
-        if isinstance(value, Mapping) and dataclasses.is_dataclass(default) and not isinstance(default, type):
-            value = _deep_merge(_plain(default), value)
-        kwargs[name] = _convert(value, hints[name], origin=origin, key=f"{prefix}{name}")
+    kwargs = {
+        name: _field_value(fields[name], hints[name], value, origin=origin, key=f"{prefix}{name}")
+        for name, value in data.items()
+    }
     try:
         return cls(**kwargs)
     except SettingError as exc:
@@ -223,13 +219,9 @@ def config_section(cls: type, name: str, merged: Mapping[str, Any], *, origin: s
         The field's value: its default when ``merged`` does not name it.
     """
     field = {f.name: f for f in dataclasses.fields(cls) if f.init}[name]
-    default = _field_default(field)
     if name not in merged:
-        return default
-    value = merged[name]
-    if isinstance(value, Mapping) and dataclasses.is_dataclass(default) and not isinstance(default, type):
-        value = _deep_merge(_plain(default), value)
-    return _convert(value, typing.get_type_hints(cls)[name], origin=origin, key=name)
+        return _field_default(field)
+    return _field_value(field, typing.get_type_hints(cls)[name], merged[name], origin=origin, key=name)
 
 
 def attribute_docs(cls: type) -> dict[str, str]:
@@ -352,6 +344,16 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[name] = value
     return out
+
+
+def _field_value(f: dataclasses.Field, hint: Any, value: Any, *, origin: str, key: str) -> Any:
+    """``value`` converted to field ``f``'s type. A partial mapping for a nested config extends that
+    field's own default (a factory may differ from the nested class's defaults: the quickstart's
+    Labeler recipe), not the class's."""
+    default = _field_default(f)
+    if isinstance(value, Mapping) and dataclasses.is_dataclass(default) and not isinstance(default, type):
+        value = _deep_merge(_plain(default), value)
+    return _convert(value, hint, origin=origin, key=key)
 
 
 def _field_default(f: dataclasses.Field) -> Any:
