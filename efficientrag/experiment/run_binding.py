@@ -223,7 +223,7 @@ def loop_fingerprint(
     from efficientrag.models.export import resolve_quantize
 
     folders = METHODS["efficientrag"].model_fields
-    skipped = {*folders, *SPEED_ONLY, *(() if answers else ANSWER_SETTINGS)}
+    skipped = {*folders, *(() if answers else ANSWER_SETTINGS)}
     out = {k: v for k, v in fingerprinted(cfg).items() if k not in skipped}
     out["quantize"] = quantize if quantize is not None else resolve_quantize(cfg.quantize, cfg.device)
     if model_digests:
