@@ -34,10 +34,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from efficientrag.baselines.direct_r import DirectRetrieval
 from efficientrag.baselines.labeler_rerank import LabelerRerank, LabelerRerankConfig
 from efficientrag.data.schema import Example
 from efficientrag.eval.interrupts import main_reporting_interrupts
-from efficientrag.eval.job_runs import evaluate_direct_r_run, evaluate_efficientrag_run, evaluate_rerank_run
+from efficientrag.eval.job_runs import evaluate_efficientrag_run, evaluate_ranked_run
 from efficientrag.eval.paired_bootstrap import paired_bootstrap
 from efficientrag.eval.record_scores import mean, question_scores
 from efficientrag.eval.side_by_side import time_methods
@@ -65,7 +66,7 @@ def reranker_records(
     labeler: Path, n: int, k: int, retriever: Retriever, examples: list[Example], out: Path
 ) -> list[Record]:
     method = LabelerRerank(retriever, None, LabelerRerankConfig(labeler=str(labeler), top_n=n))
-    evaluate_rerank_run(method, examples, out, ks=sorted({k, n}), progress=False)
+    evaluate_ranked_run(method, examples, out, ks=sorted({k, n}), progress=False)
     return list(read_jsonl(out / "predictions.jsonl"))
 
 
@@ -185,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
 
     examples, search = toy_world_search(args.report_seed, args.questions, args.work_dir)
     dev, b, n = args.work_dir / "report", args.budget, args.first_top_k
-    evaluate_direct_r_run(search, examples, dev / "direct_r", ks=[b], progress=False)
+    evaluate_ranked_run(
+        DirectRetrieval.ranking(search, [b]), examples, dev / "direct_r", ks=[b], progress=False
+    )
     records = {"Direct-R": list(read_jsonl(dev / "direct_r" / "predictions.jsonl"))}
     for name, cfg in loops.items():
         records[name] = loop_run(cfg, search, examples, dev / _slug(name))

@@ -217,7 +217,7 @@ def choose_fusion(
     """
     from retrieval_efficientrag import validation_examples
 
-    from efficientrag.eval.job_runs import evaluate_rerank_run
+    from efficientrag.eval.job_runs import evaluate_ranked_run
 
     per_file: dict[str, dict[str, list[float]]] = {}
     for name, pool in pools.items():
@@ -227,7 +227,7 @@ def choose_fusion(
             for fusion in FUSIONS:
                 method.cfg = replace(method.cfg, fusion=fusion)
                 out = models / "validation" / name / fused_folder(folder, fusion)
-                run = evaluate_rerank_run(method, val, out, ks=[FUSION_K], progress=not args.quiet)
+                run = evaluate_ranked_run(method, val, out, ks=[FUSION_K], progress=not args.quiet)
                 at_k = run["retrieval"][str(FUSION_K)]
                 per_file.setdefault(row, {}).setdefault(fusion, []).append(
                     (at_k["recall"] + at_k["all_gold"]) / 2
@@ -258,12 +258,14 @@ def evaluate_dev(
     Returns:
         Per method: its summary and its per-question records.
     """
-    from efficientrag.eval.job_runs import evaluate_direct_r_run, evaluate_rerank_run
+    from efficientrag.baselines.direct_r import DirectRetrieval
+    from efficientrag.eval.job_runs import evaluate_ranked_run
 
     examples, progress, reuse = pool.examples, not args.quiet, reuse or {}
     runs = {}
     if "Direct-R" not in reuse:
-        direct = evaluate_direct_r_run(pool.retriever, examples, out / "direct_r_k", ks=KS, progress=progress)
+        search_order = DirectRetrieval.ranking(pool.retriever, KS)
+        direct = evaluate_ranked_run(search_order, examples, out / "direct_r_k", ks=KS, progress=progress)
         runs["Direct-R"] = (dict(direct), out / "direct_r_k")
     cfg = quick_config(out, dataset, args)
     for name, (lab, ov) in loops.items():
@@ -278,7 +280,7 @@ def evaluate_dev(
             continue
         run_dir = out / folder
         runs[name] = (
-            dict(evaluate_rerank_run(method, examples, run_dir, ks=KS, progress=progress)),
+            dict(evaluate_ranked_run(method, examples, run_dir, ks=KS, progress=progress)),
             run_dir,
         )
     types = known_types(args.shared_data, dataset)

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from efficientrag.baselines.answering import answer_if_asked
-from efficientrag.baselines.base import Counters, Method, Prediction
+from efficientrag.baselines.base import Counters, Method, Prediction, SharedSettings
 from efficientrag.baselines.settings import Settings, bounded
 from efficientrag.data.schema import Example
+from efficientrag.retrieval.base import Retriever
 
 
 @dataclass
@@ -31,6 +32,17 @@ class DirectRetrieval(Method):
     config_class = DirectRConfig
     cfg: DirectRConfig
     retrieval_only = True
+
+    @classmethod
+    def ranking(cls, retriever: Retriever, ks: Sequence[int]) -> DirectRetrieval:
+        """The search's own order, retrieved to the largest of ``ks`` and no answer asked: the
+        ranked list a retrieval-only comparison scores at each k.
+
+        Args:
+            retriever: the backend searched.
+            ks: the cut-offs the run reports.
+        """
+        return cls(retriever, None, shared=SharedSettings(ks=tuple(ks)))
 
     @property
     def depth(self) -> int:

@@ -21,7 +21,7 @@ from efficientrag.eval.runner import run_method
 from efficientrag.experiment.run_binding import index_and_data, loop_fingerprint, resumable
 
 if TYPE_CHECKING:
-    from efficientrag.baselines.rerank import Rerank
+    from efficientrag.baselines.base import Method
     from efficientrag.data.schema import Example
     from efficientrag.pipeline.config import EfficientRAGConfig
     from efficientrag.pipeline.efficientrag import EfficientRAG
@@ -87,8 +87,8 @@ def evaluate_efficientrag_run(
     return _run(method, examples, Path(out_dir), fingerprint, (), batch_size, progress, meta)
 
 
-def evaluate_direct_r_run(
-    retriever: Retriever,
+def evaluate_ranked_run(
+    method: Method,
     examples: Sequence[Example],
     out_dir: str | Path,
     *,
@@ -97,47 +97,15 @@ def evaluate_direct_r_run(
     progress: bool = True,
     meta: Mapping[str, Any] | None = None,
 ) -> RunSummary:
-    """Direct-R (one search with the question) on ``examples``, in ``out_dir``.
-
-    Args:
-        retriever: the backend searched.
-        examples: the questions, with gold chunk ids.
-        out_dir: the run folder; one made under other inputs (other ``ks``) is evaluated again.
-        ks: the cut-offs the ranked chunks are scored at.
-        batch_size: questions per batch.
-        progress: show a progress bar.
-        meta: extra summary keys (the dataset, the split).
-
-    Returns:
-        The run's summary; ``summary["retrieval"][str(k)]`` holds the scores at each cut-off.
-    """
-    from efficientrag.baselines.base import SharedSettings
-    from efficientrag.baselines.direct_r import DirectRetrieval
-
-    fingerprint = {"method": "direct_r", **index_and_data(retriever, examples), "eval": {"ks": list(ks)}}
-    method = DirectRetrieval(retriever, None, shared=SharedSettings(ks=tuple(ks)))
-    return _run(method, examples, Path(out_dir), fingerprint, ks, batch_size, progress, dict(meta or {}))
-
-
-def evaluate_rerank_run(
-    method: Rerank,
-    examples: Sequence[Example],
-    out_dir: str | Path,
-    *,
-    ks: Sequence[int],
-    batch_size: int = 32,
-    progress: bool = True,
-    meta: Mapping[str, Any] | None = None,
-) -> RunSummary:
-    """A reranker (``rerank`` or ``labeler_rerank``, already built with its model) on ``examples``,
-    its ranked list scored at ``ks``, in ``out_dir``.
+    """A method that ranks chunks and answers nothing (Direct-R, ``rerank``, ``labeler_rerank``),
+    already built with its models, on ``examples``, its ranked list scored at ``ks``, in ``out_dir``.
 
     Args:
         method: The built method; its retriever is the one searched.
         examples: the questions, with gold chunk ids.
         out_dir: the run folder; one made under other inputs (settings, model weights, ``ks``) is
             evaluated again.
-        ks: the cut-offs the reranked list is scored at (K chunks kept).
+        ks: the cut-offs the ranked list is scored at (K chunks kept).
         batch_size: questions per batch.
         progress: show a progress bar.
         meta: extra summary keys (the dataset, the split).
@@ -151,13 +119,13 @@ def evaluate_rerank_run(
     answer_only = ("device", "top_k", "max_new_tokens")  # where it runs, and the answer call's
     skipped = {*method.model_fields, *SPEED_ONLY, *answer_only}
     settings = {k: v for k, v in to_dict(method.cfg).items() if k not in skipped}
+    models = {kind: model_digest(kind, getattr(method.cfg, f)) for f, kind in method.model_fields.items()}
+    # A method with no setting and no model left (Direct-R) is bound by what it searches alone.
     fingerprint = {
         "method": method.name,
         **index_and_data(method.retriever, examples),
-        "settings": {method.name: settings},
-        "models": {
-            kind: model_digest(kind, getattr(method.cfg, f)) for f, kind in method.model_fields.items()
-        },
+        **({"settings": {method.name: settings}} if settings else {}),
+        **({"models": models} if models else {}),
         "eval": {"ks": list(ks)},
     }
     return _run(method, examples, Path(out_dir), fingerprint, ks, batch_size, progress, dict(meta or {}))

@@ -286,12 +286,13 @@ def synthesize_train_sets(
 def evaluate_direct(
     cfg: QuickstartConfig, retriever: Retriever, examples: Sequence[Example], out_dir: Path
 ) -> dict[str, Any]:
-    """Direct-R on ``examples`` at ``cfg.ks`` (:func:`efficientrag.eval.job_runs.evaluate_direct_r_run`);
+    """Direct-R on ``examples`` at ``cfg.ks`` (:func:`efficientrag.eval.job_runs.evaluate_ranked_run`);
     the quickstart owns its run folders, so one made under other inputs is evaluated again."""
-    from efficientrag.eval.job_runs import evaluate_direct_r_run
+    from efficientrag.baselines.direct_r import DirectRetrieval
+    from efficientrag.eval.job_runs import evaluate_ranked_run
 
-    return evaluate_direct_r_run(
-        retriever,
+    return evaluate_ranked_run(
+        DirectRetrieval.ranking(retriever, cfg.ks),
         examples,
         out_dir,
         ks=cfg.ks,

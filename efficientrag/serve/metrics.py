@@ -30,63 +30,44 @@ _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
-        self.requests = Counter(
-            "efficientrag_requests",
-            "HTTP requests to the API, by endpoint and status",
-            ["endpoint", "status"],
-            registry=r,
+
+        def metric(kind: Any, name: str, text: str, labels: tuple[str, ...] = (), **kw: Any) -> Any:
+            return kind(f"efficientrag_{name}", text, list(labels), registry=self.registry, **kw)
+
+        self.requests = metric(
+            Counter, "requests", "HTTP requests to the API, by endpoint and status", ("endpoint", "status")
         )
-        self.latency = Histogram(
-            "efficientrag_request_seconds",
-            "API request latency",
-            ["endpoint"],
-            buckets=_LATENCY_BUCKETS,
-            registry=r,
+        self.latency = metric(
+            Histogram, "request_seconds", "API request latency", ("endpoint",), buckets=_LATENCY_BUCKETS
         )
-        self.questions = Counter("efficientrag_questions", "questions answered", registry=r)
-        self.batch_size = Histogram(
-            "efficientrag_batch_size", "questions per retrieve_batch call", buckets=_BATCH_BUCKETS, registry=r
+        self.questions = metric(Counter, "questions", "questions answered")
+        self.batch_size = metric(
+            Histogram, "batch_size", "questions per retrieve_batch call", buckets=_BATCH_BUCKETS
         )
-        self.batch_seconds = Counter(
-            "efficientrag_batch_seconds",
+        self.batch_seconds = metric(
+            Counter,
+            "batch_seconds",
             "seconds the worker spent computing batches (its busy time: against wall time, how much "
             "of it the worker had work)",
-            registry=r,
         )
-        self.queue_depth = Gauge("efficientrag_queue_depth", "questions waiting for a batch", registry=r)
-        self.in_flight = Gauge("efficientrag_in_flight", "questions in the running batch", registry=r)
-        self.errors = Counter(
-            "efficientrag_errors", "refused or failed requests, by kind", ["kind"], registry=r
-        )
-        self.abandoned = Counter(
-            "efficientrag_abandoned",
+        self.queue_depth = metric(Gauge, "queue_depth", "questions waiting for a batch")
+        self.in_flight = metric(Gauge, "in_flight", "questions in the running batch")
+        self.errors = metric(Counter, "errors", "refused or failed requests, by kind", ("kind",))
+        self.abandoned = metric(
+            Counter,
+            "abandoned",
             "questions whose answer nobody would read (client gone, or deadline passed), by where the "
             "server let go of them: queued (never computed), hop (its batch stopped at a hop boundary), "
             "finished (computed in full for nobody)",
-            ["stage", "reason"],
-            registry=r,
+            ("stage", "reason"),
         )
-        self.disconnects = Counter(
-            "efficientrag_disconnects",
-            "requests whose client closed the connection before its answer",
-            registry=r,
+        self.disconnects = metric(
+            Counter, "disconnects", "requests whose client closed the connection before its answer"
         )
-        self.rate = Gauge(
-            "efficientrag_rate",
-            "questions per second over the last batches taken together",
-            registry=r,
-        )
-        self.cost_fixed = Gauge(
-            "efficientrag_batch_cost_fixed_seconds",
-            "admission's batch cost, fitted over the last batches: the seconds a batch takes whatever its size",
-            registry=r,
-        )
-        self.cost_per_question = Gauge(
-            "efficientrag_batch_cost_per_question_seconds",
-            "admission's batch cost, fitted over the last batches: the seconds each question adds",
-            registry=r,
-        )
+        self.rate = metric(Gauge, "rate", "questions per second over the last batches taken together")
+        cost = "admission's batch cost, fitted over the last batches: the seconds "
+        self.cost_fixed = metric(Gauge, "batch_cost_fixed_seconds", cost + "a batch takes whatever its size")
+        self.cost_per_question = metric(Gauge, "batch_cost_per_question_seconds", cost + "each question adds")
 
     def observe_request(self, path: str, status: int, seconds: float) -> None:
         if path not in API_PATHS:

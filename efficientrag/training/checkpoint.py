@@ -49,6 +49,18 @@ class TrainerState:
     def write(self, folder: Path) -> None:
         write_text_atomic(folder / STATE_FILE, json.dumps(asdict(self), indent=2))
 
+    def final_summary(self, total_steps: int) -> dict[str, Any]:
+        """What every trainer's ``final_metrics.json`` opens with: whether the run completed, how
+        far it went, and its best evaluation (the one its ``best/`` folder holds)."""
+        return {
+            "completed": self.completed,
+            "global_step": self.global_step,
+            "total_steps": total_steps,
+            "best_step": self.best_step,
+            "best_score": self.best_score,
+            "best": self.best_metrics,
+        }
+
 
 def last_checkpoint(root: Path) -> Path | None:
     """The newest complete checkpoint under ``root`` (``last``, else ``last.old``), or None."""

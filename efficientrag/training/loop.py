@@ -189,17 +189,12 @@ def _finish(run: TrainingRun, session_summary: dict[str, Any]) -> dict[str, Any]
     state.completed = True
     save_checkpoint(run)
     final = {
-        "completed": True,
+        **state.final_summary(run.total_steps),
         "model": cfg.model,
         "backbone": cfg.backbone,
-        "global_step": state.global_step,
-        "total_steps": run.total_steps,
         "epochs": run.num_epochs,
         "samples_seen": state.samples_seen,
         "selection_metric": SELECTION_METRIC[cfg.model],
-        "best_step": state.best_step,
-        "best_score": state.best_score,
-        "best": state.best_metrics,
         "final_eval": _last_eval(out) if run.main else {},
         "mixed_precision": run.mixed_precision,
         "num_processes": run.accelerator.num_processes,

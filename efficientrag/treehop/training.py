@@ -203,14 +203,9 @@ def _finish(run: TreeHopRun, seconds: float) -> dict[str, Any]:
     state.completed = True
     save_checkpoint(run)
     final = {
-        "completed": True,
-        "global_step": state.global_step,
-        "total_steps": run.total_steps,
+        **state.final_summary(run.total_steps),
         "epochs": cfg.epochs,
-        "best_step": state.best_step,
         "best_epoch": state.best_epoch,
-        "best_score": state.best_score,
-        "best": state.best_metrics,
         "selection": SELECTION,
         "parameters": sum(p.numel() for p in accelerator.unwrap_model(run.network).parameters()),
         "train_seconds_this_session": seconds,

@@ -260,14 +260,14 @@ def test_a_rerank_job_run_resumes_only_for_the_same_model_and_settings(cross_enc
 
     from safetensors.torch import load_file, save_file
 
-    from efficientrag.eval.job_runs import evaluate_rerank_run
+    from efficientrag.eval.job_runs import evaluate_ranked_run
 
     retriever = WordOverlapRetriever(bridge_corpus())
     qs = examples(ALPHA_QUESTION, OMEGA_QUESTION)
     for ex in qs:
         ex.gold_chunk_ids.append("bob" if ex.question == ALPHA_QUESTION else "carla")
     method = Rerank(retriever, None, RerankConfig(model=str(cross_encoder), top_n=5, device="cpu"))
-    first = evaluate_rerank_run(method, qs, tmp_path / "run", ks=[2, 5], progress=False)
+    first = evaluate_ranked_run(method, qs, tmp_path / "run", ks=[2, 5], progress=False)
     assert first["n"] == 2 and first["retrieval"]["5"]["recall"] == 100.0
     fingerprint = read_fingerprint(tmp_path / "run")
     assert fingerprint["method"] == "rerank" and set(fingerprint["models"]) == {"reranker"}
@@ -276,7 +276,7 @@ def test_a_rerank_job_run_resumes_only_for_the_same_model_and_settings(cross_enc
     )
     # The same inputs resume the run: nothing is scored again.
     method.scorer = TitleScores({})
-    evaluate_rerank_run(method, qs, tmp_path / "run", ks=[2, 5], progress=False)
+    evaluate_ranked_run(method, qs, tmp_path / "run", ks=[2, 5], progress=False)
     assert method.scorer.calls == []
     # Another model's weights under the same path make it another run, scored again.
     other = tmp_path / "other"
@@ -287,6 +287,6 @@ def test_a_rerank_job_run_resumes_only_for_the_same_model_and_settings(cross_enc
     )
     changed = Rerank(retriever, None, RerankConfig(model=str(other), top_n=5, device="cpu"))
     changed.scorer = TitleScores({})
-    evaluate_rerank_run(changed, qs, tmp_path / "run", ks=[2, 5], progress=False)
+    evaluate_ranked_run(changed, qs, tmp_path / "run", ks=[2, 5], progress=False)
     assert len(changed.scorer.calls) == 1
     assert read_fingerprint(tmp_path / "run")["models"] != fingerprint["models"]

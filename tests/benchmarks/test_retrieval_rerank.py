@@ -115,7 +115,7 @@ def test_each_reranker_gets_the_fusion_its_validation_score_prefers(bench, monke
         loaded.append(pool)
         return {row: (Method(row, pool), row) for row, f in scores if f == "none"}
 
-    def evaluate_rerank_run(method, examples, out, *, ks, progress):
+    def evaluate_ranked_run(method, examples, out, *, ks, progress):
         fusion = method.cfg.fusion
         value = scores[(method.row, fusion)][files.index(method.pool)]
         assert ks == [bench.FUSION_K] and examples == [method.pool]
@@ -125,7 +125,7 @@ def test_each_reranker_gets_the_fusion_its_validation_score_prefers(bench, monke
     monkeypatch.setattr(bench, "rerankers", rerankers)
     monkeypatch.setattr(bench, "quick_config", lambda *a: None)
     monkeypatch.setattr(retrieval_efficientrag, "validation_examples", lambda pool, cfg: [pool])
-    monkeypatch.setattr(job_runs, "evaluate_rerank_run", evaluate_rerank_run)
+    monkeypatch.setattr(job_runs, "evaluate_ranked_run", evaluate_ranked_run)
     args = type("Args", (), {"quiet": True})()
     chosen, got = bench.choose_fusion(args, tmp_path, {f: f for f in files}, tmp_path / "ce")
     assert chosen == {"rerank N=20": "rrf", "Labeler rerank N=20": "none", "rerank N=50": "none"}
