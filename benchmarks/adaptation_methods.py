@@ -5,7 +5,8 @@ on its scoring sets (``efficientrag.adapt.method_choice``); ``adapt.json`` keeps
 numbers, settings, and what each group of sets alone would have chosen. The adaptation benchmark
 renders that choice: the target's pseudo-questions against the source datasets' validation questions
 (which of them would have chosen what), then every candidate on the target's dev questions at the
-same chunk budget, with paired intervals against the one-hop reranker. The dev questions choose
+same chunk budget, with paired intervals against the one-hop reranker and against the search's own
+top 10, on every dev question and on the part held back from design. The dev questions choose
 nothing.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from efficientrag.adapt.method_choice import LABELER_RERANK, summarize
 from efficientrag.config import load_config
+from efficientrag.data.split import held_back
 from efficientrag.eval.paired_bootstrap import paired_bootstrap
 from efficientrag.eval.record_scores import question_scores
 from efficientrag.jsonl import read_jsonl
@@ -74,38 +76,92 @@ def evaluate_on_dev(
     return runs
 
 
-def _per_question(records: Sequence[Record]) -> tuple[list[float], list[float]]:
-    scores = question_scores(records)
+Scores = tuple[list[float], list[float]]  # per question: recalls, all-gold rates
+
+# The search's own top 10, the deploy-nothing reference at 10 chunks (Direct-R@10).
+SEARCH_K = 10
+SEARCH_ROW = f"search top {SEARCH_K}"
+
+
+def _per_question(records: Sequence[Record], held: bool = False) -> Scores:
+    """Per question recall and all-gold, of every question or of those held back from design."""
+    kept = [r for r in records if held_back(r["id"])] if held else list(records)
+    scores = question_scores(kept)
     return [r for r, _ in scores], [g for _, g in scores]
 
 
+def _gaps(a: Scores, b: Scores, resamples: int) -> list[str]:
+    """The paired recall and all-gold gaps (a minus b), each with its 95% interval and verdict;
+    blank cells where there is no question to pair."""
+    if not a[0]:
+        return ["", ""]
+    return [paired_bootstrap(x, y, resamples=resamples).cell() for x, y in zip(a, b, strict=True)]
+
+
 def dev_lines(
-    runs: Mapping[str, Sequence[Record]], chosen: str, seconds: Mapping[str, float], resamples: int = 10_000
+    runs: Mapping[str, Sequence[Record]],
+    chosen: str,
+    seconds: Mapping[str, float],
+    search: Sequence[Record] | None = None,
+    resamples: int = 10_000,
 ) -> list[str]:
-    """Every candidate on the dev questions, with paired gaps against the one-hop reranker."""
-    ref = _per_question(runs[LABELER_RERANK])
+    """Every candidate on the dev questions, with paired gaps against the one-hop reranker, on every
+    question and on those held back from design; then, given the search's ranked run, each
+    candidate against the search's top 10.
+
+    Args:
+        runs: Each candidate's dev records (``labeler_rerank`` among them), the same questions in
+            the same order.
+        chosen: The candidate adapt chose.
+        seconds: Each candidate's seconds per question.
+        search: The search's own ranked run on the same questions (read at its top 10), or None.
+        resamples: Bootstrap resamples per interval.
+    """
+    ids = [r["id"] for r in runs[LABELER_RERANK]]
+    for name, records in [*runs.items(), *([(SEARCH_ROW, search)] if search is not None else [])]:
+        if [r["id"] for r in records] != ids:
+            raise ValueError(f"{name}: its dev run holds other questions than labeler_rerank's")
+    n_held = sum(held_back(i) for i in ids)
+    ref, ref_held = _per_question(runs[LABELER_RERANK]), _per_question(runs[LABELER_RERANK], True)
     lines = [
-        "| method on dev | recall / all-gold | chunks | Labeler pairs / q | s / q | vs `labeler_rerank`: recall [95%] | all-gold [95%] |",
-        "|---|---|---|---|---|---|---|",
+        "| method on dev | recall / all-gold | chunks | Labeler pairs / q | s / q | vs `labeler_rerank`: "
+        f"recall [95%] | all-gold [95%] | held back ({n_held} q): recall | all-gold |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, records in runs.items():
-        if [r["id"] for r in records] != [r["id"] for r in runs[LABELER_RERANK]]:
-            raise ValueError(f"{name}: its dev run holds other questions than labeler_rerank's")
         s = summarize(records)
-        rec, full = _per_question(records)
-        gaps = (
-            ["", ""]
-            if name == LABELER_RERANK
-            else [
-                paired_bootstrap(rec, ref[0], resamples=resamples).cell(),
-                paired_bootstrap(full, ref[1], resamples=resamples).cell(),
-            ]
-        )
+        gaps = ["", "", "", ""]
+        if name != LABELER_RERANK:
+            gaps = _gaps(_per_question(records), ref, resamples)
+            gaps += _gaps(_per_question(records, True), ref_held, resamples)
         mark = " (chosen)" if name == chosen else ""
         lines.append(
             f"| {name}{mark} | {s['recall']:.1f} / {s['all_gold']:.1f} | {s['num_chunks']:.2f} | "
-            f"{s['labeler_pairs']:.1f} | {seconds.get(name, float('nan')):.3f} | {gaps[0]} | {gaps[1]} |"
+            f"{s['labeler_pairs']:.1f} | {seconds.get(name, float('nan')):.3f} | " + " | ".join(gaps) + " |"
         )
+    if search is not None:
+        lines += ["", *_search_lines(runs, search, resamples)]
+    return lines
+
+
+def _search_lines(
+    runs: Mapping[str, Sequence[Record]], search: Sequence[Record], resamples: int
+) -> list[str]:
+    """Each candidate against the search's own top 10 (its chunks against 10), paired."""
+    top = [{**r, "retrieved_ids": list(r["retrieved_ids"])[:SEARCH_K]} for r in search]
+    ref, ref_held = _per_question(top), _per_question(top, True)
+    whole = [sum(x) / max(1, len(x)) for x in ref]
+    lines = [
+        f"Against the search's own top {SEARCH_K} ({whole[0]:.1f} / {whole[1]:.1f} at {SEARCH_K} chunks):",
+        "",
+        "| method on dev | recall [95%] | all-gold [95%] | held back: recall | all-gold |",
+        "|---|---|---|---|---|",
+    ]
+    for name, records in runs.items():
+        gaps = _gaps(_per_question(records), ref, resamples) + _gaps(
+            _per_question(records, True), ref_held, resamples
+        )
+        lines.append(f"| {name} | " + " | ".join(gaps) + " |")
     return lines
 
 
@@ -125,17 +181,23 @@ def seconds_per_question(records: Sequence[Record]) -> float:
 
 def method_lines(summary: Mapping[str, Any], retriever: Any, examples: Sequence[Any], out: Path) -> list[str]:
     """An adapt run's retrieval method choice, and every candidate run on ``examples`` (the target's
-    dev questions) under ``out``; nothing when adapt made no choice.
+    dev questions) under ``out``, beside the search's own top 10; nothing when adapt made no choice.
 
     Args:
         summary: ``adapt.json``'s content.
         retriever: The search over the dev questions' corpus.
         examples: The dev questions.
-        out: Where the candidates' dev runs go (one folder each).
+        out: Where the candidates' dev runs go (one folder each; the search's in ``search_top``).
     """
+    from efficientrag.baselines.direct_r import DirectRetrieval
+    from efficientrag.eval.job_runs import evaluate_ranked_run
+
     method = summary.get("method", {})
     if not method.get("candidates"):
         return []
     runs = evaluate_on_dev(method, retriever, examples, out)
     seconds = {name: seconds_per_question(records) for name, records in runs.items()}
-    return [*choice_lines(method), "", *dev_lines(runs, method["chosen"], seconds)]
+    search_order = DirectRetrieval.ranking(retriever, [SEARCH_K])
+    evaluate_ranked_run(search_order, examples, out / "search_top", ks=[SEARCH_K], progress=False)
+    search = list(read_jsonl(out / "search_top" / "predictions.jsonl"))
+    return [*choice_lines(method), "", *dev_lines(runs, method["chosen"], seconds, search)]

@@ -77,7 +77,7 @@ def _records(hits_per_question):
     ]
 
 
-def test_dev_rows_pair_every_candidate_with_the_reranker(bench):
+def test_dev_rows_pair_every_candidate_with_the_reranker_and_the_search(bench):
     n = 40
     runs = {
         "labeler_rerank": _records([["g1", "x"]] * n),
@@ -87,17 +87,26 @@ def test_dev_rows_pair_every_candidate_with_the_reranker(bench):
     secs = {k: bench.seconds_per_question(v) for k, v in runs.items()}
     # encode and search are parts of retrieval: not counted twice.
     assert secs["loop"] == pytest.approx(0.11)
-    lines = bench.dev_lines(runs, "loop", secs, resamples=2000)
+    # The search ranks g2 eleventh: its top 10 holds g1 alone (50.0 / 0.0).
+    search = _records([["x"] * 9 + ["g1", "g2"]] * n)
+    lines = bench.dev_lines(runs, "loop", secs, search, resamples=2000)
+    # q1, q3, q4, q10, q13, q20, q22, q28, q37, q38 and q39 are held back from design (by id hash).
+    assert "held back (11 q): recall | all-gold |" in lines[0]
     loop = next(line for line in lines if line.startswith("| loop (chosen)"))
-    assert (
-        "| 100.0 / 100.0 | 2.00 | 20.0 | 0.110 | +50.0 [+50.0, +50.0] above | +100.0 [+100.0, +100.0] above |"
-        in loop
-    )
+    gain = "+50.0 [+50.0, +50.0] above | +100.0 [+100.0, +100.0] above"
+    assert f"| 100.0 / 100.0 | 2.00 | 20.0 | 0.110 | {gain} | {gain} |" in loop
     tie = next(line for line in lines if line.startswith("| loop_rerank |"))
-    assert tie.endswith("tie | +2.5 [+0.0, +7.5] tie |")
+    # Its one gain is q39's, held back: 1 question of 40 on the whole, 1 of 11 on the held-back part.
+    assert "tie | +2.5 [+0.0, +7.5] tie | +4.5 [+0.0, " in tie and tie.endswith("tie |")
+    against_search = lines[lines.index("Against the search's own top 10 (50.0 / 0.0 at 10 chunks):") :]
+    assert f"| loop | {gain} | {gain} |" in against_search
+    assert "| labeler_rerank | +0.0 [+0.0, +0.0] tie | +0.0 [+0.0, +0.0] tie |" in "\n".join(against_search)
     runs["loop"] = runs["loop"][1:]
     with pytest.raises(ValueError, match="loop: its dev run holds other questions"):
         bench.dev_lines(runs, "loop", secs)
+    runs["loop"] = _records([["g1", "g2"]] * n)
+    with pytest.raises(ValueError, match="search top 10: its dev run holds other questions"):
+        bench.dev_lines(runs, "loop", secs, search[1:])
 
 
 def test_no_choice_gives_no_section(bench, tmp_path):
