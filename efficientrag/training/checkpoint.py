@@ -115,13 +115,21 @@ def _check_resumable(cfg: Any, saved_path: Path, keys: Sequence[str], decides: s
     if not saved_path.is_file():
         return
     saved = load_config(type(cfg), saved_path)
-    differs = [k for k in keys if getattr(saved, k) != getattr(cfg, k)]
+    differs = [k for k in keys if _spelled_alike(getattr(saved, k)) != _spelled_alike(getattr(cfg, k))]
     if differs:
         detail = ", ".join(f"{k}: {getattr(saved, k)!r} -> {getattr(cfg, k)!r}" for k in differs)
         raise ConfigError(
             f"cannot resume the run in {saved_path.parent}: {detail} changed since it started "
             f"(these decide {decides})"
         )
+
+
+def _spelled_alike(value: Any) -> Any:
+    """A value as the comparison sees it: a path that exists, by where it leads, so the same folder
+    named relative to the working directory or absolute is the same folder."""
+    if isinstance(value, str) and value and Path(value).exists():
+        return str(Path(value).resolve())
+    return value
 
 
 def save_last(

@@ -127,3 +127,25 @@ def test_a_tracker_that_fails_to_start_is_dropped(tmp_path):
         acc, ["wandb"], project="p", run_name="", wandb_mode="offline", output_dir=tmp_path, config={"a": [1]}
     )
     assert acc.trackers == []
+
+
+def test_a_resumed_run_names_its_data_folder_any_way_but_not_another_folder(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from efficientrag.config import ConfigError, save_config
+    from efficientrag.models.card import TRAIN_CONFIG_FILE
+    from efficientrag.training.checkpoint import resume_point
+    from efficientrag.training.config import TrainConfig
+
+    for name in ("data", "other"):
+        (tmp_path / name).mkdir()
+    out, previous = tmp_path / "run", tmp_path / "run" / "checkpoints" / "last"
+    out.mkdir()
+    cfg = TrainConfig(model="labeler", data_dir=str(tmp_path / "data"))
+    save_config(cfg, out / TRAIN_CONFIG_FILE)
+    monkeypatch.chdir(tmp_path)
+    # The same folder, relative to the working directory: the run continues.
+    same = replace(cfg, data_dir="data")
+    assert resume_point(previous, same, out, True, keys=["data_dir"], decides="the data") == previous
+    with pytest.raises(ConfigError, match=r"data_dir: .*/data' -> 'other' changed since it started"):
+        resume_point(previous, replace(cfg, data_dir="other"), out, True, keys=["data_dir"], decides="x")
