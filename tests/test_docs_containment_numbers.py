@@ -43,3 +43,15 @@ def test_the_chosen_row_is_the_reports_chosen_one():
     assert chosen == "calibrated, with rank"
     assert f"| **loop, rerank ({chosen})** |" in report
     assert "Platt with the rank (chosen)** |" in (DOCS / "results.md").read_text()
+
+
+def test_the_adaptation_method_table_is_the_reports():
+    report = (DOCS / "reports" / "adaptation" / "bm25_hotpotqa.md").read_text()
+    adaptation = (DOCS / "adaptation.md").read_text()
+    section = adaptation[adaptation.index("### Measured: HotpotQA left out, BM25") :]
+    docs, theirs = table_after(section, "| method on dev |"), table_after(report, "| method on dev |")
+    assert len(docs) == len(theirs) == 4
+    for ours, row in zip(docs, theirs, strict=True):
+        assert numbers(ours) == numbers(row), (ours, row)
+    assert "| loop_rerank_calibrated (chosen) |" in report
+    assert "| loop_rerank_calibrated | -0.4 [-3.0, +2.0] tie | -0.6 [-5.1, +4.0] tie |" in report
