@@ -394,7 +394,8 @@ def render(
         f"Models trained on {', '.join(others)} (Labeler {counts['labeler']['train']} rows); setting "
         f"`{label}` = `{','.join(overrides)}`, chosen on their validation questions and used for every "
         f"adapted model. Reported: every {target} dev question ({unadapted.dev['efficientrag']['retrieval']['all']['n']}) "
-        f"over its pooled dev corpus. ({seconds / 60:.0f} min)",
+        f"over its pooled dev corpus. (This run: {seconds / 60:.0f} min; a stage an earlier run finished "
+        "was reused, its own seconds are in the table of rows and time.)",
         "",
         "### Dev questions, at equal chunk counts",
         "",
