@@ -20,7 +20,7 @@ from efficientrag.adapt.method_choice import LABELER_RERANK, summarize
 from efficientrag.config import load_config
 from efficientrag.data.split import held_back
 from efficientrag.eval.paired_bootstrap import paired_bootstrap
-from efficientrag.eval.record_scores import question_scores
+from efficientrag.eval.record_scores import mean, question_scores
 from efficientrag.jsonl import read_jsonl
 from efficientrag.pipeline.config import EfficientRAGConfig
 
@@ -122,7 +122,9 @@ def dev_lines(
         if [r["id"] for r in records] != ids:
             raise ValueError(f"{name}: its dev run holds other questions than labeler_rerank's")
     n_held = sum(held_back(i) for i in ids)
-    ref, ref_held = _per_question(runs[LABELER_RERANK]), _per_question(runs[LABELER_RERANK], True)
+    # Each run's per-question scores, on every question and on the held-back ones, computed once.
+    scores = {name: (_per_question(r), _per_question(r, True)) for name, r in runs.items()}
+    ref, ref_held = scores[LABELER_RERANK]
     lines = [
         "| method on dev | recall / all-gold | chunks | Labeler pairs / q | s / q | vs `labeler_rerank`: "
         f"recall [95%] | all-gold [95%] | held back ({n_held} q): recall | all-gold |",
@@ -132,35 +134,32 @@ def dev_lines(
         s = summarize(records)
         gaps = ["", "", "", ""]
         if name != LABELER_RERANK:
-            gaps = _gaps(_per_question(records), ref, resamples)
-            gaps += _gaps(_per_question(records, True), ref_held, resamples)
+            gaps = _gaps(scores[name][0], ref, resamples) + _gaps(scores[name][1], ref_held, resamples)
         mark = " (chosen)" if name == chosen else ""
         lines.append(
             f"| {name}{mark} | {s['recall']:.1f} / {s['all_gold']:.1f} | {s['num_chunks']:.2f} | "
             f"{s['labeler_pairs']:.1f} | {seconds.get(name, float('nan')):.3f} | " + " | ".join(gaps) + " |"
         )
     if search is not None:
-        lines += ["", *_search_lines(runs, search, resamples)]
+        lines += ["", *_search_lines(scores, search, resamples)]
     return lines
 
 
 def _search_lines(
-    runs: Mapping[str, Sequence[Record]], search: Sequence[Record], resamples: int
+    scores: Mapping[str, tuple[Scores, Scores]], search: Sequence[Record], resamples: int
 ) -> list[str]:
-    """Each candidate against the search's own top 10 (its chunks against 10), paired."""
+    """Each candidate (its per-question scores, whole and held back) against the search's own top
+    10 (its chunks against 10), paired."""
     top = [{**r, "retrieved_ids": list(r["retrieved_ids"])[:SEARCH_K]} for r in search]
     ref, ref_held = _per_question(top), _per_question(top, True)
-    whole = [sum(x) / max(1, len(x)) for x in ref]
     lines = [
-        f"Against the search's own top {SEARCH_K} ({whole[0]:.1f} / {whole[1]:.1f} at {SEARCH_K} chunks):",
+        f"Against the search's own top {SEARCH_K} ({mean(ref[0]):.1f} / {mean(ref[1]):.1f} at {SEARCH_K} chunks):",
         "",
         "| method on dev | recall [95%] | all-gold [95%] | held back: recall | all-gold |",
         "|---|---|---|---|---|",
     ]
-    for name, records in runs.items():
-        gaps = _gaps(_per_question(records), ref, resamples) + _gaps(
-            _per_question(records, True), ref_held, resamples
-        )
+    for name, (whole, held) in scores.items():
+        gaps = _gaps(whole, ref, resamples) + _gaps(held, ref_held, resamples)
         lines.append(f"| {name} | " + " | ".join(gaps) + " |")
     return lines
 
