@@ -28,13 +28,14 @@ Record = dict[str, Any]
 GROUP_NAMES = {"pseudo": "the target's pseudo-questions", "validation": "the source datasets' validation"}
 
 
-def choice_lines(method: Mapping[str, Any]) -> list[str]:
-    """The candidates' numbers on every scoring set, and what each group alone would have chosen."""
+def choice_lines(method: Mapping[str, Any], chooser: str = "`adapt`") -> list[str]:
+    """The candidates' numbers on every scoring set, and what each group alone would have chosen
+    (``chooser``: who made the choice, for the heading)."""
     cands = method["candidates"]
     sets = list(next(iter(cands.values()))["sets"])
     groups = method["groups"]
     lines = [
-        f"### The retrieval method (chosen by `adapt` at {method['chunk_budget']} chunks, the reranker's "
+        f"### The retrieval method (chosen by {chooser} at {method['chunk_budget']} chunks, the reranker's "
         f"N = {method['rerank_top_k']})",
         "",
         "| candidate | "
@@ -188,15 +189,21 @@ def method_lines(summary: Mapping[str, Any], retriever: Any, examples: Sequence[
         examples: The dev questions.
         out: Where the candidates' dev runs go (one folder each; the search's in ``search_top``).
     """
-    from efficientrag.baselines.direct_r import DirectRetrieval
-    from efficientrag.eval.job_runs import evaluate_ranked_run
-
     method = summary.get("method", {})
     if not method.get("candidates"):
         return []
+    return [*choice_lines(method), "", *dev_section(method, retriever, examples, out)]
+
+
+def dev_section(method: Mapping[str, Any], retriever: Any, examples: Sequence[Any], out: Path) -> list[str]:
+    """Every candidate of a method choice (``adapt.json``'s ``method``) run on ``examples`` under
+    ``out``, with paired gaps against the one-hop reranker and the search's own top 10."""
+    from efficientrag.baselines.direct_r import DirectRetrieval
+    from efficientrag.eval.job_runs import evaluate_ranked_run
+
     runs = evaluate_on_dev(method, retriever, examples, out)
     seconds = {name: seconds_per_question(records) for name, records in runs.items()}
     search_order = DirectRetrieval.ranking(retriever, [SEARCH_K])
     evaluate_ranked_run(search_order, examples, out / "search_top", ks=[SEARCH_K], progress=False)
     search = list(read_jsonl(out / "search_top" / "predictions.jsonl"))
-    return [*choice_lines(method), "", *dev_lines(runs, method["chosen"], seconds, search)]
+    return dev_lines(runs, method["chosen"], seconds, search)

@@ -55,3 +55,34 @@ def test_the_adaptation_method_table_is_the_reports():
         assert numbers(ours) == numbers(row), (ours, row)
     assert "| loop_rerank_calibrated (chosen) |" in report
     assert "| loop_rerank_calibrated | -0.4 [-3.0, +2.0] tie | -0.6 [-5.1, +4.0] tie |" in report
+
+
+def _report_row(section: str, name: str) -> list[str]:
+    """A method's cells in a report section's first table (with the method's name)."""
+    line = next(x for x in section.splitlines() if x.startswith(f"| {name} |") or x.startswith(f"| {name} ("))
+    return [c.strip() for c in line.strip().strip("|").split("|")][1:]
+
+
+def test_the_protocol_containment_table_is_the_reports():
+    report = (DOCS / "reports" / "containment" / "bm25_2wikimultihopqa+musique.md").read_text()
+    results = (DOCS / "results.md").read_text()
+    section = results[results.index("# The loop containing its reranker, honest protocol (BM25)") :]
+    docs = table_after(section, "| trained on 2Wiki + MuSiQue, set |")
+    sets = [
+        "hotpotqa (left out)",
+        "2wikimultihopqa (in domain)",
+        "musique (in domain)",
+        "2wikimultihopqa open-domain",
+    ]
+    assert len(docs) == len(sets)
+    for ours, name in zip(docs, sets, strict=True):
+        part = report[report.index(f"## {name}") :]
+        part = part[: part.index("Against the search's own top 10")]
+        rerank, loop, chosen = (
+            _report_row(part, m) for m in ("labeler_rerank", "loop", "loop_rerank_calibrated")
+        )
+        # The reranker: recall / all-gold, pairs, seconds; the loop: recall / all-gold, chunks; the
+        # chosen loop: recall / all-gold, pairs, seconds, then its four gaps with their intervals.
+        want = numbers([rerank[0], rerank[2], rerank[3], loop[0], loop[1], chosen[0], *chosen[2:]])
+        assert numbers(ours) == want, (name, ours)
+    assert "**loop_rerank_calibrated**" in report and report.count("(chosen)") == len(sets)

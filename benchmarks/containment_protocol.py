@@ -1,0 +1,165 @@
+"""The loop that contains its Labeler as a reranker, under the honest protocol, on every dev set.
+
+``efficientrag adapt`` chooses among the Labeler as a one-hop reranker, the loop, and the loop that
+contains that reranker (``efficientrag.adapt.method_choice``) on a new corpus's pseudo-questions.
+This script makes the same choice for one protocol direction without adapting anything, on the
+validation questions of its training files, and then runs every candidate on each dev set:
+
+1. The direction's Labeler and Filter and its loop setting, as ``retrieval_efficientrag.py`` trained
+   and chose them (cached in, and shared with, its work folder).
+2. On the validation questions of every training file (each over its own corpus): the candidates
+   ``labeler_rerank`` (the Labeler judging the question's top 20, one hop), ``loop`` (the chosen
+   setting), ``loop_rerank`` (the loop whose first hop is that reranker and whose later hops enter
+   the chunk budget only by outscoring a kept chunk) and ``loop_rerank_calibrated`` (the same with
+   per-hop calibration, cross-fitted for its score), at the setting's chunk budget; the best score
+   is the method chosen.
+3. On every dev question of each ``--eval-on`` set (in domain or left out), and with ``--open-domain
+   N`` on 2Wiki open-domain train questions none was trained on: every candidate, with paired 95%
+   intervals against ``labeler_rerank`` and against the search's own top 10, on all questions and on
+   the part held back from design. Dev questions choose nothing.
+
+    python benchmarks/containment_protocol.py --retriever bm25 --train-on 2wikimultihopqa,musique \\
+        --open-domain 200 --out docs/reports/containment/bm25_2wikimultihopqa+musique.md
+
+Every run is a resumable folder under the direction's models (``method_choice/`` and
+``dev-containment/``), fingerprinted by its models' weights and settings: a rerun redoes only what is
+missing, and one under other models or settings is redone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from adaptation_methods import choice_lines, dev_section
+from retrieval_efficientrag import DEV_FILES, _names, choose, open_pool, protocol_parser, quick_config, train
+from retrieval_efficientrag import validation_examples as validation_part
+from retrieval_rerank import OPEN_DOMAIN_NAME, open_domain_pool
+
+from efficientrag.adapt.choice import VALIDATION_GROUP, Judge, ScoringSet
+from efficientrag.adapt.method_choice import MethodChoiceConfig, choose_method
+from efficientrag.config import load_config
+from efficientrag.fingerprint import folder_digest
+from efficientrag.pipeline.config import EfficientRAGConfig
+
+
+def direction_models(models: Path) -> dict[str, Path]:
+    """The direction's trained Labeler and Filter folders, checked to hold weights."""
+    folders = {"labeler": models / "labeler" / "best", "filter": models / "filter" / "best"}
+    for name, folder in folders.items():
+        if not (folder / "model.safetensors").is_file():
+            raise SystemExit(f"{folder}: no trained {name} (retrieval_efficientrag.py trains it)")
+    return folders
+
+
+def scoring_sets(args: argparse.Namespace, work: Path, pools: dict[str, Any]) -> list[ScoringSet]:
+    """The validation part of each training file, over that file's own corpus."""
+    return [
+        ScoringSet(
+            name, VALIDATION_GROUP, pool.retriever, validation_part(pool, quick_config(work, name, args))
+        )
+        for name, pool in pools.items()
+    ]
+
+
+def dev_pools(args: argparse.Namespace, work: Path, train_on: list[str]) -> dict[str, Any]:
+    """Each ``--eval-on`` dev set over its own corpus, and the open-domain set when asked for."""
+    pools = {
+        name: open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args)
+        for name in _names(args.parser, args.eval_on)
+    }
+    if args.open_domain:
+        pools[OPEN_DOMAIN_NAME] = open_domain_pool(args, work, train_on)
+    return pools
+
+
+def _slug(name: str, pool: Any) -> str:
+    return "-".join(name.split()) + f"-{len(pool.examples)}"
+
+
+def report(
+    args: argparse.Namespace,
+    train_on: list[str],
+    setting: tuple[str, list[str]],
+    models: dict[str, Path],
+    method: dict[str, Any],
+    sections: dict[str, list[str]],
+    minutes: float,
+) -> str:
+    label, _ = setting
+    lines = [
+        f"# The loop containing its reranker: {args.retriever}, trained on {' + '.join(train_on)}",
+        "",
+        "    python benchmarks/containment_protocol.py " + shlex.join(args.argv),
+        "",
+        f"Models: Labeler {folder_digest(str(models['labeler']))[:12]}, Filter "
+        f"{folder_digest(str(models['filter']))[:12]}; the loop's setting `{label}` (chosen on the same "
+        f"validation questions by `retrieval_efficientrag.py`). The method was chosen on the validation "
+        f"questions of the training files; the dev questions below chose nothing. This call took "
+        f"{minutes:.0f} minutes; runs it found made by an earlier call are not counted.",
+        "",
+    ]
+    lines += [*choice_lines(method, "the training files' validation questions"), ""]
+    for name, body in sections.items():
+        where = "in domain" if name.split()[0] in train_on else "left out"
+        lines += [f"## {name} ({where})", "", *body, ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = protocol_parser(__doc__)
+    parser.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), default="bm25")
+    parser.add_argument("--epochs", type=int, default=3, help="Labeler epochs (retrieval_efficientrag.py's)")
+    parser.add_argument("--labeler-overrides", nargs="*", default=[])
+    parser.add_argument("--filter-overrides", nargs="*", default=[])
+    parser.add_argument("--rerank-top-k", type=int, default=20, help="the reranker's N: the first hop's hits")
+    parser.add_argument(
+        "--open-domain",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also report N 2Wiki open-domain train questions (none trained on) over their own corpus",
+    )
+    parser.add_argument("--out", type=Path, help="also write the report here (Markdown)")
+    args = parser.parse_args(argv)
+    args.parser, args.argv = parser, list(sys.argv[1:] if argv is None else argv)
+    if args.rerank_top_k < 1 or args.open_domain < 0:
+        parser.error("--rerank-top-k must be >= 1 and --open-domain >= 0")
+    # What retrieval_efficientrag.choose reads besides these: its grid and diagnostics, as it defaults them.
+    from retrieval_efficientrag import GRID
+
+    args.grid, args.no_token_stage, args.diagnose = GRID, False, []
+    if not Path(args.shared_data).is_dir():
+        print(f"shared data not found at {args.shared_data}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    work = Path(args.work_dir) / args.retriever
+    train_on = _names(parser, args.train_on)
+    root, _, pools = train(args, work, train_on)
+    label, overrides, _ = choose(args, work, root, pools)
+    models = direction_models(root)
+    loop = load_config(EfficientRAGConfig, None, overrides)
+    judge = Judge(scoring_sets(args, work, pools), loop, root / "method_choice", progress=not args.quiet)
+    _, method = choose_method(judge, models, loop, MethodChoiceConfig(rerank_top_k=args.rerank_top_k))
+    sections = {
+        name: dev_section(method, pool.retriever, pool.examples, root / "dev-containment" / _slug(name, pool))
+        for name, pool in dev_pools(args, work, train_on).items()
+    }
+    text = report(
+        args, train_on, (label, overrides), models, method, sections, (time.perf_counter() - t0) / 60
+    )
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    from efficientrag.eval.interrupts import main_reporting_interrupts
+
+    sys.exit(main_reporting_interrupts(main))

@@ -1,0 +1,85 @@
+"""The containing loop under the honest protocol: the method is chosen on the training files'
+validation part only (each over its own search), a direction without trained models is refused, and
+the report says which set is in domain and which left out."""
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from efficientrag.data.schema import Example
+from efficientrag.training.pool import Pool
+
+BENCHMARK = "containment_protocol"  # the conftest fixture `bench` imports it
+
+
+def _args(**kw):
+    base = {"validation_ratio": 0.25, "retriever": "bm25", "labeler_overrides": [], "filter_overrides": []}
+    base.update(quiet=True, argv=["--train-on", "musique"], **kw)
+    return argparse.Namespace(**base)
+
+
+def _pool(name, n, search):
+    examples = [
+        Example(id=f"{name}-{i}", question=f"q{i}?", answers=["a"], gold_chunk_ids=["c"]) for i in range(n)
+    ]
+    return Pool(name, None, examples, search)
+
+
+def test_the_method_is_chosen_on_each_training_files_validation_part_over_its_own_search(bench, tmp_path):
+    from efficientrag.data.split import VALIDATION, split_of
+
+    searches = {"2wikimultihopqa": object(), "musique": object()}
+    pools = {name: _pool(name, 40, s) for name, s in searches.items()}
+    sets = bench.scoring_sets(_args(), tmp_path, pools)
+    assert [s.name for s in sets] == ["2wikimultihopqa", "musique"]
+    for s in sets:
+        assert s.group == "validation" and s.retriever is searches[s.name]
+        # The synthesis's split (its seed is the quickstart's split_seed + 1), never a training question.
+        want = [
+            ex.id
+            for ex in pools[s.name].examples
+            if split_of(ex.id, validation_ratio=0.25, seed=1) == VALIDATION
+        ]
+        assert [ex.id for ex in s.examples] == want and 0 < len(want) < 40
+
+
+def test_a_direction_without_trained_models_is_refused_naming_the_folder(bench, tmp_path):
+    (tmp_path / "labeler" / "best").mkdir(parents=True)
+    (tmp_path / "labeler" / "best" / "model.safetensors").write_bytes(b"x")
+    with pytest.raises(SystemExit, match=r"filter/best: no trained filter"):
+        bench.direction_models(tmp_path)
+    (tmp_path / "filter" / "best").mkdir(parents=True)
+    (tmp_path / "filter" / "best" / "model.safetensors").write_bytes(b"y")
+    assert bench.direction_models(tmp_path)["filter"] == Path(tmp_path / "filter" / "best")
+
+
+def test_the_report_shows_the_validation_choice_once_and_each_set_in_or_out_of_domain(bench, tmp_path):
+    for name in ("labeler", "filter"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "model.safetensors").write_bytes(name.encode())
+    models = {"labeler": tmp_path / "labeler", "filter": tmp_path / "filter"}
+    row = {"n": 5.0, "recall": 80.0, "all_gold": 60.0, "num_chunks": 7.0, "labeler_pairs": 20.0}
+    method = {
+        "chosen": "loop_rerank",
+        "chunk_budget": 7,
+        "rerank_top_k": 20,
+        "groups": {"musique": "validation"},
+        "by_group": {"validation": "loop_rerank"},
+        "candidates": {
+            "labeler_rerank": {"score": 70.0, "sets": {"musique": row}},
+            "loop_rerank": {"score": 71.0, "sets": {"musique": row}},
+        },
+    }
+    sections = {
+        "hotpotqa": ["HOTPOT ROWS"],
+        "musique": ["MUSIQUE ROWS"],
+        "2wikimultihopqa open-domain": ["OD"],
+    }
+    text = bench.report(_args(), ["musique"], ("k6", []), models, method, sections, 3.0)
+    assert text.count("### The retrieval method (chosen by the training files' validation questions") == 1
+    assert "| **loop_rerank** | 80.0 / 60.0 / 7.00 / 20.0 | 71.00 |" in text
+    assert "## hotpotqa (left out)\n\nHOTPOT ROWS" in text
+    assert "## musique (in domain)\n\nMUSIQUE ROWS" in text
+    assert "## 2wikimultihopqa open-domain (left out)" in text
+    assert "python benchmarks/containment_protocol.py --train-on musique" in text
