@@ -16,7 +16,9 @@ validation questions of its training files, and then runs every candidate on eac
 3. On every dev question of each ``--eval-on`` set (in domain or left out), and with ``--open-domain
    N`` on 2Wiki open-domain train questions none was trained on: every candidate, with paired 95%
    intervals against ``labeler_rerank`` and against the search's own top 10, on all questions and on
-   the part held back from design. Dev questions choose nothing.
+   the part held back from design. Dev questions choose nothing. With ``--pair-budgets``, the chosen
+   loop again under each cap on Labeler pairs a question (``pair_budget``): trade-off rows, not
+   candidates.
 
     python benchmarks/containment_protocol.py --retriever bm25 --train-on 2wikimultihopqa,musique \\
         --open-domain 200 --out docs/reports/containment/bm25_2wikimultihopqa+musique.md
@@ -38,7 +40,7 @@ from typing import Any
 from adaptation_methods import choice_lines, dev_section
 from retrieval_efficientrag import DEV_FILES, _names, choose, open_pool, protocol_parser, quick_config, train
 from retrieval_efficientrag import validation_examples as validation_part
-from retrieval_rerank import OPEN_DOMAIN_NAME, open_domain_pool
+from retrieval_rerank import OPEN_DOMAIN_NAME, direction_arguments, open_domain_pool
 
 from efficientrag.adapt.choice import VALIDATION_GROUP, Judge, ScoringSet
 from efficientrag.adapt.method_choice import MethodChoiceConfig, choose_method
@@ -77,6 +79,20 @@ def dev_pools(args: argparse.Namespace, work: Path, train_on: list[str]) -> dict
     return pools
 
 
+def with_pair_budgets(method: dict[str, Any], budgets: list[int]) -> dict[str, Any]:
+    """``method`` with the chosen loop again under each Labeler pair budget, as trade-off rows for the
+    dev tables (chosen by nothing; the choice's own table is unchanged). A chosen one-hop reranker
+    gets none: its pairs are its N already."""
+    chosen = method["candidates"][method["chosen"]]["efficientrag"]
+    if not budgets or chosen.get("max_hops", 2) == 1:
+        return method
+    extra = {
+        f"{method['chosen']}, pair_budget={p}": {"efficientrag": {**chosen, "pair_budget": p}}
+        for p in budgets
+    }
+    return {**method, "candidates": {**method["candidates"], **extra}}
+
+
 def _slug(name: str, pool: Any) -> str:
     return "-".join(name.split()) + f"-{len(pool.examples)}"
 
@@ -100,7 +116,7 @@ def report(
         f"{folder_digest(str(models['filter']))[:12]}; the loop's setting `{label}` (chosen on the same "
         f"validation questions by `retrieval_efficientrag.py`). The method was chosen on the validation "
         f"questions of the training files; the dev questions below chose nothing. This call took "
-        f"{minutes:.0f} minutes; runs it found made by an earlier call are not counted.",
+        f"{minutes:.1f} minutes; runs it found made by an earlier call are not counted.",
         "",
     ]
     lines += [*choice_lines(method, "the training files' validation questions"), ""]
@@ -112,23 +128,23 @@ def report(
 
 def main(argv: list[str] | None = None) -> int:
     parser = protocol_parser(__doc__)
-    parser.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), default="bm25")
-    parser.add_argument("--epochs", type=int, default=3, help="Labeler epochs (retrieval_efficientrag.py's)")
-    parser.add_argument("--labeler-overrides", nargs="*", default=[])
-    parser.add_argument("--filter-overrides", nargs="*", default=[])
+    direction_arguments(parser)
     parser.add_argument("--rerank-top-k", type=int, default=20, help="the reranker's N: the first hop's hits")
     parser.add_argument(
-        "--open-domain",
+        "--pair-budgets",
         type=int,
-        default=0,
-        metavar="N",
-        help="also report N 2Wiki open-domain train questions (none trained on) over their own corpus",
+        nargs="*",
+        default=[],
+        metavar="P",
+        help="also run the chosen loop on dev with at most P Labeler pairs a question (trade-off rows)",
     )
     parser.add_argument("--out", type=Path, help="also write the report here (Markdown)")
     args = parser.parse_args(argv)
     args.parser, args.argv = parser, list(sys.argv[1:] if argv is None else argv)
     if args.rerank_top_k < 1 or args.open_domain < 0:
         parser.error("--rerank-top-k must be >= 1 and --open-domain >= 0")
+    if any(p < args.rerank_top_k for p in args.pair_budgets):
+        parser.error(f"--pair-budgets must cover the first hop's {args.rerank_top_k} pairs")
     # What retrieval_efficientrag.choose reads besides these: its grid and diagnostics, as it defaults them.
     from retrieval_efficientrag import GRID
 
@@ -145,8 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     loop = load_config(EfficientRAGConfig, None, overrides)
     judge = Judge(scoring_sets(args, work, pools), loop, root / "method_choice", progress=not args.quiet)
     _, method = choose_method(judge, models, loop, MethodChoiceConfig(rerank_top_k=args.rerank_top_k))
+    on_dev = with_pair_budgets(method, args.pair_budgets)
     sections = {
-        name: dev_section(method, pool.retriever, pool.examples, root / "dev-containment" / _slug(name, pool))
+        name: dev_section(on_dev, pool.retriever, pool.examples, root / "dev-containment" / _slug(name, pool))
         for name, pool in dev_pools(args, work, train_on).items()
     }
     text = report(

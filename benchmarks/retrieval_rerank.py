@@ -435,12 +435,25 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
     return report
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = protocol_parser(__doc__)
+def direction_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of a script that trains or reuses a protocol direction's models and reports its
+    dev sets: the search, the Labeler's epochs, both models' overrides, the open-domain set."""
     parser.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), default="bm25")
     parser.add_argument("--epochs", type=int, default=3, help="Labeler epochs (retrieval_efficientrag.py's)")
     parser.add_argument("--labeler-overrides", nargs="*", default=[])
     parser.add_argument("--filter-overrides", nargs="*", default=[])
+    parser.add_argument(
+        "--open-domain",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also report N 2Wiki open-domain train questions (none trained on) over their own corpus",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = protocol_parser(__doc__)
+    direction_arguments(parser)
     # neg4-ep4 alone by default: on 2 shared CPU cores one recipe takes ~75 minutes (the epoch is
     # still chosen on validation); name both on a bigger machine.
     parser.add_argument("--reranker-grid", nargs="+", default=["neg4-ep4"], choices=list(RECIPES))
@@ -450,13 +463,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--reranked-variants", nargs="*", default=list(RERANKED_VARIANTS), choices=list(RERANKED_VARIANTS)
-    )
-    parser.add_argument(
-        "--open-domain",
-        type=int,
-        default=0,
-        metavar="N",
-        help="also report N 2Wiki open-domain train questions (none trained on) over their own corpus",
     )
     parser.add_argument(
         "--time-sample",

@@ -63,26 +63,52 @@ def _report_row(section: str, name: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")][1:]
 
 
-def test_the_protocol_containment_table_is_the_reports():
-    report = (DOCS / "reports" / "containment" / "bm25_2wikimultihopqa+musique.md").read_text()
+# Each protocol direction's docs table (its header's first cell) and the report behind it, with the
+# report sections its rows come from, in order.
+DIRECTIONS = {
+    "| trained on 2Wiki + MuSiQue, set |": (
+        "bm25_2wikimultihopqa+musique.md",
+        [
+            "hotpotqa (left out)",
+            "2wikimultihopqa (in domain)",
+            "musique (in domain)",
+            "2wikimultihopqa open-domain",
+        ],
+    ),
+    "| trained on HotpotQA + 2Wiki, set |": ("bm25_hotpotqa+2wikimultihopqa.md", ["musique (left out)"]),
+}
+
+
+def test_the_protocol_containment_tables_are_the_reports():
     results = (DOCS / "results.md").read_text()
     section = results[results.index("# The loop containing its reranker, honest protocol (BM25)") :]
-    docs = table_after(section, "| trained on 2Wiki + MuSiQue, set |")
-    sets = [
-        "hotpotqa (left out)",
-        "2wikimultihopqa (in domain)",
-        "musique (in domain)",
-        "2wikimultihopqa open-domain",
-    ]
-    assert len(docs) == len(sets)
-    for ours, name in zip(docs, sets, strict=True):
-        part = report[report.index(f"## {name}") :]
-        part = part[: part.index("Against the search's own top 10")]
-        rerank, loop, chosen = (
-            _report_row(part, m) for m in ("labeler_rerank", "loop", "loop_rerank_calibrated")
-        )
-        # The reranker: recall / all-gold, pairs, seconds; the loop: recall / all-gold, chunks; the
-        # chosen loop: recall / all-gold, pairs, seconds, then its four gaps with their intervals.
-        want = numbers([rerank[0], rerank[2], rerank[3], loop[0], loop[1], chosen[0], *chosen[2:]])
-        assert numbers(ours) == want, (name, ours)
-    assert "**loop_rerank_calibrated**" in report and report.count("(chosen)") == len(sets)
+    for header, (file, sets) in DIRECTIONS.items():
+        report = (DOCS / "reports" / "containment" / file).read_text()
+        docs = table_after(section, header)
+        assert len(docs) == len(sets), file
+        for ours, name in zip(docs, sets, strict=True):
+            part = report[report.index(f"## {name}") :]
+            part = part[: part.index("Against the search's own top 10")]
+            rerank, loop, chosen = (
+                _report_row(part, m) for m in ("labeler_rerank", "loop", "loop_rerank_calibrated")
+            )
+            # The reranker: recall / all-gold, pairs, seconds; the loop: recall / all-gold, chunks; the
+            # chosen loop: recall / all-gold, pairs, seconds, then its four gaps with their intervals.
+            want = numbers([rerank[0], rerank[2], rerank[3], loop[0], loop[1], chosen[0], *chosen[2:]])
+            assert numbers(ours) == want, (file, name, ours)
+        assert "**loop_rerank_calibrated**" in report and report.count("(chosen)") == len(sets)
+
+
+def test_the_pair_budget_trade_off_quotes_the_reports_rows():
+    results = (DOCS / "results.md").read_text()
+    bullet = results[results.index("- **A trade-off, not a choice**") :]
+    bullet = bullet[: bullet.index("\n\n")]
+    quoted = 0
+    for file, sets in DIRECTIONS.values():
+        report = (DOCS / "reports" / "containment" / file).read_text()
+        for name in sets:
+            part = report[report.index(f"## {name}") :]
+            row = _report_row(part, "loop_rerank_calibrated, pair_budget=25")
+            assert row[0] in bullet, (file, name, row[0])
+            quoted += 1
+    assert quoted == 5

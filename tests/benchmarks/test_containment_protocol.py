@@ -83,3 +83,31 @@ def test_the_report_shows_the_validation_choice_once_and_each_set_in_or_out_of_d
     assert "## musique (in domain)\n\nMUSIQUE ROWS" in text
     assert "## 2wikimultihopqa open-domain (left out)" in text
     assert "python benchmarks/containment_protocol.py --train-on musique" in text
+
+
+def test_pair_budgets_add_trade_off_rows_of_the_chosen_loop_and_leave_the_choice_alone(bench):
+    from efficientrag.config import load_config
+    from efficientrag.pipeline.config import EfficientRAGConfig
+
+    loop = {"max_hops": 4, "first_top_k": 20, "budget_policy": "rerank", "chunk_budget": 7, "floor_k": 0}
+    method = {
+        "chosen": "loop_rerank_calibrated",
+        "candidates": {
+            "labeler_rerank": {"score": 1.0, "efficientrag": {**loop, "max_hops": 1}},
+            "loop_rerank_calibrated": {"score": 2.0, "efficientrag": loop},
+        },
+    }
+    on_dev = bench.with_pair_budgets(method, [25, 30])
+    assert list(on_dev["candidates"]) == [
+        "labeler_rerank",
+        "loop_rerank_calibrated",
+        "loop_rerank_calibrated, pair_budget=25",
+        "loop_rerank_calibrated, pair_budget=30",
+    ]
+    capped = on_dev["candidates"]["loop_rerank_calibrated, pair_budget=25"]["efficientrag"]
+    assert load_config(EfficientRAGConfig, data=capped).pair_budget == 25
+    assert "pair_budget" not in method["candidates"]["loop_rerank_calibrated"]["efficientrag"]
+    assert on_dev["chosen"] == "loop_rerank_calibrated"
+    # A chosen one-hop reranker judges its N and nothing more: no trade-off to show.
+    reranker = {**method, "chosen": "labeler_rerank"}
+    assert bench.with_pair_budgets(reranker, [25]) is reranker
