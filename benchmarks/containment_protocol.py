@@ -19,6 +19,10 @@ validation questions of its training files, and then runs every candidate on eac
    the part held back from design. Dev questions choose nothing. With ``--pair-budgets``, the chosen
    loop again under each cap on Labeler pairs a question (``pair_budget``): trade-off rows, not
    candidates.
+4. With ``--target-pseudo``, the same choice made on ``adapt``'s pseudo-questions over each left-out
+   dev set's corpus (title-link chains and single paragraphs; no question or gold of the dev file):
+   what a user adapting to that corpus would have been handed, reported beside the validation
+   questions' choice. It changes neither the choice nor the dev rows.
 
     python benchmarks/containment_protocol.py --retriever bm25 --train-on 2wikimultihopqa,musique \\
         --open-domain 200 --out docs/reports/containment/bm25_2wikimultihopqa+musique.md
@@ -44,6 +48,7 @@ from retrieval_rerank import OPEN_DOMAIN_NAME, direction_arguments, open_domain_
 
 from efficientrag.adapt.choice import VALIDATION_GROUP, Judge, ScoringSet
 from efficientrag.adapt.method_choice import MethodChoiceConfig, choose_method
+from efficientrag.adapt.pseudo_rows import PseudoRowsConfig, build_pseudo_sets, pseudo_scoring_sets
 from efficientrag.config import load_config
 from efficientrag.fingerprint import folder_digest
 from efficientrag.pipeline.config import EfficientRAGConfig
@@ -66,6 +71,21 @@ def scoring_sets(args: argparse.Namespace, work: Path, pools: dict[str, Any]) ->
         )
         for name, pool in pools.items()
     ]
+
+
+def target_pseudo_sets(
+    pools: dict[str, Any], train_on: list[str], progress: bool, cfg: PseudoRowsConfig | None = None
+) -> list[ScoringSet]:
+    """``adapt``'s pseudo-questions (``cfg``; None: adapt's defaults) over each left-out dev set's
+    corpus, as the pseudo group's scoring sets, named after the set."""
+    cfg = cfg or PseudoRowsConfig()
+    sets = []
+    for name, pool in pools.items():
+        if name in train_on or name == OPEN_DOMAIN_NAME:
+            continue
+        made = build_pseudo_sets(pool.corpus, pool.retriever, cfg, progress=progress)
+        sets += pseudo_scoring_sets(made.validation_questions, pool.retriever, prefix=f"{name} ")
+    return sets
 
 
 def dev_pools(args: argparse.Namespace, work: Path, train_on: list[str]) -> dict[str, Any]:
@@ -102,7 +122,7 @@ def report(
     train_on: list[str],
     setting: tuple[str, list[str]],
     models: dict[str, Path],
-    method: dict[str, Any],
+    methods: tuple[dict[str, Any], dict[str, Any] | None],
     sections: dict[str, list[str]],
     minutes: float,
 ) -> str:
@@ -119,7 +139,17 @@ def report(
         f"{minutes:.1f} minutes; runs it found made by an earlier call are not counted.",
         "",
     ]
+    method, pseudo = methods
     lines += [*choice_lines(method, "the training files' validation questions"), ""]
+    if pseudo is not None:
+        lines += [
+            *choice_lines(pseudo, "`adapt`'s pseudo-questions over the left-out sets' corpora"),
+            "",
+            f"On the left-out corpora's pseudo-questions `adapt` would have chosen `{pseudo['chosen']}`; "
+            f"the training files' validation questions chose `{method['chosen']}`, the method the dev "
+            "rows below mark as chosen.",
+            "",
+        ]
     for name, body in sections.items():
         where = "in domain" if name.split()[0] in train_on else "left out"
         lines += [f"## {name} ({where})", "", *body, ""]
@@ -137,6 +167,11 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="P",
         help="also run the chosen loop on dev with at most P Labeler pairs a question (trade-off rows)",
+    )
+    parser.add_argument(
+        "--target-pseudo",
+        action="store_true",
+        help="also report the choice adapt's pseudo-questions over the left-out dev corpora would make",
     )
     parser.add_argument("--out", type=Path, help="also write the report here (Markdown)")
     args = parser.parse_args(argv)
@@ -159,15 +194,30 @@ def main(argv: list[str] | None = None) -> int:
     label, overrides, _ = choose(args, work, root, pools)
     models = direction_models(root)
     loop = load_config(EfficientRAGConfig, None, overrides)
+    choice = MethodChoiceConfig(rerank_top_k=args.rerank_top_k)
     judge = Judge(scoring_sets(args, work, pools), loop, root / "method_choice", progress=not args.quiet)
-    _, method = choose_method(judge, models, loop, MethodChoiceConfig(rerank_top_k=args.rerank_top_k))
+    _, method = choose_method(judge, models, loop, choice)
     on_dev = with_pair_budgets(method, args.pair_budgets)
+    evaluated = dev_pools(args, work, train_on)
+    pseudo = None
+    if args.target_pseudo:
+        sets = target_pseudo_sets(evaluated, train_on, progress=not args.quiet)
+        if not sets:
+            parser.error("--target-pseudo: no left-out --eval-on set gave a pseudo-question")
+        pjudge = Judge(sets, loop, root / "method_choice", progress=not args.quiet)
+        pseudo = choose_method(pjudge, models, loop, choice)[1]
     sections = {
         name: dev_section(on_dev, pool.retriever, pool.examples, root / "dev-containment" / _slug(name, pool))
-        for name, pool in dev_pools(args, work, train_on).items()
+        for name, pool in evaluated.items()
     }
     text = report(
-        args, train_on, (label, overrides), models, method, sections, (time.perf_counter() - t0) / 60
+        args,
+        train_on,
+        (label, overrides),
+        models,
+        (method, pseudo),
+        sections,
+        (time.perf_counter() - t0) / 60,
     )
     print(text)
     if args.out:

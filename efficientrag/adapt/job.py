@@ -23,12 +23,12 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from efficientrag.adapt.choice import PSEUDO_GROUP, VALIDATION_GROUP, Judge, ScoringSet, best_index
+from efficientrag.adapt.choice import VALIDATION_GROUP, Judge, ScoringSet, best_index
 from efficientrag.adapt.config import AdaptConfig
 from efficientrag.adapt.link_agreement import LinkView
 from efficientrag.adapt.method_choice import choose_method
 from efficientrag.adapt.mix import Ratio, mix_training_sets
-from efficientrag.adapt.pseudo_rows import PSEUDO_SINGLE_TYPE, build_pseudo_sets, write_pseudo_sets
+from efficientrag.adapt.pseudo_rows import build_pseudo_sets, pseudo_scoring_sets, write_pseudo_sets
 from efficientrag.adapt.self_training import Question, read_questions, record_decisions, rows_from_decisions
 from efficientrag.adapt.validation import read_validation
 from efficientrag.config import save_config, to_dict
@@ -173,18 +173,11 @@ def build_judge(
     """
     work = Path(cfg.work_dir)
     pseudo = _read_examples(pseudo_dir / "pseudo_validation.jsonl") if pseudo_dir is not None else []
-    chains = [ex for ex in pseudo if ex.type != PSEUDO_SINGLE_TYPE]
-    singles = [ex for ex in pseudo if ex.type == PSEUDO_SINGLE_TYPE]
     validation = read_validation(cfg.validation, corpus, cfg.corpus) if cfg.validation else []
     sets: list[ScoringSet] = []
     if pseudo or validation:
         retriever = _retriever(cfg, corpus, work)
-        # Chain questions and single-paragraph ones are two sets of the pseudo group, so each
-        # weighs half of it however many of either the corpus gave.
-        if chains:
-            sets.append(ScoringSet("pseudo-validation", PSEUDO_GROUP, retriever, chains))
-        if singles:
-            sets.append(ScoringSet("pseudo-single", PSEUDO_GROUP, retriever, singles))
+        sets += pseudo_scoring_sets(pseudo, retriever)
         if validation:
             sets.append(ScoringSet("validation", VALIDATION_GROUP, retriever, validation))
     return Judge([*sets, *extra_sets], cfg.efficientrag, work / "scores", progress=cfg.progress)

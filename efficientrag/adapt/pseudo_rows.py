@@ -25,6 +25,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from efficientrag.adapt.choice import PSEUDO_GROUP, ScoringSet
 from efficientrag.adapt.chunk_text import ChunkText, chunk_texts
 from efficientrag.adapt.links import LinkConfig, build_chains, mine_links, title_aliases
 from efficientrag.adapt.pseudo_questions import PseudoConfig, PseudoQuestion, make_question
@@ -231,6 +232,24 @@ def _hop_rows(
             row_id, qid, hop.filter_words, hop.filter_labels, {**meta, "hop": k + 2}
         ).to_dict()
     return rows, filter_row
+
+
+def pseudo_scoring_sets(
+    questions: Sequence[Example], retriever: Retriever, prefix: str = ""
+) -> list[ScoringSet]:
+    """The pseudo-validation questions as the pseudo group's scoring sets: the chain questions and
+    the single-paragraph ones apart, so that each weighs half of the group however many of either
+    a corpus gave (an empty kind makes no set).
+
+    Args:
+        questions: ``PseudoSets.validation_questions`` (or ``pseudo_validation.jsonl`` read back).
+        retriever: The search over the corpus the questions were made from.
+        prefix: Put before each set's name (``"pseudo-validation"``, ``"pseudo-single"``).
+    """
+    chains = [ex for ex in questions if ex.type != PSEUDO_SINGLE_TYPE]
+    singles = [ex for ex in questions if ex.type == PSEUDO_SINGLE_TYPE]
+    named = ((f"{prefix}pseudo-validation", chains), (f"{prefix}pseudo-single", singles))
+    return [ScoringSet(name, PSEUDO_GROUP, retriever, examples) for name, examples in named if examples]
 
 
 def write_pseudo_sets(sets: PseudoSets, out_dir: str | Path) -> dict[str, Any]:

@@ -76,8 +76,9 @@ def test_the_report_shows_the_validation_choice_once_and_each_set_in_or_out_of_d
         "musique": ["MUSIQUE ROWS"],
         "2wikimultihopqa open-domain": ["OD"],
     }
-    text = bench.report(_args(), ["musique"], ("k6", []), models, method, sections, 3.0)
+    text = bench.report(_args(), ["musique"], ("k6", []), models, (method, None), sections, 3.0)
     assert text.count("### The retrieval method (chosen by the training files' validation questions") == 1
+    assert "pseudo-questions" not in text
     assert "| **loop_rerank** | 80.0 / 60.0 / 7.00 / 20.0 | 71.00 |" in text
     assert "## hotpotqa (left out)\n\nHOTPOT ROWS" in text
     assert "## musique (in domain)\n\nMUSIQUE ROWS" in text
@@ -111,3 +112,67 @@ def test_pair_budgets_add_trade_off_rows_of_the_chosen_loop_and_leave_the_choice
     # A chosen one-hop reranker judges its N and nothing more: no trade-off to show.
     reranker = {**method, "chosen": "labeler_rerank"}
     assert bench.with_pair_budgets(reranker, [25]) is reranker
+
+
+def test_target_pseudo_questions_come_from_each_left_out_corpus_alone(bench):
+    from efficientrag.adapt.pseudo_rows import PseudoRowsConfig
+    from efficientrag.data.corpus import Corpus
+    from efficientrag.data.schema import Chunk
+    from efficientrag.retrieval.config import RetrieverConfig
+    from efficientrag.retrieval.factory import build_retriever
+
+    chunks = [
+        Chunk(
+            "kiss",
+            "Kiss and Tell (1945 film)",
+            "Kiss and Tell is a 1945 comedy film starring Shirley Temple.",
+        ),
+        Chunk(
+            "shirley", "Shirley Temple", "Shirley Temple was an actress, named ambassador to Ghana in 1974."
+        ),
+        Chunk("ghana", "Ghana", "Ghana is a country in West Africa; its capital is Accra."),
+        Chunk("n", "Noise", "Nothing to see in 1999 here."),
+    ]
+    corpus = Corpus(chunks)
+    search = build_retriever(RetrieverConfig(kind="bm25"), corpus, None, show_progress=False)
+    # In-domain and open-domain pools are never read: no corpus to make questions from.
+    pools = {
+        "hotpotqa": Pool("hotpotqa", corpus, [], search),
+        "musique": Pool("musique", None, [], object()),
+        "2wikimultihopqa open-domain": Pool("od", None, [], object()),
+    }
+    cfg = PseudoRowsConfig(validation_ratio=0.999)
+    sets = bench.target_pseudo_sets(pools, ["musique", "2wikimultihopqa"], False, cfg)
+    assert [s.name for s in sets] == ["hotpotqa pseudo-validation", "hotpotqa pseudo-single"]
+    assert all(s.group == "pseudo" and s.retriever is search for s in sets)
+    gold = {c for s in sets for ex in s.examples for c in ex.gold_chunk_ids}
+    assert gold <= {"kiss", "shirley", "ghana"} and "kiss" in gold
+    assert all(ex.type == "pseudo-single" for ex in sets[1].examples)
+
+
+def test_the_report_sets_the_pseudo_questions_choice_beside_the_validation_one(bench, tmp_path):
+    for name in ("labeler", "filter"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "model.safetensors").write_bytes(name.encode())
+    models = {"labeler": tmp_path / "labeler", "filter": tmp_path / "filter"}
+    row = {"n": 5.0, "recall": 80.0, "all_gold": 60.0, "num_chunks": 7.0, "labeler_pairs": 20.0}
+
+    def choice(chosen, group, set_name):
+        return {
+            "chosen": chosen,
+            "chunk_budget": 7,
+            "rerank_top_k": 20,
+            "groups": {set_name: group},
+            "by_group": {group: chosen},
+            "candidates": {"labeler_rerank": {"score": 70.0, "sets": {set_name: row}}},
+        }
+
+    method = choice("loop_rerank_calibrated", "validation", "musique")
+    pseudo = choice("labeler_rerank", "pseudo", "hotpotqa pseudo-single")
+    text = bench.report(_args(), ["musique"], ("k6", []), models, (method, pseudo), {"hotpotqa": ["R"]}, 1.0)
+    assert "### The retrieval method (chosen by `adapt`'s pseudo-questions over the left-out" in text
+    assert "hotpotqa pseudo-single (pseudo): recall" in text
+    assert (
+        "On the left-out corpora's pseudo-questions `adapt` would have chosen `labeler_rerank`; the "
+        "training files' validation questions chose `loop_rerank_calibrated`"
+    ) in text
