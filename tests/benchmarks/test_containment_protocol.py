@@ -26,6 +26,13 @@ def _pool(name, n, search):
     return Pool(name, None, examples, search)
 
 
+def _models(folder):
+    for name in ("labeler", "filter"):
+        (folder / name).mkdir()
+        (folder / name / "model.safetensors").write_bytes(name.encode())
+    return {"labeler": folder / "labeler", "filter": folder / "filter"}
+
+
 def test_the_method_is_chosen_on_each_training_files_validation_part_over_its_own_search(bench, tmp_path):
     from efficientrag.data.split import VALIDATION, split_of
 
@@ -55,10 +62,7 @@ def test_a_direction_without_trained_models_is_refused_naming_the_folder(bench, 
 
 
 def test_the_report_shows_the_validation_choice_once_and_each_set_in_or_out_of_domain(bench, tmp_path):
-    for name in ("labeler", "filter"):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "model.safetensors").write_bytes(name.encode())
-    models = {"labeler": tmp_path / "labeler", "filter": tmp_path / "filter"}
+    models = _models(tmp_path)
     row = {"n": 5.0, "recall": 80.0, "all_gold": 60.0, "num_chunks": 7.0, "labeler_pairs": 20.0}
     method = {
         "chosen": "loop_rerank",
@@ -151,10 +155,7 @@ def test_target_pseudo_questions_come_from_each_left_out_corpus_alone(bench):
 
 
 def test_the_report_sets_the_pseudo_questions_choice_beside_the_validation_one(bench, tmp_path):
-    for name in ("labeler", "filter"):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "model.safetensors").write_bytes(name.encode())
-    models = {"labeler": tmp_path / "labeler", "filter": tmp_path / "filter"}
+    models = _models(tmp_path)
     row = {"n": 5.0, "recall": 80.0, "all_gold": 60.0, "num_chunks": 7.0, "labeler_pairs": 20.0}
 
     def choice(chosen, group, set_name):
