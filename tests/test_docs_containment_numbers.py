@@ -119,3 +119,26 @@ def test_the_pair_budget_trade_off_quotes_the_reports_rows():
             assert row[0] in bullet, (file, name, row[0])
             quoted += 1
     assert quoted == 9
+
+
+# The left-out set behind each report's --target-pseudo choice, as the docs name it.
+PSEUDO_TARGETS = {"bm25_hotpotqa+2wikimultihopqa.md": "MuSiQue's", "bm25_hotpotqa+musique.md": "2Wiki's"}
+
+
+def test_the_pseudo_question_choices_quoted_are_the_reports():
+    results = (DOCS / "results.md").read_text()
+    bullet = results[results.index("- **What `adapt` would have chosen on the left-out corpus**") :]
+    bullet = " ".join(bullet[: bullet.index("\n- ")].split())
+    for file, target in PSEUDO_TARGETS.items():
+        report = (DOCS / "reports" / "containment" / file).read_text()
+        assert "--target-pseudo" in report.splitlines()[2], file
+        part = report[report.index("(chosen by `adapt`'s pseudo-questions") :]
+        score = {
+            m: _report_row(part, m)[-1] for m in ("labeler_rerank", "loop", "**loop_rerank_calibrated**")
+        }
+        assert "| **loop_rerank_calibrated** |" in part.split("## ")[0], file
+        want = (
+            f"on {target}, {score['**loop_rerank_calibrated**']} (the loop {score['loop']}, "
+            f"the reranker {score['labeler_rerank']})"
+        )
+        assert want in bullet, (file, want)
