@@ -190,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     work = Path(args.work_dir) / args.retriever
     train_on = _names(parser, args.train_on)
+    if args.target_pseudo and set(_names(parser, args.eval_on)) <= set(train_on):
+        parser.error("--target-pseudo needs a left-out set among --eval-on")
     root, _, pools = train(args, work, train_on)
     label, overrides, _ = choose(args, work, root, pools)
     models = direction_models(root)

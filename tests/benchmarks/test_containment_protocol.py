@@ -177,3 +177,12 @@ def test_the_report_sets_the_pseudo_questions_choice_beside_the_validation_one(b
         "On the left-out corpora's pseudo-questions `adapt` would have chosen `labeler_rerank`; the "
         "training files' validation questions chose `loop_rerank_calibrated`"
     ) in text
+
+
+def test_target_pseudo_without_a_left_out_set_is_refused_before_any_training(bench, tmp_path, capsys):
+    argv = ["--shared-data", str(tmp_path), "--work-dir", str(tmp_path / "w"), "--target-pseudo"]
+    argv += ["--train-on", "hotpotqa,musique", "--eval-on", "musique"]
+    with pytest.raises(SystemExit) as exc:
+        bench.main(argv)
+    assert exc.value.code == 2 and "--target-pseudo needs a left-out set" in capsys.readouterr().err
+    assert not (tmp_path / "w").exists()
