@@ -63,8 +63,10 @@ def _report_row(section: str, name: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")][1:]
 
 
-# Each protocol direction's docs table (its header's first cell) and the report behind it, with the
-# report sections its rows come from, in order.
+# Each protocol direction's docs table (its header's first cell), the report behind it with the report
+# sections its rows come from, in order, and the bullet that quotes its pair-budget rows.
+BM25_TRADE_OFF = "- **A trade-off, not a choice**"
+DENSE_TRADE_OFF = "- **Dense, a trade-off again**"
 DIRECTIONS = {
     "| trained on 2Wiki + MuSiQue, set |": (
         "bm25_2wikimultihopqa+musique.md",
@@ -74,14 +76,22 @@ DIRECTIONS = {
             "musique (in domain)",
             "2wikimultihopqa open-domain",
         ],
+        BM25_TRADE_OFF,
     ),
     "| trained on HotpotQA + 2Wiki, set |": (
         "bm25_hotpotqa+2wikimultihopqa.md",
         ["musique (left out)", "2wikimultihopqa (in domain)"],
+        BM25_TRADE_OFF,
     ),
     "| trained on HotpotQA + MuSiQue, set |": (
         "bm25_hotpotqa+musique.md",
         ["2wikimultihopqa (left out)", "hotpotqa (in domain)", "musique (in domain)"],
+        BM25_TRADE_OFF,
+    ),
+    "| dense, trained on 2Wiki + MuSiQue, set |": (
+        "dense_2wikimultihopqa+musique.md",
+        ["hotpotqa (left out)", "musique (in domain)"],
+        DENSE_TRADE_OFF,
     ),
 }
 
@@ -89,7 +99,7 @@ DIRECTIONS = {
 def test_the_protocol_containment_tables_are_the_reports():
     results = (DOCS / "results.md").read_text()
     section = results[results.index("# The loop containing its reranker, honest protocol (BM25)") :]
-    for header, (file, sets) in DIRECTIONS.items():
+    for header, (file, sets, _) in DIRECTIONS.items():
         report = (DOCS / "reports" / "containment" / file).read_text()
         docs = table_after(section, header)
         assert len(docs) == len(sets), file
@@ -108,32 +118,35 @@ def test_the_protocol_containment_tables_are_the_reports():
 
 def test_the_pair_budget_trade_off_quotes_the_reports_rows():
     results = (DOCS / "results.md").read_text()
-    bullet = results[results.index("- **A trade-off, not a choice**") :]
-    bullet = bullet[: bullet.index("\n\n")]
-    quoted = 0
-    for file, sets in DIRECTIONS.values():
+    quoted = {BM25_TRADE_OFF: 0, DENSE_TRADE_OFF: 0}
+    for file, sets, start in DIRECTIONS.values():
+        bullet = results[results.index(start) :]
+        bullet = " ".join(re.split(r"\n\n|\n- ", bullet)[0].split())
         report = (DOCS / "reports" / "containment" / file).read_text()
         for name in sets:
             part = report[report.index(f"## {name}") :]
             row = _report_row(part, "loop_rerank_calibrated, pair_budget=25")
             assert row[0] in bullet, (file, name, row[0])
-            quoted += 1
-    assert quoted == 9
+            quoted[start] += 1
+    assert quoted == {BM25_TRADE_OFF: 9, DENSE_TRADE_OFF: 2}
 
 
-# The left-out set behind each report's --target-pseudo choice, as the docs name it.
+# The left-out set behind each report's --target-pseudo choice, as the docs name it, and the bullet
+# that quotes it.
+BM25_PSEUDO = "- **What `adapt` would have chosen on the left-out corpus**"
 PSEUDO_TARGETS = {
-    "bm25_2wikimultihopqa+musique.md": "HotpotQA's",
-    "bm25_hotpotqa+2wikimultihopqa.md": "MuSiQue's",
-    "bm25_hotpotqa+musique.md": "2Wiki's",
+    "bm25_2wikimultihopqa+musique.md": ("HotpotQA's", BM25_PSEUDO),
+    "bm25_hotpotqa+2wikimultihopqa.md": ("MuSiQue's", BM25_PSEUDO),
+    "bm25_hotpotqa+musique.md": ("2Wiki's", BM25_PSEUDO),
+    "dense_2wikimultihopqa+musique.md": ("HotpotQA's", "- **What `adapt` would have chosen, dense**"),
 }
 
 
 def test_the_pseudo_question_choices_quoted_are_the_reports():
     results = (DOCS / "results.md").read_text()
-    bullet = results[results.index("- **What `adapt` would have chosen on the left-out corpus**") :]
-    bullet = " ".join(bullet[: bullet.index("\n- ")].split())
-    for file, target in PSEUDO_TARGETS.items():
+    for file, (target, start) in PSEUDO_TARGETS.items():
+        bullet = results[results.index(start) :]
+        bullet = " ".join(bullet[: bullet.index("\n- ")].split())
         report = (DOCS / "reports" / "containment" / file).read_text()
         assert "--target-pseudo" in report.splitlines()[2], file
         part = report[report.index("(chosen by `adapt`'s pseudo-questions") :]
