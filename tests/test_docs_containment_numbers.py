@@ -63,6 +63,11 @@ def _report_row(section: str, name: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")][1:]
 
 
+def _bullet(text: str, start: str) -> str:
+    """The docs bullet that begins with ``start``, on one line (it ends at the next bullet or blank line)."""
+    return " ".join(re.split(r"\n\n|\n- ", text[text.index(start) :])[0].split())
+
+
 # Each protocol direction's docs table (its header's first cell), the report behind it with the report
 # sections its rows come from, in order, and the bullet that quotes its pair-budget rows.
 BM25_TRADE_OFF = "- **A trade-off, not a choice**"
@@ -120,8 +125,7 @@ def test_the_pair_budget_trade_off_quotes_the_reports_rows():
     results = (DOCS / "results.md").read_text()
     quoted = {BM25_TRADE_OFF: 0, DENSE_TRADE_OFF: 0}
     for file, sets, start in DIRECTIONS.values():
-        bullet = results[results.index(start) :]
-        bullet = " ".join(re.split(r"\n\n|\n- ", bullet)[0].split())
+        bullet = _bullet(results, start)
         report = (DOCS / "reports" / "containment" / file).read_text()
         for name in sets:
             part = report[report.index(f"## {name}") :]
@@ -145,8 +149,7 @@ PSEUDO_TARGETS = {
 def test_the_pseudo_question_choices_quoted_are_the_reports():
     results = (DOCS / "results.md").read_text()
     for file, (target, start) in PSEUDO_TARGETS.items():
-        bullet = results[results.index(start) :]
-        bullet = " ".join(bullet[: bullet.index("\n- ")].split())
+        bullet = _bullet(results, start)
         report = (DOCS / "reports" / "containment" / file).read_text()
         assert "--target-pseudo" in report.splitlines()[2], file
         part = report[report.index("(chosen by `adapt`'s pseudo-questions") :]
