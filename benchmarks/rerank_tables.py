@@ -111,6 +111,12 @@ def render(
         )
         lines += ["", f"Each reranker alone or fused with the search's order (rrf), chosen on the same questions "
                   f"(mean of recall and all-gold@6): {chosen}."]  # fmt: skip
+        if "search_validation" in reranker:
+            search = reranker["search_validation"]
+            below = [row for row, f in reranker["fusion"].items() if f["validation"][f["chosen"]] < search]
+            lines[-1] += f" The search's own order on the same questions: {search:.2f}; " + (
+                f"chosen rows below it: {', '.join(below)}." if below else "no chosen row is below it."
+            )
     for note in notes:
         lines += ["", note]
     for dataset, runs in results.items():

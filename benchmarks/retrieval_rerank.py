@@ -207,34 +207,42 @@ def choose_loop(
 
 def choose_fusion(
     args: argparse.Namespace, models: Path, pools: dict[str, Pool], reranker: Path
-) -> tuple[dict[str, str], dict[str, dict[str, float]]]:
+) -> tuple[dict[str, str], dict[str, dict[str, float]], float]:
     """Each reranker row alone, or fused with the search's order by reciprocal rank fusion, as
     deployed rerankers often are: the better validation score, the mean over the training files of
-    (recall + all-gold) / 2 at K = ``FUSION_K``; a tie keeps the reranker alone.
+    (recall + all-gold) / 2 at K = ``FUSION_K``; a tie keeps the reranker alone. The search's own
+    order is scored on the same questions, so the report shows whether a chosen row is below it.
 
     Returns:
-        Row name -> the chosen fusion, and row name -> fusion -> validation score.
+        Row name -> the chosen fusion, row name -> fusion -> validation score, and the search's
+        own order's validation score.
     """
     from retrieval_efficientrag import validation_examples
 
+    from efficientrag.baselines.direct_r import DirectRetrieval
     from efficientrag.eval.job_runs import evaluate_ranked_run
 
+    def score(method: Any, val: list, out: Path) -> float:
+        at_k = evaluate_ranked_run(method, val, out, ks=[FUSION_K], progress=not args.quiet)["retrieval"]
+        return (at_k[str(FUSION_K)]["recall"] + at_k[str(FUSION_K)]["all_gold"]) / 2
+
     per_file: dict[str, dict[str, list[float]]] = {}
+    search: list[float] = []
     for name, pool in pools.items():
         val = validation_examples(pool, quick_config(models, name, args))
+        root = models / "validation" / name
+        search.append(
+            score(DirectRetrieval.ranking(pool.retriever, [FUSION_K]), val, root / f"direct_r_k{FUSION_K}")
+        )
         # Each row's model loaded once per pool; the fusion is a setting of the loaded method.
         for row, (method, folder) in rerankers(pool, models, reranker).items():
             for fusion in FUSIONS:
                 method.cfg = replace(method.cfg, fusion=fusion)
-                out = models / "validation" / name / fused_folder(folder, fusion)
-                run = evaluate_ranked_run(method, val, out, ks=[FUSION_K], progress=not args.quiet)
-                at_k = run["retrieval"][str(FUSION_K)]
-                per_file.setdefault(row, {}).setdefault(fusion, []).append(
-                    (at_k["recall"] + at_k["all_gold"]) / 2
-                )
+                value = score(method, val, root / fused_folder(folder, fusion))
+                per_file.setdefault(row, {}).setdefault(fusion, []).append(value)
     scores = {row: {f: sum(v) / len(v) for f, v in by.items()} for row, by in per_file.items()}
     chosen = {row: max(FUSIONS, key=lambda f, s=s: (s[f], -FUSIONS.index(f))) for row, s in scores.items()}
-    return chosen, scores
+    return chosen, scores, sum(search) / len(search)
 
 
 def evaluate_dev(
@@ -369,10 +377,11 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
     label, overrides, validation = choose(args, work, models, pools)
     reranker, reranker_info = train_cross_encoder(args, work, train_on, pools)
     chosen, loop_scores = choose_loop(args, models, pools, (label, overrides), reranker)
-    fusion, fusion_scores = choose_fusion(args, models, pools, reranker)
+    fusion, fusion_scores, search_score = choose_fusion(args, models, pools, reranker)
     reranker_info["fusion"] = {
         row: {"chosen": fusion[row], "validation": fusion_scores[row]} for row in fusion
     }
+    reranker_info["search_validation"] = search_score
     loops = {"EfficientRAG": chosen}
     if chosen[0] != label:
         loops["EfficientRAG, protocol setting (not chosen)"] = (label, overrides)

@@ -124,3 +124,20 @@ def test_the_report_says_how_each_reranker_is_fused_and_what_validation_scored(b
     assert (
         "fused with the search's order (rrf)" in text and "rerank N=20: rrf (none 40.00, rrf 45.50)" in text
     )
+
+
+def test_the_report_names_each_chosen_reranker_below_the_search_on_validation(bench):
+    fusion = {
+        "rerank N=20": {"chosen": "rrf", "validation": {"none": 40.0, "rrf": 45.5}},
+        "Labeler rerank N=50": {"chosen": "none", "validation": {"none": 44.0, "rrf": 43.0}},
+    }
+    kw = dict(command="c", retriever="bm25", train_on=["musique"], setting=("s", []), loop_scores={"s": 1.0},
+              validation_n={"musique": 1}, results={"musique": runs()}, minutes=1.0)  # fmt: skip
+    plain = {"recipe": "r", "recipes": {"r": {"best_score": 1.0}}, "fusion": fusion}
+    text = bench.render(**kw, reranker={**plain, "search_validation": 44.5})
+    assert (
+        "The search's own order on the same questions: 44.50; chosen rows below it: Labeler rerank N=50."
+        in text
+    )
+    text = bench.render(**kw, reranker={**plain, "search_validation": 43.9})
+    assert "43.90; no chosen row is below it." in text

@@ -89,6 +89,7 @@ def test_each_reranker_gets_the_fusion_its_validation_score_prefers(bench, monke
     import retrieval_efficientrag  # benchmarks/ is on the path while `bench` is in use
 
     import efficientrag.eval.job_runs as job_runs
+    from efficientrag.baselines.direct_r import DirectRetrieval
 
     # Per (row, fusion), the validation score on each of two training files: the cross-encoder gains
     # from fusion, the Labeler loses, and an equal score keeps the reranker alone.
@@ -112,10 +113,14 @@ def test_each_reranker_gets_the_fusion_its_validation_score_prefers(bench, monke
         cfg: Settings = field(default_factory=Settings)
 
     def rerankers(pool, models, reranker):
-        loaded.append(pool)
-        return {row: (Method(row, pool), row) for row, f in scores if f == "none"}
+        loaded.append(pool.retriever)
+        return {row: (Method(row, pool.retriever), row) for row, f in scores if f == "none"}
 
     def evaluate_ranked_run(method, examples, out, *, ks, progress):
+        if isinstance(method, tuple):  # the search's own order: 0.55 on one file, 0.65 on the other
+            assert examples == [method[1]] and out.name == f"direct_r_k{bench.FUSION_K}"
+            value = (0.55, 0.65)[files.index(method[1])]
+            return {"retrieval": {str(bench.FUSION_K): {"recall": value, "all_gold": value}}}
         fusion = method.cfg.fusion
         value = scores[(method.row, fusion)][files.index(method.pool)]
         assert ks == [bench.FUSION_K] and examples == [method.pool]
@@ -124,13 +129,18 @@ def test_each_reranker_gets_the_fusion_its_validation_score_prefers(bench, monke
 
     monkeypatch.setattr(bench, "rerankers", rerankers)
     monkeypatch.setattr(bench, "quick_config", lambda *a: None)
-    monkeypatch.setattr(retrieval_efficientrag, "validation_examples", lambda pool, cfg: [pool])
+    monkeypatch.setattr(retrieval_efficientrag, "validation_examples", lambda pool, cfg: [pool.retriever])
     monkeypatch.setattr(job_runs, "evaluate_ranked_run", evaluate_ranked_run)
+    monkeypatch.setattr(
+        DirectRetrieval, "ranking", classmethod(lambda cls, retriever, ks: ("search", retriever))
+    )
     args = type("Args", (), {"quiet": True})()
-    chosen, got = bench.choose_fusion(args, tmp_path, {f: f for f in files}, tmp_path / "ce")
+    pools = {f: type("Pool", (), {"retriever": f})() for f in files}
+    chosen, got, search = bench.choose_fusion(args, tmp_path, pools, tmp_path / "ce")
     assert chosen == {"rerank N=20": "rrf", "Labeler rerank N=20": "none", "rerank N=50": "none"}
     assert got["rerank N=20"] == pytest.approx({"none": 0.5, "rrf": 0.6})
     assert got["Labeler rerank N=20"] == pytest.approx({"none": 0.8, "rrf": 0.65})
+    assert search == pytest.approx(0.6)
     assert loaded == files  # each pool's rerankers built (their models loaded) once
 
 
