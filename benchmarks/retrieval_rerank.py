@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import rerank_treehop
-from rerank_methods import FUSIONS, KS, fused_folder, rerankers, time_side_by_side
+from rerank_methods import FUSIONS, KS, SEARCH_ROW, fused_folder, rerankers, time_side_by_side
 from rerank_tables import known_types, plot_dataset, render
 from retrieval_efficientrag import (
     DATASETS,
@@ -207,15 +207,16 @@ def choose_loop(
 
 def choose_fusion(
     args: argparse.Namespace, models: Path, pools: dict[str, Pool], reranker: Path
-) -> tuple[dict[str, str], dict[str, dict[str, float]], float]:
+) -> tuple[dict[str, str], dict[str, dict[str, dict[str, float]]]]:
     """Each reranker row alone, or fused with the search's order by reciprocal rank fusion, as
     deployed rerankers often are: the better validation score, the mean over the training files of
     (recall + all-gold) / 2 at K = ``FUSION_K``; a tie keeps the reranker alone. The search's own
-    order is scored on the same questions, so the report shows whether a chosen row is below it.
+    order is scored on the same questions, so the report shows, file by file, whether the chosen
+    rerankers stay at or above it.
 
     Returns:
-        Row name -> the chosen fusion, row name -> fusion -> validation score, and the search's
-        own order's validation score.
+        Row name -> the chosen fusion, and training file -> row name (``SEARCH_ROW`` for the
+        search's own order, under the fusion ``"none"``) -> fusion -> validation score.
     """
     from retrieval_efficientrag import validation_examples
 
@@ -226,23 +227,25 @@ def choose_fusion(
         at_k = evaluate_ranked_run(method, val, out, ks=[FUSION_K], progress=not args.quiet)["retrieval"]
         return (at_k[str(FUSION_K)]["recall"] + at_k[str(FUSION_K)]["all_gold"]) / 2
 
-    per_file: dict[str, dict[str, list[float]]] = {}
-    search: list[float] = []
+    by_file: dict[str, dict[str, dict[str, float]]] = {}
     for name, pool in pools.items():
         val = validation_examples(pool, quick_config(models, name, args))
         root = models / "validation" / name
-        search.append(
-            score(DirectRetrieval.ranking(pool.retriever, [FUSION_K]), val, root / f"direct_r_k{FUSION_K}")
-        )
+        search = DirectRetrieval.ranking(pool.retriever, [FUSION_K])
+        by_file[name] = {SEARCH_ROW: {"none": score(search, val, root / f"direct_r_k{FUSION_K}")}}
         # Each row's model loaded once per pool; the fusion is a setting of the loaded method.
         for row, (method, folder) in rerankers(pool, models, reranker).items():
             for fusion in FUSIONS:
                 method.cfg = replace(method.cfg, fusion=fusion)
-                value = score(method, val, root / fused_folder(folder, fusion))
-                per_file.setdefault(row, {}).setdefault(fusion, []).append(value)
-    scores = {row: {f: sum(v) / len(v) for f, v in by.items()} for row, by in per_file.items()}
-    chosen = {row: max(FUSIONS, key=lambda f, s=s: (s[f], -FUSIONS.index(f))) for row, s in scores.items()}
-    return chosen, scores, sum(search) / len(search)
+                by_file[name].setdefault(row, {})[fusion] = score(
+                    method, val, root / fused_folder(folder, fusion)
+                )
+    rows = [row for row in next(iter(by_file.values())) if row != SEARCH_ROW]
+    mean = {
+        row: {f: sum(v[row][f] for v in by_file.values()) / len(by_file) for f in FUSIONS} for row in rows
+    }
+    chosen = {row: max(FUSIONS, key=lambda f, s=s: (s[f], -FUSIONS.index(f))) for row, s in mean.items()}
+    return chosen, by_file
 
 
 def evaluate_dev(
@@ -377,11 +380,8 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
     label, overrides, validation = choose(args, work, models, pools)
     reranker, reranker_info = train_cross_encoder(args, work, train_on, pools)
     chosen, loop_scores = choose_loop(args, models, pools, (label, overrides), reranker)
-    fusion, fusion_scores, search_score = choose_fusion(args, models, pools, reranker)
-    reranker_info["fusion"] = {
-        row: {"chosen": fusion[row], "validation": fusion_scores[row]} for row in fusion
-    }
-    reranker_info["search_validation"] = search_score
+    fusion, reranker_info["fusion_validation"] = choose_fusion(args, models, pools, reranker)
+    reranker_info["fusion"] = fusion
     loops = {"EfficientRAG": chosen}
     if chosen[0] != label:
         loops["EfficientRAG, protocol setting (not chosen)"] = (label, overrides)

@@ -114,30 +114,31 @@ def test_the_plot_draws_each_ranked_curve_and_the_loops_point(bench, tmp_path):
     assert path.is_file() and path.stat().st_size > 1000
 
 
-def test_the_report_says_how_each_reranker_is_fused_and_what_validation_scored(bench):
-    fusion = {"rerank N=20": {"chosen": "rrf", "validation": {"none": 40.0, "rrf": 45.5}}}
+def test_the_report_tables_each_rerankers_fusion_and_the_search_on_validation(bench):
+    by_file = {
+        "2wikimultihopqa": {
+            bench.SEARCH_ROW: {"none": 63.2},
+            "rerank N=20": {"none": 60.0, "rrf": 64.0},
+            "Labeler rerank N=50": {"none": 70.0, "rrf": 67.5},
+        },
+        "musique": {
+            bench.SEARCH_ROW: {"none": 58.0},
+            "rerank N=20": {"none": 55.0, "rrf": 57.1},
+            "Labeler rerank N=50": {"none": 49.0, "rrf": 48.0},
+        },
+    }
+    chosen = {"rerank N=20": "rrf", "Labeler rerank N=50": "none"}
     kw = dict(command="c", retriever="bm25", train_on=["musique"], setting=("s", []), loop_scores={"s": 1.0},
               validation_n={"musique": 1}, results={"musique": runs()}, minutes=1.0)  # fmt: skip
     plain = {"recipe": "r", "recipes": {"r": {"best_score": 1.0}}}
     assert "fused with the search's order" not in bench.render(**kw, reranker=plain)
-    text = bench.render(**kw, reranker={**plain, "fusion": fusion})
+    text = bench.render(**kw, reranker={**plain, "fusion": chosen, "fusion_validation": by_file})
+    assert "| the search's own order | | 63.20 | 58.00 | 60.60 |" in text
+    assert "| rerank N=20 | rrf | 60.00 / **64.00** | 55.00 / **57.10** | 57.50 / **60.55** |" in text
     assert (
-        "fused with the search's order (rrf)" in text and "rerank N=20: rrf (none 40.00, rrf 45.50)" in text
+        "| Labeler rerank N=50 | none | **70.00** / 67.50 | **49.00** / 48.00 | **59.50** / 57.75 |" in text
     )
-
-
-def test_the_report_names_each_chosen_reranker_below_the_search_on_validation(bench):
-    fusion = {
-        "rerank N=20": {"chosen": "rrf", "validation": {"none": 40.0, "rrf": 45.5}},
-        "Labeler rerank N=50": {"chosen": "none", "validation": {"none": 44.0, "rrf": 43.0}},
-    }
-    kw = dict(command="c", retriever="bm25", train_on=["musique"], setting=("s", []), loop_scores={"s": 1.0},
-              validation_n={"musique": 1}, results={"musique": runs()}, minutes=1.0)  # fmt: skip
-    plain = {"recipe": "r", "recipes": {"r": {"best_score": 1.0}}, "fusion": fusion}
-    text = bench.render(**kw, reranker={**plain, "search_validation": 44.5})
     assert (
-        "The search's own order on the same questions: 44.50; chosen rows below it: Labeler rerank N=50."
-        in text
+        "2wikimultihopqa: Labeler rerank N=50 (none) 70.00, at or above the search's 63.20; "
+        "musique: rerank N=20 (rrf) 57.10, below the search's 58.00." in text
     )
-    text = bench.render(**kw, reranker={**plain, "search_validation": 43.9})
-    assert "43.90; no chosen row is below it." in text

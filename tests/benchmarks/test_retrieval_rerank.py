@@ -136,11 +136,13 @@ def test_each_reranker_gets_the_fusion_its_validation_score_prefers(bench, monke
     )
     args = type("Args", (), {"quiet": True})()
     pools = {f: type("Pool", (), {"retriever": f})() for f in files}
-    chosen, got, search = bench.choose_fusion(args, tmp_path, pools, tmp_path / "ce")
+    chosen, by_file = bench.choose_fusion(args, tmp_path, pools, tmp_path / "ce")
     assert chosen == {"rerank N=20": "rrf", "Labeler rerank N=20": "none", "rerank N=50": "none"}
-    assert got["rerank N=20"] == pytest.approx({"none": 0.5, "rrf": 0.6})
-    assert got["Labeler rerank N=20"] == pytest.approx({"none": 0.8, "rrf": 0.65})
-    assert search == pytest.approx(0.6)
+    assert by_file["musique"]["Labeler rerank N=20"] == pytest.approx({"none": 0.8, "rrf": 0.6})
+    assert by_file["2wikimultihopqa"]["rerank N=20"] == pytest.approx({"none": 0.4, "rrf": 0.6})
+    assert {f: by[bench.SEARCH_ROW]["none"] for f, by in by_file.items()} == pytest.approx(
+        {"2wikimultihopqa": 0.55, "musique": 0.65}
+    )
     assert loaded == files  # each pool's rerankers built (their models loaded) once
 
 
