@@ -15,8 +15,6 @@ from retrieval_efficientrag import Pool
 KS = [2, 3, 4, 5, 6, 7, 8, 10, 20]  # the ranked methods' cut-offs
 NS = (20, 50)  # how many of the question's hits a reranker scores
 FUSIONS = ("none", "rrf")  # a reranker alone, or fused with the search's order (the first wins ties)
-# The search's own order, as a row of the fusion choice's validation scores.
-SEARCH_ROW = "the search's own order"
 TIMING_BATCH = 32  # questions per call when every method is timed side by side (--time-sample)
 
 

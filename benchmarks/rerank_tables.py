@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rerank_methods import FUSIONS, SEARCH_ROW
+from rerank_fusion import fusion_table
 
 from efficientrag.eval.chunk_curve import curve_from_ranked, value_at
 from efficientrag.eval.summary import aggregate_retrieval
@@ -107,53 +107,16 @@ def render(
         f"question chose anything. Numbers in %; s/q: seconds per question on this machine ({seconds}).",
     ]
     if reranker.get("fusion"):
-        lines += ["", *fusion_table(reranker["fusion"], reranker["fusion_validation"])]
+        lines += [
+            "",
+            *fusion_table(reranker["fusion"], reranker["fusion_validation"], reranker.get("fusion_left_out")),
+        ]
     for note in notes:
         lines += ["", note]
     for dataset, runs in results.items():
         where = "in domain" if dataset.split()[0] in train_on else "left out"
         lines += ["", *dataset_tables(dataset, where, runs)]
     return "\n".join(lines) + "\n"
-
-
-def fusion_table(
-    chosen: Mapping[str, str], by_file: Mapping[str, Mapping[str, Mapping[str, float]]]
-) -> list[str]:
-    """Each reranker alone and fused with the search's order on the training files' validation
-    questions, the search's own order beside them, the chosen fusion in bold, and per file the best
-    chosen reranker against the search's order (a deployed reranker is expected not to fall below
-    its search)."""
-    files = list(by_file)
-    lines = [
-        "Each reranker alone or fused with the search's order by reciprocal rank fusion, the higher mean "
-        "chosen (a tie keeps it alone); validation questions of the training files, mean of recall and "
-        "all-gold@6, alone / fused:",
-        "",
-        f"| reranker | chosen | {' | '.join(files)} | mean |",
-        "|---|---|" + "---|" * (len(files) + 1),
-    ]
-    cells = [f"{by_file[f][SEARCH_ROW]['none']:.2f}" for f in files]
-    mean = sum(by_file[f][SEARCH_ROW]["none"] for f in files) / len(files)
-    lines.append(f"| {SEARCH_ROW} | | {' | '.join(cells)} | {mean:.2f} |")
-    for row, fusion in chosen.items():
-        cells = []
-        for f in [*files, None]:
-            pair = {
-                x: (by_file[f][row][x] if f else sum(by_file[g][row][x] for g in files) / len(files))
-                for x in FUSIONS
-            }
-            cells.append(" / ".join(f"**{v:.2f}**" if x == fusion else f"{v:.2f}" for x, v in pair.items()))
-        lines.append(f"| {row} | {fusion} | {' | '.join(cells)} |")
-    verdicts = []
-    for f in files:
-        best_row = max(chosen, key=lambda r: by_file[f][r][chosen[r]])
-        best, floor = by_file[f][best_row][chosen[best_row]], by_file[f][SEARCH_ROW]["none"]
-        verdict = "at or above" if best >= floor else "below"
-        verdicts.append(
-            f"{f}: {best_row} ({chosen[best_row]}) {best:.2f}, {verdict} the search's {floor:.2f}"
-        )
-    lines += ["", f"Best chosen reranker on each file's validation questions: {'; '.join(verdicts)}."]
-    return lines
 
 
 def dataset_tables(dataset: str, where: str, runs: Mapping[str, Mapping[str, Any]]) -> list[str]:

@@ -21,7 +21,12 @@ under the honest protocol of ``benchmarks/retrieval_efficientrag.py``:
    chunk count (interpolated); the same split by question type (HotpotQA bridge / comparison; 2Wiki
    compositional / comparison / inference / bridge_comparison; MuSiQue by hop count); seconds per
    question beside each (the loop's own stage timings; a reranker's search + scoring).
-5. With ``--adapt``, each left-out set again after ``efficientrag adapt`` on its corpus: the adapted
+5. Each reranker row alone or fused with the search's order (reciprocal rank fusion), as a deployed
+   reranker is tuned: the choice made on the training files' validation questions, the search's
+   own order scored beside it, and checked on each left-out set's validation questions
+   (``rerank_fusion.py``). ``--validation-only`` stops there, before any dev question: the
+   rerankers' table alone, without the loop's setting (about 45 minutes a direction on 2 cores).
+6. With ``--adapt``, each left-out set again after ``efficientrag adapt`` on its corpus: the adapted
    loop (its setting chosen again, on adapt's scoring sets) and the adapted Labeler as a reranker,
    beside the same Direct-R and cross-encoder rows (``rerank_adapted.py``).
 
@@ -30,6 +35,7 @@ under the honest protocol of ``benchmarks/retrieval_efficientrag.py``:
         --eval-on hotpotqa --adapt
     python benchmarks/retrieval_rerank.py --retriever bm25 --leave-one-out
     python benchmarks/retrieval_rerank.py --retriever dense --leave-one-out
+    python benchmarks/retrieval_rerank.py --retriever bm25 --leave-one-out --validation-only
 
 With ``--retriever dense`` the report has TreeHop's rows too (``rerank_treehop.py``: trained and
 chosen as ``retrieval_treehop.py`` does, sharing its cache). No dev question chooses anything.
@@ -44,12 +50,12 @@ import json
 import shlex
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import rerank_treehop
-from rerank_methods import FUSIONS, KS, SEARCH_ROW, fused_folder, rerankers, time_side_by_side
+from rerank_fusion import deployed_rerankers, fusion_table
+from rerank_methods import KS, rerankers, time_side_by_side
 from rerank_tables import known_types, plot_dataset, render
 from retrieval_efficientrag import (
     DATASETS,
@@ -125,8 +131,6 @@ RERANKED_VARIANTS = {
     "ce20-fill": ["first_top_k=20", "fill_budget=true"],
 }
 OPEN_DOMAIN_NAME = "2wikimultihopqa open-domain"
-# Where a reranker's fusion is chosen: K = 6, as the cross-encoder's recipe is.
-FUSION_K = 6
 
 
 def train_cross_encoder(
@@ -205,49 +209,6 @@ def choose_loop(
     return (best, candidates[best]), scores
 
 
-def choose_fusion(
-    args: argparse.Namespace, models: Path, pools: dict[str, Pool], reranker: Path
-) -> tuple[dict[str, str], dict[str, dict[str, dict[str, float]]]]:
-    """Each reranker row alone, or fused with the search's order by reciprocal rank fusion, as
-    deployed rerankers often are: the better validation score, the mean over the training files of
-    (recall + all-gold) / 2 at K = ``FUSION_K``; a tie keeps the reranker alone. The search's own
-    order is scored on the same questions, so the report shows, file by file, whether the chosen
-    rerankers stay at or above it.
-
-    Returns:
-        Row name -> the chosen fusion, and training file -> row name (``SEARCH_ROW`` for the
-        search's own order, under the fusion ``"none"``) -> fusion -> validation score.
-    """
-    from retrieval_efficientrag import validation_examples
-
-    from efficientrag.baselines.direct_r import DirectRetrieval
-    from efficientrag.eval.job_runs import evaluate_ranked_run
-
-    def score(method: Any, val: list, out: Path) -> float:
-        at_k = evaluate_ranked_run(method, val, out, ks=[FUSION_K], progress=not args.quiet)["retrieval"]
-        return (at_k[str(FUSION_K)]["recall"] + at_k[str(FUSION_K)]["all_gold"]) / 2
-
-    by_file: dict[str, dict[str, dict[str, float]]] = {}
-    for name, pool in pools.items():
-        val = validation_examples(pool, quick_config(models, name, args))
-        root = models / "validation" / name
-        search = DirectRetrieval.ranking(pool.retriever, [FUSION_K])
-        by_file[name] = {SEARCH_ROW: {"none": score(search, val, root / f"direct_r_k{FUSION_K}")}}
-        # Each row's model loaded once per pool; the fusion is a setting of the loaded method.
-        for row, (method, folder) in rerankers(pool, models, reranker).items():
-            for fusion in FUSIONS:
-                method.cfg = replace(method.cfg, fusion=fusion)
-                by_file[name].setdefault(row, {})[fusion] = score(
-                    method, val, root / fused_folder(folder, fusion)
-                )
-    rows = [row for row in next(iter(by_file.values())) if row != SEARCH_ROW]
-    mean = {
-        row: {f: sum(v[row][f] for v in by_file.values()) / len(by_file) for f in FUSIONS} for row in rows
-    }
-    chosen = {row: max(FUSIONS, key=lambda f, s=s: (s[f], -FUSIONS.index(f))) for row, s in mean.items()}
-    return chosen, by_file
-
-
 def evaluate_dev(
     args: argparse.Namespace,
     pool: Pool,
@@ -264,7 +225,7 @@ def evaluate_dev(
     ``out``. ``loops``: the EfficientRAG settings reported, by row name (``"EfficientRAG"``: the one
     chosen); ``reuse``: rows already evaluated on the same questions (another call's results), kept
     as they are instead of being run again; ``treehop``: TreeHop's rows too (dense search);
-    ``fusion``: each reranker row's fusion with the search's order (:func:`choose_fusion`).
+    ``fusion``: each reranker row's fusion with the search's order (``rerank_fusion.choose_fusion``).
 
     Returns:
         Per method: its summary and its per-question records.
@@ -377,11 +338,16 @@ def after_adaptation(
 def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eval_on: list[str]) -> str:
     t0 = time.perf_counter()
     models, counts, pools = train(args, work, train_on)
+    left_out = [d for d in eval_on if d not in train_on]
+    if args.validation_only:
+        reranker, reranker_info = train_cross_encoder(args, work, train_on, pools)
+        _, deployed = deployed_rerankers(args, work, models, pools, reranker, left_out)
+        return write_validation_report(args, work, train_on, eval_on, reranker_info | deployed, t0)
     label, overrides, validation = choose(args, work, models, pools)
     reranker, reranker_info = train_cross_encoder(args, work, train_on, pools)
     chosen, loop_scores = choose_loop(args, models, pools, (label, overrides), reranker)
-    fusion, reranker_info["fusion_validation"] = choose_fusion(args, models, pools, reranker)
-    reranker_info["fusion"] = fusion
+    fusion, deployed = deployed_rerankers(args, work, models, pools, reranker, left_out)
+    reranker_info |= deployed
     loops = {"EfficientRAG": chosen}
     if chosen[0] != label:
         loops["EfficientRAG, protocol setting (not chosen)"] = (label, overrides)
@@ -444,6 +410,31 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
     return report
 
 
+def write_validation_report(
+    args: argparse.Namespace, work: Path, train_on: list[str], eval_on: list[str], reranker: dict, t0: float
+) -> str:
+    """``--validation-only``: the rerankers' fusion table, without the loop's setting or any dev
+    question, written to ``rerank-validation-<direction>.md`` (and ``.json``) in the work folder."""
+    command = "python benchmarks/retrieval_rerank.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    minutes = (time.perf_counter() - t0) / 60
+    lines = [
+        f"## Rerankers as deployed, on validation questions (search: {args.retriever})",
+        "",
+        f"Command: `{command.strip()}` ({minutes:.0f} min)",
+        "",
+        f"Trained on the train files of {', '.join(train_on)}: the Labeler (its Continue probability as "
+        f"a reranker) and the cross-encoder (recipe {reranker['recipe']}, chosen on the same validation "
+        "questions). No dev question is read.",
+        "",
+        *fusion_table(reranker["fusion"], reranker["fusion_validation"], reranker.get("fusion_left_out")),
+    ]
+    report = "\n".join(lines) + "\n"
+    tag = "+".join(train_on) + "_to_" + "+".join(eval_on)
+    (work / f"rerank-validation-{tag}.md").write_text(report, encoding="utf-8")
+    (work / f"rerank-validation-{tag}.json").write_text(json.dumps(reranker, indent=1), encoding="utf-8")
+    return report
+
+
 def direction_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of a script that trains or reuses a protocol direction's models and reports its
     dev sets: the search, the Labeler's epochs, both models' overrides, the open-domain set."""
@@ -490,6 +481,12 @@ def main(argv: list[str] | None = None) -> int:
         "--leave-one-out",
         action="store_true",
         help="for each dataset: train on the others, report on all three",
+    )
+    parser.add_argument(
+        "--validation-only",
+        action="store_true",
+        help="train the Labeler and the cross-encoder, choose each reranker's fusion on validation, "
+        "check it on each left-out set's validation questions, and stop before any dev question",
     )
     parser.add_argument(
         "--no-treehop",

@@ -3,8 +3,6 @@ them (HotpotQA's IRCoT file), and the loop variants it may choose on validation.
 
 import json
 
-import pytest
-
 BENCHMARK = "retrieval_rerank"  # the conftest fixture `bench` imports it
 
 
@@ -83,69 +81,6 @@ def test_every_cross_encoder_recipe_is_a_valid_training_config(bench):
     assert load_config(RerankerTrainConfig, bench.PRESET, bench.RECIPES["neg4-top1-ep4"]).top_negatives == 1
 
 
-def test_each_reranker_gets_the_fusion_its_validation_score_prefers(bench, monkeypatch, tmp_path):
-    from dataclasses import dataclass, field
-
-    import retrieval_efficientrag  # benchmarks/ is on the path while `bench` is in use
-
-    import efficientrag.eval.job_runs as job_runs
-    from efficientrag.baselines.direct_r import DirectRetrieval
-
-    # Per (row, fusion), the validation score on each of two training files: the cross-encoder gains
-    # from fusion, the Labeler loses, and an equal score keeps the reranker alone.
-    scores = {
-        ("rerank N=20", "none"): (0.4, 0.6), ("rerank N=20", "rrf"): (0.6, 0.6),
-        ("Labeler rerank N=20", "none"): (0.8, 0.8), ("Labeler rerank N=20", "rrf"): (0.7, 0.6),
-        ("rerank N=50", "none"): (0.5, 0.5), ("rerank N=50", "rrf"): (0.5, 0.5),
-    }  # fmt: skip
-    files = ["2wikimultihopqa", "musique"]
-
-    loaded = []
-
-    @dataclass
-    class Settings:
-        fusion: str = "none"
-
-    @dataclass
-    class Method:
-        row: str
-        pool: str
-        cfg: Settings = field(default_factory=Settings)
-
-    def rerankers(pool, models, reranker):
-        loaded.append(pool.retriever)
-        return {row: (Method(row, pool.retriever), row) for row, f in scores if f == "none"}
-
-    def evaluate_ranked_run(method, examples, out, *, ks, progress):
-        if isinstance(method, tuple):  # the search's own order: 0.55 on one file, 0.65 on the other
-            assert examples == [method[1]] and out.name == f"direct_r_k{bench.FUSION_K}"
-            value = (0.55, 0.65)[files.index(method[1])]
-            return {"retrieval": {str(bench.FUSION_K): {"recall": value, "all_gold": value}}}
-        fusion = method.cfg.fusion
-        value = scores[(method.row, fusion)][files.index(method.pool)]
-        assert ks == [bench.FUSION_K] and examples == [method.pool]
-        assert out.name == (method.row if fusion == "none" else f"{method.row}-{fusion}")
-        return {"retrieval": {str(bench.FUSION_K): {"recall": value, "all_gold": value}}}
-
-    monkeypatch.setattr(bench, "rerankers", rerankers)
-    monkeypatch.setattr(bench, "quick_config", lambda *a: None)
-    monkeypatch.setattr(retrieval_efficientrag, "validation_examples", lambda pool, cfg: [pool.retriever])
-    monkeypatch.setattr(job_runs, "evaluate_ranked_run", evaluate_ranked_run)
-    monkeypatch.setattr(
-        DirectRetrieval, "ranking", classmethod(lambda cls, retriever, ks: ("search", retriever))
-    )
-    args = type("Args", (), {"quiet": True})()
-    pools = {f: type("Pool", (), {"retriever": f})() for f in files}
-    chosen, by_file = bench.choose_fusion(args, tmp_path, pools, tmp_path / "ce")
-    assert chosen == {"rerank N=20": "rrf", "Labeler rerank N=20": "none", "rerank N=50": "none"}
-    assert by_file["musique"]["Labeler rerank N=20"] == pytest.approx({"none": 0.8, "rrf": 0.6})
-    assert by_file["2wikimultihopqa"]["rerank N=20"] == pytest.approx({"none": 0.4, "rrf": 0.6})
-    assert {f: by[bench.SEARCH_ROW]["none"] for f, by in by_file.items()} == pytest.approx(
-        {"2wikimultihopqa": 0.55, "musique": 0.65}
-    )
-    assert loaded == files  # each pool's rerankers built (their models loaded) once
-
-
 def test_a_fused_reranker_row_is_built_fused_in_its_own_folder(bench, monkeypatch, tmp_path):
     from rerank_methods import rerankers
 
@@ -163,3 +98,24 @@ def test_a_fused_reranker_row_is_built_fused_in_its_own_folder(bench, monkeypatc
         "Labeler rerank N=50": ("rrf", "labeler-rerank-n50-rrf"),
     }
     assert all(m.cfg.top_n == int(name.split("=")[1]) for name, (m, _) in rows.items())
+
+
+def test_validation_only_writes_the_rerankers_table_and_its_inputs(bench, tmp_path):
+    search = "the search's own order"
+    info = {
+        "recipe": "neg4-ep4",
+        "fusion": {"rerank N=20": "rrf"},
+        "fusion_validation": {
+            "musique": {search: {"none": 50.0}, "rerank N=20": {"none": 40.0, "rrf": 52.5}}
+        },
+        "fusion_left_out": {"hotpotqa": {search: {"none": 60.0}, "rerank N=20": {"none": 55.0, "rrf": 58.0}}},
+    }
+    args = type("Args", (), {"retriever": "bm25"})()
+    text = bench.write_validation_report(args, tmp_path, ["musique"], ["hotpotqa", "musique"], info, 0.0)
+    written = tmp_path / "rerank-validation-musique_to_hotpotqa+musique.md"
+    assert written.read_text() == text
+    assert json.loads((tmp_path / "rerank-validation-musique_to_hotpotqa+musique.json").read_text()) == info
+    assert (
+        "recipe neg4-ep4" in text and "| rerank N=20 | rrf | 40.00 / **52.50** | 55.00 / **58.00** |" in text
+    )
+    assert "hotpotqa (left out): rerank N=20 (rrf) 58.00, below the search's 60.00." in text
