@@ -1,7 +1,8 @@
 """Rerankers as they are deployed: each alone or fused with the search's order, chosen on validation.
 
 A practitioner tunes a reranker before deploying it, and a common tuning is to fuse its order with
-the search's own (reciprocal rank fusion), so that it never does worse than the search it reorders.
+the search's own (reciprocal rank fusion), so that it seldom falls below the search it reorders
+(fusion guarantees nothing: the table shows where it does).
 ``retrieval_rerank.py`` offers each of its reranker rows both ways and keeps the one the training
 files' validation questions score higher. This module scores them (with the search's own order on
 the same questions beside them), makes the choice, checks the chosen rows on a left-out set's
