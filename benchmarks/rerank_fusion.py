@@ -13,6 +13,8 @@ or chose on) and renders the table the report shows.
 from __future__ import annotations
 
 import argparse
+import json
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -149,3 +151,43 @@ def fusion_table(chosen: Mapping[str, str], by_file: Scores, left_out: Scores | 
         )
     lines += ["", f"Best chosen reranker on each set's validation questions: {'; '.join(verdicts)}."]
     return lines
+
+
+def write_validation_report(
+    args: argparse.Namespace,
+    work: Path,
+    train_on: list[str],
+    eval_on: list[str],
+    reranker: Mapping[str, Any],
+    command: str,
+    t0: float,
+) -> str:
+    """``--validation-only``: the rerankers' fusion table, without the loop's setting or any dev
+    question, written to ``rerank-validation-<direction>.md`` (and ``.json``) in the work folder.
+
+    Args:
+        args: The benchmark's arguments (``--retriever``).
+        work: The search's work folder.
+        train_on: The direction's training files.
+        eval_on: Every set of the direction (its name in the file's).
+        reranker: The cross-encoder's recipe and :func:`deployed_rerankers`' scores.
+        command: The command line, for the report.
+        t0: ``time.perf_counter()`` at the start, for the report's minutes.
+    """
+    minutes = (time.perf_counter() - t0) / 60
+    lines = [
+        f"## Rerankers as deployed, on validation questions (search: {args.retriever})",
+        "",
+        f"Command: `{command}` ({minutes:.0f} min)",
+        "",
+        f"Trained on the train files of {', '.join(train_on)}: the Labeler (its Continue probability as "
+        f"a reranker) and the cross-encoder (recipe {reranker['recipe']}, chosen on the same validation "
+        "questions). No dev question is read.",
+        "",
+        *fusion_table(reranker["fusion"], reranker["fusion_validation"], reranker.get("fusion_left_out")),
+    ]
+    report = "\n".join(lines) + "\n"
+    tag = "+".join(train_on) + "_to_" + "+".join(eval_on)
+    (work / f"rerank-validation-{tag}.md").write_text(report, encoding="utf-8")
+    (work / f"rerank-validation-{tag}.json").write_text(json.dumps(reranker, indent=1), encoding="utf-8")
+    return report

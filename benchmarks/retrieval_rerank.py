@@ -26,7 +26,10 @@ under the honest protocol of ``benchmarks/retrieval_efficientrag.py``:
    own order scored beside it, and checked on each left-out set's validation questions
    (``rerank_fusion.py``). ``--validation-only`` stops there, before any dev question: the
    rerankers' table alone, without the loop's setting (about 45 minutes a direction on 2 cores).
-6. With ``--adapt``, each left-out set again after ``efficientrag adapt`` on its corpus: the adapted
+6. ``--deployed-only``: on each dev set a committed report has, the one reranker validation would
+   deploy there, fused as chosen, beside the search's own order and the report's loop row, read at
+   the loop's chunk count (``rerank_deployed.py``; the loop is not run again).
+7. With ``--adapt``, each left-out set again after ``efficientrag adapt`` on its corpus: the adapted
    loop (its setting chosen again, on adapt's scoring sets) and the adapted Labeler as a reranker,
    beside the same Direct-R and cross-encoder rows (``rerank_adapted.py``).
 
@@ -36,6 +39,7 @@ under the honest protocol of ``benchmarks/retrieval_efficientrag.py``:
     python benchmarks/retrieval_rerank.py --retriever bm25 --leave-one-out
     python benchmarks/retrieval_rerank.py --retriever dense --leave-one-out
     python benchmarks/retrieval_rerank.py --retriever bm25 --leave-one-out --validation-only
+    python benchmarks/retrieval_rerank.py --retriever bm25 --leave-one-out --deployed-only --open-domain 100
 
 With ``--retriever dense`` the report has TreeHop's rows too (``rerank_treehop.py``: trained and
 chosen as ``retrieval_treehop.py`` does, sharing its cache). No dev question chooses anything.
@@ -53,8 +57,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import rerank_deployed
 import rerank_treehop
-from rerank_fusion import deployed_rerankers, fusion_table
+from rerank_fusion import deployed_rerankers, write_validation_report
 from rerank_methods import KS, rerankers, time_side_by_side
 from rerank_tables import known_types, plot_dataset, render
 from retrieval_efficientrag import (
@@ -295,6 +300,29 @@ def open_domain_pool(args: argparse.Namespace, work: Path, train_on: list[str]) 
     return Pool(pool.name, pool.corpus, examples, pool.retriever)
 
 
+def dev_sets(
+    args: argparse.Namespace, work: Path, train_on: list[str], eval_on: list[str], models: Path
+) -> dict[str, tuple[str, Pool, Path]]:
+    """Set name -> its dataset, pool and run folder: each evaluated dev set, and the open-domain set
+    with ``--open-domain``."""
+    sets = {
+        name: (
+            name,
+            open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args),
+            models / "dev" / name,
+        )
+        for name in eval_on
+    }
+    if args.open_domain:
+        pool = open_domain_pool(args, work, train_on)
+        sets[OPEN_DOMAIN_NAME] = (
+            "2wikimultihopqa",
+            pool,
+            models / "dev" / f"opendomain-2wiki-{len(pool.examples)}",
+        )
+    return sets
+
+
 def shared_rows(runs: dict[str, Any]) -> dict[str, Any]:
     """The rows that do not depend on the Labeler and Filter: Direct-R and the cross-encoder's."""
     return {n: r for n, r in runs.items() if n == "Direct-R" or n.startswith("rerank ")}
@@ -335,14 +363,25 @@ def after_adaptation(
     return f"{target} after adaptation", runs, adaptation_note(target, summary, chosen, scores)
 
 
+def command_line() -> str:
+    """This run's command, as its reports quote it."""
+    return ("python benchmarks/retrieval_rerank.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])).strip()
+
+
 def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eval_on: list[str]) -> str:
     t0 = time.perf_counter()
     models, counts, pools = train(args, work, train_on)
     left_out = [d for d in eval_on if d not in train_on]
-    if args.validation_only:
+    if args.validation_only or args.deployed_only:
         reranker, reranker_info = train_cross_encoder(args, work, train_on, pools)
         _, deployed = deployed_rerankers(args, work, models, pools, reranker, left_out)
-        return write_validation_report(args, work, train_on, eval_on, reranker_info | deployed, t0)
+        if args.validation_only:
+            info = reranker_info | deployed
+            return write_validation_report(args, work, train_on, eval_on, info, command_line(), t0)
+        sets = dev_sets(args, work, train_on, eval_on, models)
+        return rerank_deployed.write_report(
+            args, work, train_on, sets, models, reranker, deployed, command_line(), t0
+        )
     label, overrides, validation = choose(args, work, models, pools)
     reranker, reranker_info = train_cross_encoder(args, work, train_on, pools)
     chosen, loop_scores = choose_loop(args, models, pools, (label, overrides), reranker)
@@ -373,20 +412,19 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
         results[OPEN_DOMAIN_NAME] = evaluate_dev(
             args, pool, "2wikimultihopqa", models, reranker, loops, out, treehop=treehop, fusion=fusion
         )
-    command = "python benchmarks/retrieval_rerank.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    report = render(
-        command=command.strip(),
-        retriever=args.retriever,
-        train_on=train_on,
-        setting=chosen,
-        loop_scores=loop_scores,
-        validation_n=validation["n"],
-        reranker=reranker_info,
-        results=results,
-        minutes=(time.perf_counter() - t0) / 60,
-        timed_on=args.time_sample,
-        notes=notes,
-    )
+        report = render(
+            command=command_line(),
+            retriever=args.retriever,
+            train_on=train_on,
+            setting=chosen,
+            loop_scores=loop_scores,
+            validation_n=validation["n"],
+            reranker=reranker_info,
+            results=results,
+            minutes=(time.perf_counter() - t0) / 60,
+            timed_on=args.time_sample,
+            notes=notes,
+        )
     tag = "+".join(train_on) + "_to_" + "+".join(eval_on)
     plots = []
     for dataset, runs in results.items():
@@ -407,31 +445,6 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
         ),
         encoding="utf-8",
     )
-    return report
-
-
-def write_validation_report(
-    args: argparse.Namespace, work: Path, train_on: list[str], eval_on: list[str], reranker: dict, t0: float
-) -> str:
-    """``--validation-only``: the rerankers' fusion table, without the loop's setting or any dev
-    question, written to ``rerank-validation-<direction>.md`` (and ``.json``) in the work folder."""
-    command = "python benchmarks/retrieval_rerank.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    minutes = (time.perf_counter() - t0) / 60
-    lines = [
-        f"## Rerankers as deployed, on validation questions (search: {args.retriever})",
-        "",
-        f"Command: `{command.strip()}` ({minutes:.0f} min)",
-        "",
-        f"Trained on the train files of {', '.join(train_on)}: the Labeler (its Continue probability as "
-        f"a reranker) and the cross-encoder (recipe {reranker['recipe']}, chosen on the same validation "
-        "questions). No dev question is read.",
-        "",
-        *fusion_table(reranker["fusion"], reranker["fusion_validation"], reranker.get("fusion_left_out")),
-    ]
-    report = "\n".join(lines) + "\n"
-    tag = "+".join(train_on) + "_to_" + "+".join(eval_on)
-    (work / f"rerank-validation-{tag}.md").write_text(report, encoding="utf-8")
-    (work / f"rerank-validation-{tag}.json").write_text(json.dumps(reranker, indent=1), encoding="utf-8")
     return report
 
 
@@ -487,6 +500,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="train the Labeler and the cross-encoder, choose each reranker's fusion on validation, "
         "check it on each left-out set's validation questions, and stop before any dev question",
+    )
+    parser.add_argument(
+        "--deployed-only",
+        action="store_true",
+        help="on each dev set the committed reports have, the reranker validation would deploy there "
+        "(fused as chosen) beside the search's order, read at the loop's chunk count from those "
+        "reports (rerank_deployed.py); the loop is not run",
+    )
+    parser.add_argument(
+        "--loop-reports",
+        default=str(rerank_deployed.REPORTS),
+        metavar="DIR",
+        help="with --deployed-only: the committed dev reports, as <DIR>/<search>/<train>_to_<sets>.md",
     )
     parser.add_argument(
         "--no-treehop",

@@ -2,6 +2,7 @@
 training files' validation questions, the search's own order scored beside them, and the chosen
 rows checked on a left-out set's validation questions."""
 
+import json
 from dataclasses import dataclass, field
 
 import pytest
@@ -125,3 +126,26 @@ def test_no_left_out_set_means_no_left_out_column(bench, scored, tmp_path):
     assert "fusion_left_out" not in info
     text = "\n".join(bench.fusion_table(info["fusion"], info["fusion_validation"]))
     assert "left out" not in text and "| the search's own order | | 0.55 | 0.65 | 0.60 |" in text
+
+
+def test_validation_only_writes_the_rerankers_table_and_its_inputs(bench, tmp_path):
+    search = "the search's own order"
+    info = {
+        "recipe": "neg4-ep4",
+        "fusion": {"rerank N=20": "rrf"},
+        "fusion_validation": {
+            "musique": {search: {"none": 50.0}, "rerank N=20": {"none": 40.0, "rrf": 52.5}}
+        },
+        "fusion_left_out": {"hotpotqa": {search: {"none": 60.0}, "rerank N=20": {"none": 55.0, "rrf": 58.0}}},
+    }
+    args = type("Args", (), {"retriever": "bm25"})()
+    text = bench.write_validation_report(
+        args, tmp_path, ["musique"], ["hotpotqa", "musique"], info, "python x", 0.0
+    )
+    written = tmp_path / "rerank-validation-musique_to_hotpotqa+musique.md"
+    assert written.read_text() == text
+    assert json.loads((tmp_path / "rerank-validation-musique_to_hotpotqa+musique.json").read_text()) == info
+    assert (
+        "recipe neg4-ep4" in text and "| rerank N=20 | rrf | 40.00 / **52.50** | 55.00 / **58.00** |" in text
+    )
+    assert "hotpotqa (left out): rerank N=20 (rrf) 58.00, below the search's 60.00." in text

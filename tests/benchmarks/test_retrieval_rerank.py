@@ -98,24 +98,3 @@ def test_a_fused_reranker_row_is_built_fused_in_its_own_folder(bench, monkeypatc
         "Labeler rerank N=50": ("rrf", "labeler-rerank-n50-rrf"),
     }
     assert all(m.cfg.top_n == int(name.split("=")[1]) for name, (m, _) in rows.items())
-
-
-def test_validation_only_writes_the_rerankers_table_and_its_inputs(bench, tmp_path):
-    search = "the search's own order"
-    info = {
-        "recipe": "neg4-ep4",
-        "fusion": {"rerank N=20": "rrf"},
-        "fusion_validation": {
-            "musique": {search: {"none": 50.0}, "rerank N=20": {"none": 40.0, "rrf": 52.5}}
-        },
-        "fusion_left_out": {"hotpotqa": {search: {"none": 60.0}, "rerank N=20": {"none": 55.0, "rrf": 58.0}}},
-    }
-    args = type("Args", (), {"retriever": "bm25"})()
-    text = bench.write_validation_report(args, tmp_path, ["musique"], ["hotpotqa", "musique"], info, 0.0)
-    written = tmp_path / "rerank-validation-musique_to_hotpotqa+musique.md"
-    assert written.read_text() == text
-    assert json.loads((tmp_path / "rerank-validation-musique_to_hotpotqa+musique.json").read_text()) == info
-    assert (
-        "recipe neg4-ep4" in text and "| rerank N=20 | rrf | 40.00 / **52.50** | 55.00 / **58.00** |" in text
-    )
-    assert "hotpotqa (left out): rerank N=20 (rrf) 58.00, below the search's 60.00." in text
