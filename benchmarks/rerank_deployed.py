@@ -12,7 +12,8 @@ It is read at the loop's own chunk count, taken from the committed dev report of
 and training files (``docs/reports/rerank/<search>/<train>_to_*.md``), with the search's own order
 beside it and the paired gap between the two. The loop is not run again: its row is the committed
 report's, and the search's own order, run here, must match that report's or the comparison stops.
-The paired interval is read at the cut-off nearest the loop's chunk count.
+The paired interval is read at the loop's chunk count too, each question's scores linear between
+the cut-offs around it, so its gap is the one the table shows.
 """
 
 from __future__ import annotations
@@ -115,9 +116,8 @@ class DeployedSet:
     fusion: str
     section: LoopSection
     n: int
-    search: dict[str, float]  # at the loop's chunk count
+    search: dict[str, float]  # at the loop's chunk count, in %
     reranker: dict[str, float]
-    k: int  # the cut-off the paired gap is read at
     gap: Any  # paired_gap.Row: reranker minus the search's order
     seconds: float
     pairs: int
@@ -151,7 +151,7 @@ def evaluate_set(
     ranked = evaluate_ranked_run(method, pool.examples, out / folder, ks=KS, progress=progress)
     at = {key: at_chunks(s["retrieval"], section.chunks) for key, s in (("search", search), ("row", ranked))}
     committed = section.rows.get("Direct-R")
-    here = (100 * at["search"]["recall"], 100 * at["search"]["all_gold"])
+    here = (at["search"]["recall"], at["search"]["all_gold"])  # a summary's means are in %
     if committed is None or any(
         abs(a - b) > MATCH_TOLERANCE for a, b in zip(here, committed[:2], strict=False)
     ):
@@ -160,11 +160,10 @@ def evaluate_set(
             f" here against {committed[:2] if committed else 'no Direct-R row'} in the report; its loop"
             " row was made from other inputs"
         )
-    k = round(section.chunks)
     types = known_types(args.shared_data, dataset)
     gap = paired_rows(
-        side_scores(Side(out / folder, k)),
-        side_scores(Side(out / "direct_r_k", k)),
+        per_question_at(out / folder, section.chunks),
+        per_question_at(out / "direct_r_k", section.chunks),
         types,
         resamples=RESAMPLES,
         seed=0,
@@ -177,15 +176,29 @@ def evaluate_set(
         n=len(pool.examples),
         search=at["search"],
         reranker=at["row"],
-        k=k,
         gap=gap,
         seconds=seconds_per_question(ranked),
         pairs=int(row[0].rsplit("N=", 1)[1]),
     )
 
 
+def per_question_at(run: Path, chunks: float) -> dict[str, dict[str, Any]]:
+    """A ranked run's per-question scores read at ``chunks``, linear between the cut-offs around it
+    as the means are (``rerank_tables.at_chunks``), so the paired gap is the gap the table shows."""
+    low, high = int(chunks), min(k for k in KS if k >= chunks)
+    below, above = side_scores(Side(run, low)), side_scores(Side(run, high))
+    w = 0.0 if high == low else (chunks - low) / (high - low)
+    return {
+        qid: {
+            "type": row["type"],
+            **{m: row[m] + w * (above[qid][m] - row[m]) for m in ("recall", "all_gold", "chunks")},
+        }
+        for qid, row in below.items()
+    }
+
+
 def _pct(scores: Mapping[str, float]) -> str:
-    return f"{100 * scores['recall']:.1f} / {100 * scores['all_gold']:.1f}"
+    return f"{scores['recall']:.1f} / {scores['all_gold']:.1f}"
 
 
 def _gap(g: Any) -> str:
@@ -197,7 +210,7 @@ def table(sets: list[DeployedSet]) -> list[str]:
     deployed reranker at the loop's chunk count, the paired gap and the reranker's cost."""
     lines = [
         "| set | n | loop's chunks | EfficientRAG (committed) | the search's own order | deployed reranker "
-        "| its recall / all-gold | gap to the search at K: recall / all-gold | s/q | pairs/q |",
+        "| its recall / all-gold | gap to the search: recall / all-gold | s/q | pairs/q |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in sets:
@@ -205,7 +218,7 @@ def table(sets: list[DeployedSet]) -> list[str]:
         fused = "fused" if s.fusion == "rrf" else "alone"
         lines.append(
             f"| {s.name} | {s.n} | {s.section.chunks:.2f} | {loop[0]:.1f} / {loop[1]:.1f} | {_pct(s.search)} "
-            f"| {s.row}, {fused} | {_pct(s.reranker)} | K={s.k}: {_gap(s.gap.recall_gap)} / "
+            f"| {s.row}, {fused} | {_pct(s.reranker)} | {_gap(s.gap.recall_gap)} / "
             f"{_gap(s.gap.all_gold_gap)} | {s.seconds:.2f} | {s.pairs} |"
         )
     return lines
@@ -267,8 +280,8 @@ def write_report(
         " questions, on a left-out set the best mean over the training files. Read at the loop's own"
         " chunk count from the committed dev report (the loop not run again; the search's own order,"
         " run here, matches the report's). Recall / all-gold in %; the gap is the reranker minus the"
-        f" search's own order, paired at the cut-off K nearest that count, 95% interval ({RESAMPLES:,}"
-        " resamples); s/q: the reranker run's own stage timings; pairs/q: the model pairs it scores"
+        " search's own order, paired question by question at that count (each question's scores"
+        f" linear between the cut-offs around it), 95% interval ({RESAMPLES:,} resamples); s/q: the reranker run's own stage timings; pairs/q: the model pairs it scores"
         " a question.",
         "",
         *table(sets),
@@ -285,7 +298,6 @@ def write_report(
             "report": s.section.report,
             "search": s.search,
             "reranker": s.reranker,
-            "k": s.k,
             "gap": {"recall": asdict(s.gap.recall_gap), "all_gold": asdict(s.gap.all_gold_gap)},
             "seconds": s.seconds,
             "pairs": s.pairs,

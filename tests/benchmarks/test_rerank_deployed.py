@@ -91,7 +91,8 @@ RUNS = {
 
 @pytest.fixture
 def runs(bench, monkeypatch):
-    """``evaluate_ranked_run`` replaced by RUNS, each written as a run folder would be."""
+    """``evaluate_ranked_run`` replaced by RUNS, each written as a run folder would be (its records'
+    scores as fractions, its summary's means in %)."""
     import efficientrag.eval.job_runs as job_runs
     from efficientrag.baselines.direct_r import DirectRetrieval
 
@@ -107,7 +108,7 @@ def runs(bench, monkeypatch):
                 }
                 fh.write(json.dumps({"id": ex, "type": "2hop", "retrieval": scores}) + "\n")
         retrieval = {
-            str(k): {m: sum(r[j] for r in v) / len(v) for j, m in enumerate(("recall", "all_gold"))}
+            str(k): {m: 100 * sum(r[j] for r in v) / len(v) for j, m in enumerate(("recall", "all_gold"))}
             | {"answer_recall": 0.0}
             for k, v in rows.items()
         }
@@ -152,7 +153,7 @@ def test_the_deployed_row_is_read_at_the_loops_chunk_count_beside_the_search(ben
     row = next(line for line in text.splitlines() if line.startswith("| musique |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     # Reranker at 6.75: recall 0.75 + 0.75 * 0.125 = 0.84375, all-gold 0.5 + 0.75 * 0.25 = 0.6875; its
-    # gap at K = 7 is 0.875 - 0.625 recall and 0.75 - 0.5 all-gold.
+    # gap, paired at 6.75 too, is what the two columns show: +25.0 recall, +25.0 all-gold.
     assert cells[:7] == [
         "musique",
         "4",
@@ -162,12 +163,13 @@ def test_the_deployed_row_is_read_at_the_loops_chunk_count_beside_the_search(ben
         "rerank N=20, fused",
         "84.4 / 68.8",
     ]
-    assert cells[7].startswith("K=7: +25.0 [") and " / +25.0 [" in cells[7]
+    assert cells[7].startswith("+25.0 [") and " / +25.0 [" in cells[7]
     assert cells[8:] == ["0.25", "20"]
     assert "Not in the committed dev reports, so not read: hotpotqa." in text
     assert (tmp_path / "rerank-deployed-musique.md").read_text() == text + "\n"
     saved = json.loads((tmp_path / "rerank-deployed-musique.json").read_text())
-    assert saved["musique"]["k"] == 7 and saved["musique"]["report"] == "musique_to_musique.md"
+    assert saved["musique"]["report"] == "musique_to_musique.md"
+    assert saved["musique"]["gap"]["recall"]["mean"] == pytest.approx(0.84375 - 0.59375)
 
 
 def test_a_search_order_that_differs_from_the_report_stops_the_comparison(bench, runs, tmp_path):
