@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from paired_gap import Side, paired_rows, side_scores
+from paired_gap import Row, Side, paired_rows, side_scores
 from rerank_fusion import SEARCH_ROW, Scores
 from rerank_methods import KS, rerankers
 from rerank_tables import at_chunks, known_types, seconds_per_question
@@ -118,7 +118,7 @@ class DeployedSet:
     n: int
     search: dict[str, float]  # at the loop's chunk count, in %
     reranker: dict[str, float]
-    gap: Any  # paired_gap.Row: reranker minus the search's order
+    gap: Row  # the reranker minus the search's order, on all questions
     seconds: float
     pairs: int
 
@@ -185,7 +185,7 @@ def evaluate_set(
 def per_question_at(run: Path, chunks: float) -> dict[str, dict[str, Any]]:
     """A ranked run's per-question scores read at ``chunks``, linear between the cut-offs around it
     as the means are (``rerank_tables.at_chunks``), so the paired gap is the gap the table shows."""
-    low, high = int(chunks), min(k for k in KS if k >= chunks)
+    low, high = max(k for k in KS if k <= chunks), min(k for k in KS if k >= chunks)
     below, above = side_scores(Side(run, low)), side_scores(Side(run, high))
     w = 0.0 if high == low else (chunks - low) / (high - low)
     return {
