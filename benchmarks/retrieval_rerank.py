@@ -412,19 +412,19 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
         results[OPEN_DOMAIN_NAME] = evaluate_dev(
             args, pool, "2wikimultihopqa", models, reranker, loops, out, treehop=treehop, fusion=fusion
         )
-        report = render(
-            command=command_line(),
-            retriever=args.retriever,
-            train_on=train_on,
-            setting=chosen,
-            loop_scores=loop_scores,
-            validation_n=validation["n"],
-            reranker=reranker_info,
-            results=results,
-            minutes=(time.perf_counter() - t0) / 60,
-            timed_on=args.time_sample,
-            notes=notes,
-        )
+    report = render(
+        command=command_line(),
+        retriever=args.retriever,
+        train_on=train_on,
+        setting=chosen,
+        loop_scores=loop_scores,
+        validation_n=validation["n"],
+        reranker=reranker_info,
+        results=results,
+        minutes=(time.perf_counter() - t0) / 60,
+        timed_on=args.time_sample,
+        notes=notes,
+    )
     tag = "+".join(train_on) + "_to_" + "+".join(eval_on)
     plots = []
     for dataset, runs in results.items():

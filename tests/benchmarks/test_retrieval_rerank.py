@@ -98,3 +98,45 @@ def test_a_fused_reranker_row_is_built_fused_in_its_own_folder(bench, monkeypatc
         "Labeler rerank N=50": ("rrf", "labeler-rerank-n50-rrf"),
     }
     assert all(m.cfg.top_n == int(name.split("=")[1]) for name, (m, _) in rows.items())
+
+
+def test_a_direction_without_the_open_domain_set_writes_its_report(bench, monkeypatch, tmp_path):
+    """The dev path of ``run_direction`` end to end, each heavy step replaced: the report and its
+    JSON are written whether or not ``--open-domain`` adds a set."""
+    evaluated = []
+    monkeypatch.setattr(
+        bench, "train", lambda args, work, train_on: (tmp_path / "models", {}, {"musique": None})
+    )
+    monkeypatch.setattr(bench, "choose", lambda *a: ("k6", ["top_k=6"], {"n": 49}))
+    monkeypatch.setattr(bench, "train_cross_encoder", lambda *a: (tmp_path / "ce", {"recipe": "neg4-ep4"}))
+    monkeypatch.setattr(bench, "choose_loop", lambda *a: (("k6", ["top_k=6"]), {"k6": 50.0}))
+    monkeypatch.setattr(bench, "deployed_rerankers", lambda *a: ({"rerank N=20": "rrf"}, {"fusion": {}}))
+    monkeypatch.setattr(bench, "open_pool", lambda name, *a: name)
+
+    def evaluate_dev(args, pool, name, *a, **kw):
+        evaluated.append((pool, name, kw["fusion"]))
+        return {"Direct-R": {"summary": {"n": 70}}}
+
+    monkeypatch.setattr(bench, "evaluate_dev", evaluate_dev)
+    monkeypatch.setattr(bench, "render", lambda **kw: f"report of {kw['train_on']} in {kw['retriever']}\n")
+    monkeypatch.setattr(bench, "plot_dataset", lambda dataset, where, runs, path: path)
+    args = type(
+        "Args",
+        (),
+        {
+            "validation_only": False,
+            "deployed_only": False,
+            "retriever": "bm25",
+            "adapt": False,
+            "open_domain": 0,
+            "time_sample": 50,
+        },
+    )()
+    report = bench.run_direction(args, tmp_path, ["musique"], ["musique"])
+    assert evaluated == [("dev-musique", "musique", {"rerank N=20": "rrf"})]
+    assert report.startswith("report of ['musique'] in bm25\n")
+    assert (tmp_path / "rerank-musique_to_musique.md").read_text() == report
+    saved = json.loads((tmp_path / "rerank-musique_to_musique.json").read_text())
+    assert saved["setting"] == ["k6", ["top_k=6"]] and saved["results"] == {
+        "musique": {"Direct-R": {"n": 70}}
+    }
