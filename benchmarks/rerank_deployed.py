@@ -19,7 +19,9 @@ the cut-offs around it, so its gap is the one the table shows.
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -147,7 +149,7 @@ def evaluate_set(
     progress = not args.quiet
     search_order = DirectRetrieval.ranking(pool.retriever, KS)
     search = evaluate_ranked_run(search_order, pool.examples, out / "direct_r_k", ks=KS, progress=progress)
-    method, folder = rerankers(pool, models, reranker, {row[0]: row[1]})[row[0]]
+    method, folder = rerankers(pool, models, reranker, {row[0]: row[1]}, only=[row[0]])[row[0]]
     ranked = evaluate_ranked_run(method, pool.examples, out / folder, ks=KS, progress=progress)
     at = {key: at_chunks(s["retrieval"], section.chunks) for key, s in (("search", search), ("row", ranked))}
     committed = section.rows.get("Direct-R")
@@ -249,9 +251,6 @@ def write_report(
         command: The command line, for the report.
         t0: ``time.perf_counter()`` at the start, for the report's minutes.
     """
-    import json
-    import time
-
     sections = loop_sections(Path(args.loop_reports), args.retriever, train_on)
     fusion, by_file = validation["fusion"], validation["fusion_validation"]
     sets, missing = [], []

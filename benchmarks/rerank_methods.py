@@ -19,11 +19,16 @@ TIMING_BATCH = 32  # questions per call when every method is timed side by side 
 
 
 def rerankers(
-    pool: Pool, models: Path, reranker: Path, fusion: str | Mapping[str, str] = "none"
+    pool: Pool,
+    models: Path,
+    reranker: Path,
+    fusion: str | Mapping[str, str] = "none",
+    only: Collection[str] | None = None,
 ) -> dict[str, tuple[Any, str]]:
     """Row name -> (the built method, its run folder's name): both scorers at every N, each fused
     with the search's order as ``fusion`` says (one value for all rows, or one per row name; a row
-    it does not name is not fused). A fused row's folder ends in ``-rrf``."""
+    it does not name is not fused). A fused row's folder ends in ``-rrf``. ``only``: build just
+    these rows (each loads its model when built)."""
     from efficientrag.baselines.labeler_rerank import LabelerRerank, LabelerRerankConfig
     from efficientrag.baselines.rerank import Rerank, RerankConfig
 
@@ -40,6 +45,8 @@ def rerankers(
             ),
         }
         for name, (cls, config, model, folder) in rows.items():
+            if only is not None and name not in only:
+                continue
             fused = fusion if isinstance(fusion, str) else fusion.get(name, "none")
             method = cls(pool.retriever, None, config(**model, top_n=n, fusion=fused))
             out[name] = (method, fused_folder(folder, fused))

@@ -114,8 +114,8 @@ def runs(bench, monkeypatch):
         }
         return {"retrieval": retrieval, "counters_mean": {"time_retrieval_s": 0.05, "time_rerank_s": 0.2}}
 
-    def rerankers(pool, models, reranker, fusion):
-        built.append(fusion)
+    def rerankers(pool, models, reranker, fusion, only):
+        built.append((fusion, only))
         return {"rerank N=20": (object(), "rerank-n20-rrf")}
 
     monkeypatch.setattr(job_runs, "evaluate_ranked_run", evaluate_ranked_run)
@@ -149,7 +149,7 @@ def test_the_deployed_row_is_read_at_the_loops_chunk_count_beside_the_search(ben
     text = bench.write_report(
         args(tmp_path), tmp_path, ["musique"], sets, tmp_path, tmp_path, validation, "cmd", 0.0
     )
-    assert runs == [{"rerank N=20": "rrf"}]
+    assert runs == [({"rerank N=20": "rrf"}, ["rerank N=20"])]
     row = next(line for line in text.splitlines() if line.startswith("| musique |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     # Reranker at 6.75: recall 0.75 + 0.75 * 0.125 = 0.84375, all-gold 0.5 + 0.75 * 0.25 = 0.6875; its

@@ -140,3 +140,18 @@ def test_a_direction_without_the_open_domain_set_writes_its_report(bench, monkey
     assert saved["setting"] == ["k6", ["top_k=6"]] and saved["results"] == {
         "musique": {"Direct-R": {"n": 70}}
     }
+
+
+def test_only_the_rows_asked_for_are_built(bench, monkeypatch, tmp_path):
+    from rerank_methods import rerankers
+
+    from efficientrag.baselines.labeler_rerank import LabelerRerank
+    from efficientrag.baselines.rerank import Rerank
+
+    loaded = []
+    monkeypatch.setattr(Rerank, "load_scorer", lambda self: loaded.append(self.cfg.top_n))
+    monkeypatch.setattr(LabelerRerank, "load_scorer", lambda self: loaded.append(-self.cfg.top_n))
+    pool = type("Pool", (), {"retriever": object()})()
+    rows = rerankers(pool, tmp_path, tmp_path / "ce", {"rerank N=50": "rrf"}, only=["rerank N=50"])
+    assert list(rows) == ["rerank N=50"] and rows["rerank N=50"][1] == "rerank-n50-rrf"
+    assert loaded == [50]
