@@ -4,9 +4,11 @@
 files' validation questions (``rerank_fusion.py``). A user deploys one reranker per corpus, so on
 each dev set this module runs the one that validation would hand them, fused as chosen:
 
-- in domain, the row whose chosen fusion scores highest on that set's own validation questions;
-- on a left-out set, where no question of the set may choose, the row with the highest mean over
-  the training files' validation questions (the open-domain set follows 2Wiki's rule).
+- in domain, the row whose chosen fusion scores highest on that set's own validation questions, or
+  the search's own order where it scores higher than every row;
+- on a left-out set, where no question of the set may choose, the row (or the search itself) and
+  fusion chosen on the pseudo-validation questions mined from its corpus (``rerank_pseudo.py``; the
+  open-domain set follows 2Wiki's rule).
 
 It is read at the loop's own chunk count, taken from the committed dev report of the same search
 and training files (``docs/reports/rerank/<search>/<train>_to_*.md``), with the search's own order
@@ -28,14 +30,16 @@ from pathlib import Path
 from typing import Any
 
 from paired_gap import Row, Side, paired_rows, side_scores
-from rerank_fusion import SEARCH_ROW, Scores
-from rerank_methods import KS, rerankers
+from rerank_fusion import deployed_row
+from rerank_methods import KS, SEARCH_ROW, rerankers
 from rerank_tables import at_chunks, known_types, seconds_per_question
 from retrieval_efficientrag import Pool
 
 # The dev reports whose loop rows the deployed rerankers are read against.
 REPORTS = Path(__file__).resolve().parents[1] / "docs" / "reports" / "rerank"
 RESAMPLES = 10_000
+# The deployed cell where validation kept no reranker.
+NO_RERANKER = "no reranker (the search itself)"
 # Where the search's own order run here and the committed report's may differ (rounding to 0.1).
 MATCH_TOLERANCE = 0.051
 
@@ -89,26 +93,6 @@ def loop_sections(reports: Path, search: str, train_on: list[str]) -> dict[str, 
     return found
 
 
-def deployed_row(dataset: str, train_on: list[str], fusion: Mapping[str, str], by_file: Scores) -> str:
-    """The reranker row a user would deploy on ``dataset``, each row fused as ``fusion`` says: in
-    domain the best on the set's own validation questions, elsewhere the best mean over the
-    training files (a tie: the first row).
-
-    Args:
-        dataset: The dev set's dataset (``2wikimultihopqa`` for the open-domain set).
-        train_on: The direction's training files.
-        fusion: Row name -> its chosen fusion (``rerank_fusion.choose_fusion``).
-        by_file: The validation scores behind that choice (``rerank_fusion.validation_scores``).
-    """
-
-    def score(row: str) -> float:
-        if dataset in train_on:
-            return by_file[dataset][row][fusion[row]]
-        return sum(v[row][fusion[row]] for v in by_file.values()) / len(by_file)
-
-    return max((r for r in fusion if r != SEARCH_ROW), key=score)
-
-
 @dataclass
 class DeployedSet:
     """One dev set's reading: the loop's committed row, the search's order and the deployed row."""
@@ -149,8 +133,11 @@ def evaluate_set(
     progress = not args.quiet
     search_order = DirectRetrieval.ranking(pool.retriever, KS)
     search = evaluate_ranked_run(search_order, pool.examples, out / "direct_r_k", ks=KS, progress=progress)
-    method, folder = rerankers(pool, models, reranker, {row[0]: row[1]}, only=[row[0]])[row[0]]
-    ranked = evaluate_ranked_run(method, pool.examples, out / folder, ks=KS, progress=progress)
+    if row[0] == SEARCH_ROW:  # validation kept no reranker: the search is what is deployed
+        folder, ranked = "direct_r_k", search
+    else:
+        method, folder = rerankers(pool, models, reranker, {row[0]: row[1]}, only=[row[0]])[row[0]]
+        ranked = evaluate_ranked_run(method, pool.examples, out / folder, ks=KS, progress=progress)
     at = {key: at_chunks(s["retrieval"], section.chunks) for key, s in (("search", search), ("row", ranked))}
     committed = section.rows.get("Direct-R")
     here = (at["search"]["recall"], at["search"]["all_gold"])  # a summary's means are in %
@@ -180,7 +167,7 @@ def evaluate_set(
         reranker=at["row"],
         gap=gap,
         seconds=seconds_per_question(ranked),
-        pairs=int(row[0].rsplit("N=", 1)[1]),
+        pairs=int(row[0].rsplit("N=", 1)[1]) if row[0] != SEARCH_ROW else 0,
     )
 
 
@@ -218,9 +205,10 @@ def table(sets: list[DeployedSet]) -> list[str]:
     for s in sets:
         loop = s.section.rows["EfficientRAG"]
         fused = "fused" if s.fusion == "rrf" else "alone"
+        deployed = NO_RERANKER if s.row == SEARCH_ROW else f"{s.row}, {fused}"
         lines.append(
             f"| {s.name} | {s.n} | {s.section.chunks:.2f} | {loop[0]:.1f} / {loop[1]:.1f} | {_pct(s.search)} "
-            f"| {s.row}, {fused} | {_pct(s.reranker)} | {_gap(s.gap.recall_gap)} / "
+            f"| {deployed} | {_pct(s.reranker)} | {_gap(s.gap.recall_gap)} / "
             f"{_gap(s.gap.all_gold_gap)} | {s.seconds:.2f} | {s.pairs} |"
         )
     return lines
@@ -258,10 +246,8 @@ def write_report(
         if name not in sections:
             missing.append(name)
             continue
-        row = deployed_row(dataset, train_on, fusion, by_file)
-        sets.append(
-            evaluate_set(args, name, pool, dataset, (row, fusion[row]), models, reranker, sections[name], out)
-        )
+        row = deployed_row(dataset, train_on, fusion, by_file, validation.get("pseudo", {}))
+        sets.append(evaluate_set(args, name, pool, dataset, row, models, reranker, sections[name], out))
     if not sets:
         raise ValueError(
             f"no committed dev report in {args.loop_reports}/{args.retriever} for training files"
@@ -274,9 +260,11 @@ def write_report(
         "",
         f"Command: `{command}` ({minutes:.0f} min)",
         "",
-        "On each set, the reranker row validation hands a user, fused with the search's order as the"
-        " training files' validation questions chose: in domain the best on the set's own validation"
-        " questions, on a left-out set the best mean over the training files. Read at the loop's own"
+        "On each set, what validation hands a user: in domain the best on the set's own validation"
+        " questions of the reranker rows (each fused with the search's order as the training files'"
+        " validation questions chose) and the search's own order; on a left-out set the row and fusion,"
+        " or the search itself, that scored best on the pseudo-validation questions mined from its"
+        " corpus (no question of the set read). Read at the loop's own"
         " chunk count from the committed dev report (the loop not run again; the search's own order,"
         " run here, matches the report's). Recall / all-gold in %; the gap is the reranker minus the"
         " search's own order, paired question by question at that count (each question's scores"

@@ -5,9 +5,11 @@ the search's own (reciprocal rank fusion), so that it seldom falls below the sea
 (fusion guarantees nothing: the table shows where it does).
 ``retrieval_rerank.py`` offers each of its reranker rows both ways and keeps the one the training
 files' validation questions score higher. This module scores them (with the search's own order on
-the same questions beside them), makes the choice, checks the chosen rows on a left-out set's
-validation questions (the held-back part of its train file, which no step of the direction trained
-or chose on) and renders the table the report shows.
+the same questions beside them), makes the choice, and says what is deployed on each set: in
+domain the best of the rows and the search on the set's own validation questions; on a left-out
+set the choice made on its corpus's pseudo-validation questions (``rerank_pseudo.py``), checked on
+its validation questions (the held-back part of its train file, which no step of the direction
+trained or chose on). It renders the table the report shows.
 """
 
 from __future__ import annotations
@@ -20,16 +22,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rerank_methods import FUSIONS, fused_folder, rerankers
+from rerank_methods import FUSION_K, FUSIONS, SEARCH_ROW, Scores, fused_folder, rerankers
+from rerank_pseudo import choose_on_pseudo, pseudo_mean, pseudo_scores
 from retrieval_efficientrag import TRAIN_FILES, Pool, open_pool, quick_config
-
-# Where a reranker's fusion is chosen: K = 6, as the cross-encoder's recipe is.
-FUSION_K = 6
-# The search's own order, as a row of the validation scores.
-SEARCH_ROW = "the search's own order"
-
-# training file -> row name -> fusion -> (recall + all-gold) / 2 at FUSION_K
-Scores = dict[str, dict[str, dict[str, float]]]
 
 
 def validation_scores(
@@ -89,11 +84,13 @@ def deployed_rerankers(
     left_out: list[str],
 ) -> tuple[dict[str, str], dict[str, Any]]:
     """Each reranker row's fusion, chosen on the training files' validation questions, and the
-    scores behind it, with the same rows on each ``left_out`` set's validation questions beside them.
+    scores behind it, with the same rows on each ``left_out`` set's validation questions beside them
+    and the choice made on its corpus's pseudo-validation questions.
 
     Returns:
         Row name -> its fusion, and what the report shows (``fusion``, ``fusion_validation``,
-        ``fusion_left_out``).
+        ``fusion_left_out``, ``pseudo``: left-out set -> ``rerank_pseudo.pseudo_scores``' result and
+        its ``chosen`` [row, fusion]).
     """
     by_file = validation_scores(args, models, pools, reranker)
     chosen = choose_fusion(by_file)
@@ -101,17 +98,52 @@ def deployed_rerankers(
         name: open_pool(f"train-{name}", [(name, TRAIN_FILES[name])], work / "pools", args)
         for name in left_out
     }
-    info = {"fusion": chosen, "fusion_validation": by_file}
+    info: dict[str, Any] = {"fusion": chosen, "fusion_validation": by_file}
     if held:
         info["fusion_left_out"] = validation_scores(args, models, held, reranker)
+        info["pseudo"] = {}
+        for name, pool in held.items():
+            found = pseudo_scores(
+                pool, models, reranker, models / "validation" / f"pseudo-{name}", not args.quiet
+            )
+            info["pseudo"][name] = found | {"chosen": list(choose_on_pseudo(pseudo_mean(found)))}
     return chosen, info
 
 
-def fusion_table(chosen: Mapping[str, str], by_file: Scores, left_out: Scores | None = None) -> list[str]:
+def deployed_row(
+    dataset: str, train_on: list[str], fusion: Mapping[str, str], by_file: Scores, pseudo: Mapping[str, Any]
+) -> tuple[str, str]:
+    """(row, fusion) a user would deploy on ``dataset``: in domain the best on the set's own
+    validation questions of the reranker rows (fused as ``fusion`` says) and the search's own order
+    (last; a tie keeps a reranker); on a left-out dataset the choice made on its corpus's
+    pseudo-validation questions (``rerank_pseudo.choose_on_pseudo``).
+
+    Args:
+        dataset: The set's dataset (``2wikimultihopqa`` for the open-domain set).
+        train_on: The direction's training files.
+        fusion: Row name -> its chosen fusion (:func:`choose_fusion`).
+        by_file: The training files' validation scores (:func:`validation_scores`).
+        pseudo: Left-out dataset -> its pseudo choice (``deployed_rerankers``' ``pseudo``).
+    """
+    if dataset not in train_on:
+        row, fused = pseudo[dataset]["chosen"]
+        return row, fused
+    candidates = [(r, fusion[r]) for r in fusion] + [(SEARCH_ROW, "none")]
+    own = by_file[dataset]
+    return max(candidates, key=lambda c: (own[c[0]][c[1]], -candidates.index(c)))
+
+
+def fusion_table(
+    chosen: Mapping[str, str],
+    by_file: Scores,
+    left_out: Scores | None = None,
+    pseudo: Mapping[str, Any] | None = None,
+) -> list[str]:
     """The report's lines: each reranker alone and fused on the training files' validation questions
     (and, checked but not chosen on, each left-out set's), the search's own order beside them, the
-    chosen fusion in bold; then per file the best chosen reranker against the search's order (a
-    deployed reranker is expected not to fall below its search)."""
+    chosen fusion in bold; each left-out corpus's pseudo-validation choice; then per file what
+    :func:`deployed_row` deploys against the search's order (a deployed reranker is expected not to
+    fall below its search)."""
     every = {**by_file, **(left_out or {})}
     files = list(every)
     heads = [f if f in by_file else f"{f} (left out)" for f in files]
@@ -141,15 +173,46 @@ def fusion_table(chosen: Mapping[str, str], by_file: Scores, left_out: Scores | 
             }
             cells.append(" / ".join(f"**{v:.2f}**" if x == fusion else f"{v:.2f}" for x, v in pair.items()))
         lines.append(f"| {row} | {fusion} | {' | '.join(cells)} |")
+    pseudo = pseudo or {}
+    for name, found in pseudo.items():
+        lines += ["", *pseudo_table(name, found)]
     verdicts = []
     for f, head in zip(files, heads, strict=True):
-        best_row = max(chosen, key=lambda r: every[f][r][chosen[r]])
-        best, floor = every[f][best_row][chosen[best_row]], every[f][SEARCH_ROW]["none"]
+        row, fusion = deployed_row(f, list(by_file), chosen, by_file, pseudo)
+        best, floor = every[f][row][fusion], every[f][SEARCH_ROW]["none"]
+        if row == SEARCH_ROW:
+            verdicts.append(f"{head}: no reranker, the search's own order {floor:.2f}")
+            continue
         verdict = "at or above" if best >= floor else "below"
-        verdicts.append(
-            f"{head}: {best_row} ({chosen[best_row]}) {best:.2f}, {verdict} the search's {floor:.2f}"
-        )
-    lines += ["", f"Best chosen reranker on each set's validation questions: {'; '.join(verdicts)}."]
+        verdicts.append(f"{head}: {row} ({fusion}) {best:.2f}, {verdict} the search's {floor:.2f}")
+    rule = "the best of the rows and the search on the set's own validation questions"
+    if pseudo:
+        rule = f"in domain {rule}; left out the pseudo-validation choice"
+    lines += ["", f"Deployed on each set ({rule}), on its validation questions: {'; '.join(verdicts)}."]
+    return lines
+
+
+def pseudo_table(name: str, found: Mapping[str, Any]) -> list[str]:
+    """One left-out corpus's pseudo-validation scores: each row alone / fused and the search's own
+    order, per question kind and their mean, the chosen one in bold."""
+    mean = pseudo_mean(found)
+    kinds = list(found["scores"])
+    row, fusion = found["chosen"]
+    counts = " and ".join(f"{found['n'][k]} {k}" for k in kinds)
+    lines = [
+        f"{name} (left out): chosen on {counts} questions mined "
+        "from its corpus (`efficientrag adapt`'s pseudo-validation, no question of the set read); mean of "
+        f"recall and all-gold@{FUSION_K}, alone / fused:",
+        "",
+        f"| row | {' | '.join(kinds)} | mean |",
+        "|---|" + "---|" * (len(kinds) + 1),
+    ]
+    for r, by_fusion in mean.items():
+        cells = []
+        for where in [*(found["scores"][k][r] for k in kinds), by_fusion]:
+            shown = [f"**{v:.2f}**" if (r, x) == (row, fusion) else f"{v:.2f}" for x, v in where.items()]
+            cells.append(" / ".join(shown))
+        lines.append(f"| {r} | {' | '.join(cells)} |")
     return lines
 
 
@@ -184,7 +247,12 @@ def write_validation_report(
         f"a reranker) and the cross-encoder (recipe {reranker['recipe']}, chosen on the same validation "
         "questions). No dev question is read.",
         "",
-        *fusion_table(reranker["fusion"], reranker["fusion_validation"], reranker.get("fusion_left_out")),
+        *fusion_table(
+            reranker["fusion"],
+            reranker["fusion_validation"],
+            reranker.get("fusion_left_out"),
+            reranker.get("pseudo"),
+        ),
     ]
     report = "\n".join(lines) + "\n"
     tag = "+".join(train_on) + "_to_" + "+".join(eval_on)

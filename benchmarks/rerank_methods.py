@@ -15,6 +15,12 @@ from retrieval_efficientrag import Pool
 KS = [2, 3, 4, 5, 6, 7, 8, 10, 20]  # the ranked methods' cut-offs
 NS = (20, 50)  # how many of the question's hits a reranker scores
 FUSIONS = ("none", "rrf")  # a reranker alone, or fused with the search's order (the first wins ties)
+# Where a reranker's fusion is chosen: K = 6, as the cross-encoder's recipe is.
+FUSION_K = 6
+# The search's own order, as a row of the validation scores.
+SEARCH_ROW = "the search's own order"
+# set -> row name -> fusion -> (recall + all-gold) / 2 at FUSION_K, in %
+Scores = dict[str, dict[str, dict[str, float]]]
 TIMING_BATCH = 32  # questions per call when every method is timed side by side (--time-sample)
 
 

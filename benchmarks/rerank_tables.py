@@ -109,7 +109,12 @@ def render(
     if reranker.get("fusion"):
         lines += [
             "",
-            *fusion_table(reranker["fusion"], reranker["fusion_validation"], reranker.get("fusion_left_out")),
+            *fusion_table(
+                reranker["fusion"],
+                reranker["fusion_validation"],
+                reranker.get("fusion_left_out"),
+                reranker.get("pseudo"),
+            ),
         ]
     for note in notes:
         lines += ["", note]

@@ -23,8 +23,9 @@ under the honest protocol of ``benchmarks/retrieval_efficientrag.py``:
    question beside each (the loop's own stage timings; a reranker's search + scoring).
 5. Each reranker row alone or fused with the search's order (reciprocal rank fusion), as a deployed
    reranker is tuned: the choice made on the training files' validation questions, the search's
-   own order scored beside it, and checked on each left-out set's validation questions
-   (``rerank_fusion.py``). ``--validation-only`` stops there, before any dev question: the
+   own order scored beside it; on each left-out set the row (or the search itself) chosen on the
+   pseudo-validation questions mined from its corpus (``rerank_pseudo.py``) and checked on its
+   validation questions (``rerank_fusion.py``). ``--validation-only`` stops there, before any dev question: the
    rerankers' table alone, without the loop's setting (about 45 minutes a direction on 2 cores).
 6. ``--deployed-only``: on each dev set a committed report has, the one reranker validation would
    deploy there, fused as chosen, beside the search's own order and the report's loop row, read at

@@ -136,12 +136,7 @@ class Rerank(Method):
         n = max(1, len(examples))
         out = []
         for ex, hs in zip(examples, hits, strict=True):
-            own = [next(scores) for _ in hs]
-            # Best first; equal scores keep the search's order.
-            order = sorted(range(len(hs)), key=lambda i: (-own[i], i))
-            if self.cfg.fusion == "rrf":
-                own = fused_ranks(order, self.cfg.rrf_k)
-                order = sorted(range(len(hs)), key=lambda i: (-own[i], i))
+            order, own = ranked_order([next(scores) for _ in hs], self.cfg.fusion, self.cfg.rrf_k)
             counters = Counters(
                 retrieval_calls=1,
                 reranked_pairs=len(hs),
@@ -152,7 +147,7 @@ class Rerank(Method):
                 Prediction(
                     example_id=ex.id,
                     chunks=[hs[i].chunk for i in order],
-                    scores=[own[i] for i in order],
+                    scores=own,
                     ranked=True,
                     trace={"search_rank": order, "search_scores": [hs[i].score for i in order]},
                     counters=counters,
@@ -161,6 +156,24 @@ class Rerank(Method):
         return answer_if_asked(
             self, examples, out, top_k=self.cfg.top_k, max_new_tokens=self.cfg.max_new_tokens
         )
+
+
+def ranked_order(scores: Sequence[float], fusion: str, rrf_k: int) -> tuple[list[int], list[float]]:
+    """The hits' indices best first, and each one's final score in that order: the reranker's
+    ``scores`` (hit ``i`` at search rank ``i``) alone, or fused with the search's order
+    (``fusion="rrf"``). Equal scores keep the search's order.
+
+    Args:
+        scores: The reranker's score of each hit, in the search's order.
+        fusion: ``"none"`` or ``"rrf"`` (:class:`RankFusion`).
+        rrf_k: The fusion's damping constant.
+    """
+    own = list(scores)
+    order = sorted(range(len(own)), key=lambda i: (-own[i], i))
+    if fusion == "rrf":
+        own = fused_ranks(order, rrf_k)
+        order = sorted(range(len(own)), key=lambda i: (-own[i], i))
+    return order, [own[i] for i in order]
 
 
 def fused_ranks(order: Sequence[int], k: int) -> list[float]:

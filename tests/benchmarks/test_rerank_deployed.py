@@ -8,20 +8,14 @@ import pytest
 BENCHMARK = "rerank_deployed"  # the conftest fixture `bench` imports it
 
 SEARCH = "the search's own order"
-# Validation scores per file, row and fusion; the chosen fusion is what counts.
+# MuSiQue's validation scores per row and fusion; the chosen fusion is what counts.
 BY_FILE = {
-    "2wikimultihopqa": {
-        SEARCH: {"none": 40.0},
-        "rerank N=20": {"none": 70.0, "rrf": 55.0},
-        "Labeler rerank N=20": {"none": 30.0, "rrf": 50.0},
-    },
     "musique": {
         SEARCH: {"none": 30.0},
-        "rerank N=20": {"none": 70.0, "rrf": 20.0},
+        "rerank N=20": {"none": 70.0, "rrf": 40.0},
         "Labeler rerank N=20": {"none": 30.0, "rrf": 35.0},
     },
 }
-FUSION = {"rerank N=20": "rrf", "Labeler rerank N=20": "rrf"}
 
 
 def report(search, loop, chunks, name="musique", where="in domain"):
@@ -47,24 +41,6 @@ def report(search, loop, chunks, name="musique", where="in domain"):
 def write(root, name, text):
     (root / "bm25").mkdir(parents=True, exist_ok=True)
     (root / "bm25" / name).write_text(text)
-
-
-def test_in_domain_the_sets_own_validation_chooses_and_left_out_the_training_mean(bench):
-    # 2Wiki's own validation: the fused cross-encoder (55) over the fused Labeler (50).
-    assert bench.deployed_row("2wikimultihopqa", ["2wikimultihopqa", "musique"], FUSION, BY_FILE) == (
-        "rerank N=20"
-    )
-    # Left out: the mean over the training files, 42.5 against 37.5.
-    assert bench.deployed_row("hotpotqa", ["2wikimultihopqa", "musique"], FUSION, BY_FILE) == (
-        "Labeler rerank N=20"
-    )
-    # MuSiQue's own: the fused Labeler (35) over the fused cross-encoder (20); the cross-encoder
-    # alone (70) counts only where validation chose it alone.
-    assert bench.deployed_row("musique", ["2wikimultihopqa", "musique"], FUSION, BY_FILE) == (
-        "Labeler rerank N=20"
-    )
-    alone = {"rerank N=20": "none", "Labeler rerank N=20": "rrf"}
-    assert bench.deployed_row("musique", ["2wikimultihopqa", "musique"], alone, BY_FILE) == "rerank N=20"
 
 
 def test_a_set_in_two_reports_must_agree(bench, tmp_path):
@@ -177,7 +153,7 @@ def test_a_search_order_that_differs_from_the_report_stops_the_comparison(bench,
     sets = {"musique": ("musique", POOL, tmp_path / "dev")}
     validation = {
         "fusion": {"rerank N=20": "rrf"},
-        "fusion_validation": {"musique": {"rerank N=20": {"rrf": 1.0}}},
+        "fusion_validation": {"musique": {SEARCH: {"none": 0.0}, "rerank N=20": {"rrf": 1.0}}},
     }
     with pytest.raises(
         ValueError, match=r"musique_to_musique.md, set musique: the search's own order reads 59.4"
@@ -191,9 +167,28 @@ def test_no_committed_report_for_the_direction_is_an_error(bench, runs, tmp_path
     sets = {"musique": ("musique", POOL, tmp_path / "dev")}
     validation = {
         "fusion": {"rerank N=20": "rrf"},
-        "fusion_validation": {"musique": {"rerank N=20": {"rrf": 1.0}}},
+        "fusion_validation": {"musique": {SEARCH: {"none": 0.0}, "rerank N=20": {"rrf": 1.0}}},
     }
     with pytest.raises(ValueError, match="without --deployed-only first"):
         bench.write_report(
             args(tmp_path), tmp_path, ["musique"], sets, tmp_path, tmp_path, validation, "cmd", 0.0
         )
+
+
+def test_where_validation_keeps_no_reranker_the_search_itself_is_deployed(bench, runs, tmp_path):
+    write(tmp_path, "musique_to_musique.md", report("59.4 / 43.8", "70.0 / 50.0", "6.75"))
+    sets = {"musique": ("musique", POOL, tmp_path / "dev" / "musique")}
+    validation = {
+        "fusion": {"rerank N=20": "rrf"},
+        "fusion_validation": {
+            "musique": {SEARCH: {"none": 45.0}, "rerank N=20": {"none": 70.0, "rrf": 40.0}}
+        },
+    }
+    text = bench.write_report(
+        args(tmp_path), tmp_path, ["musique"], sets, tmp_path, tmp_path, validation, "cmd", 0.0
+    )
+    assert runs == []  # no reranker built
+    row = next(line for line in text.splitlines() if line.startswith("| musique |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[4:7] == ["59.4 / 43.8", "no reranker (the search itself)", "59.4 / 43.8"]
+    assert cells[7] == "+0.0 [+0.0, +0.0] / +0.0 [+0.0, +0.0]" and cells[9] == "0"

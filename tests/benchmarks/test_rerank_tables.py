@@ -127,4 +127,5 @@ def test_the_report_shows_the_fusion_table_when_the_rerankers_were_fused(bench):
     )
     assert "fused with the search's order by reciprocal rank fusion" in text
     assert "| rerank N=20 | rrf | 40.00 / **45.50** | 40.00 / **45.50** |" in text
-    assert "musique: rerank N=20 (rrf) 45.50, below the search's 50.00." in text
+    # Validation keeps no reranker where the search's own order scores higher.
+    assert "musique: no reranker, the search's own order 50.00." in text
