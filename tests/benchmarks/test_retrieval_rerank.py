@@ -155,3 +155,15 @@ def test_only_the_rows_asked_for_are_built(bench, monkeypatch, tmp_path):
     rows = rerankers(pool, tmp_path, tmp_path / "ce", {"rerank N=50": "rrf"}, only=["rerank N=50"])
     assert list(rows) == ["rerank N=50"] and rows["rerank N=50"][1] == "rerank-n50-rrf"
     assert loaded == [50]
+
+
+def test_the_open_domain_set_makes_2wiki_a_left_out_set_when_it_is_not_trained_on(bench):
+    args = type("Args", (), {"open_domain": 100})()
+    assert bench.left_out_sets(args, ["hotpotqa", "musique"], ["hotpotqa"]) == ["2wikimultihopqa"]
+    assert bench.left_out_sets(args, ["hotpotqa"], ["musique", "2wikimultihopqa"]) == [
+        "musique",
+        "2wikimultihopqa",
+    ]
+    assert bench.left_out_sets(args, ["2wikimultihopqa"], ["hotpotqa"]) == ["hotpotqa"]
+    args.open_domain = 0
+    assert bench.left_out_sets(args, ["hotpotqa", "musique"], ["hotpotqa"]) == []
