@@ -72,13 +72,15 @@ def test_after_adaptation_only_the_rows_without_labeler_or_filter_are_reused(ben
 
 
 def test_every_cross_encoder_recipe_is_a_valid_training_config(bench):
+    from rerank_cross_encoder import PRESET, RECIPES  # benchmarks/ is on the path while `bench` is in use
+
     from efficientrag.config import load_config
     from efficientrag.training.reranker_config import RerankerTrainConfig
 
-    for name, changes in bench.RECIPES.items():
-        cfg = load_config(RerankerTrainConfig, bench.PRESET, changes)
+    for name, changes in RECIPES.items():
+        cfg = load_config(RerankerTrainConfig, PRESET, changes)
         assert cfg.epochs == 4 and cfg.top_negatives <= cfg.negatives, name
-    assert load_config(RerankerTrainConfig, bench.PRESET, bench.RECIPES["neg4-top1-ep4"]).top_negatives == 1
+    assert load_config(RerankerTrainConfig, PRESET, RECIPES["neg4-top1-ep4"]).top_negatives == 1
 
 
 def test_a_fused_reranker_row_is_built_fused_in_its_own_folder(bench, monkeypatch, tmp_path):
