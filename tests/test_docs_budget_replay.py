@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tests.docs_tables import table_rows
+
 REPO = Path(__file__).resolve().parents[1]
 REPORT = REPO / "docs" / "reports" / "budget_replay" / "bm25_hotpotqa+2wikimultihopqa.md"
 PAIR = re.compile(r"(\d+\.\d) / (\d+\.\d)")
@@ -25,13 +27,11 @@ def report_rows() -> dict[str, tuple[str, list[tuple[str, str]], bool]]:
 
 def quoted_rows() -> dict[str, list[str]]:
     """results.md's replay table: variant name -> its cells (bold dropped)."""
-    lines = (REPO / "docs" / "results.md").read_text(encoding="utf-8").splitlines()
-    start = next(i for i, line in enumerate(lines) if line.strip().startswith("| budget's last step |"))
     rows = {}
-    for line in lines[start + 2 :]:
-        if not line.strip().startswith("|"):
-            break
-        cells = [c.strip().replace("**", "") for c in line.strip().strip("|").split("|")]
+    for row in table_rows(
+        (REPO / "docs" / "results.md").read_text(encoding="utf-8"), "| budget's last step |"
+    ):
+        cells = [c.replace("**", "") for c in row]
         weight = re.search(r"rank_weight=([\d.]+)", cells[0])
         name = (
             f"fill-labeled-r{weight[1]}" if weight else "fill-labeled" if "fill_from" in cells[0] else "fill"

@@ -7,20 +7,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tests.docs_tables import table_rows
+
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
 
 def table_after(text: str, header_start: str) -> list[list[str]]:
     """The rows (cells without the method's name) of the first table whose header starts so."""
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.strip().startswith(header_start))
-    rows = []
-    for line in lines[start + 2 :]:
-        if not line.strip().startswith("|"):
-            break
-        rows.append([c.strip() for c in line.strip().strip("|").split("|")][1:])
-    return rows
+    return [cells[1:] for cells in table_rows(text, header_start)]
 
 
 def numbers(cells: list[str]) -> list[float]:

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs_tables import DATASETS, search_and_training, table_rows
+
 REPO = Path(__file__).resolve().parents[1]
 REPORTS = REPO / "docs" / "reports" / "rerank_deployed"
 RESULTS = REPO / "docs" / "results.md"
-DATASETS = {"HotpotQA": "hotpotqa", "2Wiki": "2wikimultihopqa", "MuSiQue": "musique"}
 HEADER = "| search, trained on | set | EfficientRAG (chunks) | the search's own order | deployed reranker |"
 INTERVAL = re.compile(r"([+-][\d.]+) \[([+-][\d.]+), ([+-][\d.]+)\]")
 
@@ -37,17 +38,10 @@ def reports() -> dict[tuple[str, frozenset[str], str], list[str]]:
 
 def docs_rows() -> list[tuple[str, frozenset[str], str, list[str]]]:
     """Each docs row: its search, training files, report set name and cells."""
-    lines = RESULTS.read_text(encoding="utf-8").splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(HEADER))
     rows, search, train = [], "", frozenset()
-    for line in lines[start + 2 :]:
-        if not line.startswith("|"):
-            break
-        row = cells(line)
+    for row in table_rows(RESULTS.read_text(encoding="utf-8"), HEADER):
         if row[0]:
-            engine, _, trained = row[0].partition(", ")
-            search = "dense" if engine.startswith("dense") else engine.lower()
-            train = frozenset(DATASETS[d.strip()] for d in trained.split("+"))
+            search, train = search_and_training(row[0])
         label = row[1].removesuffix(" (left out)")
         base, _, open_domain = label.partition(" open-domain")
         rows.append((search, train, DATASETS[base] + (" open-domain" if _ else ""), row))

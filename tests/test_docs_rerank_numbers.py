@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs_tables import DATASETS, search_and_training, table_rows
+
 REPO = Path(__file__).resolve().parents[1]
 REPORTS = REPO / "docs" / "reports" / "rerank"
-DATASETS = {"HotpotQA": "hotpotqa", "2Wiki": "2wikimultihopqa", "MuSiQue": "musique"}
 PAIR = re.compile(r"([\d.]+) / ([\d.]+)")
 
 
@@ -56,19 +57,6 @@ def read_reports() -> dict[str, list[Section]]:
 
 
 SECTIONS = read_reports()
-
-
-def table(path: Path, header_start: str) -> list[list[str]]:
-    """The body rows of the markdown table in ``path`` whose header starts with ``header_start`` (the
-    table may be indented in a list)."""
-    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
-    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
-    rows = []
-    for line in lines[start + 2 :]:
-        if not line.startswith("|"):
-            break
-        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
-    return rows
 
 
 def pair(cell: str) -> tuple[float, float]:
@@ -138,11 +126,9 @@ RESULTS = REPO / "docs" / "results.md"
 
 def comparison_claims() -> list[Claim]:
     claims, search, train, previous = [], "", frozenset(), ""
-    for cells in table(RESULTS, "| search, trained on | set |"):
+    for cells in table_rows(RESULTS.read_text(encoding="utf-8"), "| search, trained on | set |"):
         if cells[0]:
-            engine, _, trained = cells[0].partition(", ")
-            search = "dense" if engine.startswith("dense") else engine.lower()
-            train = frozenset(DATASETS[d.strip()] for d in trained.split("+"))
+            search, train = search_and_training(cells[0])
         if cells[1].startswith("the same after `efficientrag adapt`"):
             name, where = previous + " after adaptation", None
         else:
@@ -186,7 +172,7 @@ FRAMEWORK_PAGES = ("langchain.md", "llamaindex.md", "haystack.md")
 
 def framework_claims(page: str) -> list[Claim]:
     claims = []
-    for cells in table(REPO / "docs" / page, "| dev set (BM25 search) |"):
+    for cells in table_rows((REPO / "docs" / page).read_text(encoding="utf-8"), "| dev set (BM25 search) |"):
         name, where = set_name(cells[0])
         loop, top20, top50 = pair(cells[1]), pair(cells[2]), pair(cells[3])
         seconds = [float(x) for x in cells[4].split(" / ")]
@@ -285,7 +271,10 @@ def test_the_readme_counts_leads_ties_and_losses_from_the_paired_intervals():
     current rows, not the earlier `fill` one)."""
     rows = [
         cells
-        for cells in table(RESULTS, "| dev set, search, trained on (loop setting) | loop / Direct-R@10 |")
+        for cells in table_rows(
+            RESULTS.read_text(encoding="utf-8"),
+            "| dev set, search, trained on (loop setting) | loop / Direct-R@10 |",
+        )
         if not cells[0].startswith("the same with")
     ]
     verdicts = {"ahead": 0, "tied": 0, "behind": 0}

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs_tables import DATASETS, search_and_training, table_rows
+
 REPO = Path(__file__).resolve().parents[1]
 REPORTS = REPO / "docs" / "reports" / "rerank_validation"
 RESULTS = REPO / "docs" / "results.md"
-DATASETS = {"HotpotQA": "hotpotqa", "2Wiki": "2wikimultihopqa", "MuSiQue": "musique"}
 ROWS = {"cross-encoder": "rerank", "Labeler": "Labeler rerank"}
 SEARCH_ROW = "the search's own order"
 
@@ -74,21 +75,11 @@ class DocRow:
 
 
 def doc_rows() -> list[DocRow]:
-    lines = [line.strip() for line in RESULTS.read_text(encoding="utf-8").splitlines()]
-    start = next(
-        i
-        for i, line in enumerate(lines)
-        if line.startswith("| search, trained on | set | the search's own order | deployed")
-    )
+    header = "| search, trained on | set | the search's own order | deployed"
     rows, search, train = [], "", frozenset()
-    for line in lines[start + 2 :]:
-        if not line.startswith("|"):
-            break
-        cells = [c.strip() for c in line.strip("|").split("|")]
+    for cells in table_rows(RESULTS.read_text(encoding="utf-8"), header):
         if cells[0]:
-            engine, _, trained = cells[0].partition(", ")
-            search = "dense" if engine.startswith("dense") else engine.lower()
-            train = frozenset(DATASETS[d.strip()] for d in trained.split("+"))
+            search, train = search_and_training(cells[0])
         dataset = DATASETS[cells[1].split(" (")[0]]
         if cells[3] == "no reranker (the search itself)":
             rows.append(DocRow(search, train, dataset, float(cells[2]), SEARCH_ROW, "none", float(cells[2])))
@@ -189,18 +180,10 @@ def read_pseudo(path: Path) -> dict[str, tuple[int, int, float, tuple[str, str, 
 
 
 def pseudo_doc_rows() -> list[tuple[str, frozenset[str], str, list[str]]]:
-    lines = [line.strip() for line in RESULTS.read_text(encoding="utf-8").splitlines()]
-    start = next(i for i, line in enumerate(lines) if line.startswith(PSEUDO_HEADER))
     out = []
-    for line in lines[start + 2 :]:
-        if not line.startswith("|"):
-            break
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        engine, _, trained = cells[0].partition(", ")
-        search = "dense" if engine.startswith("dense") else engine.lower()
-        out.append(
-            (search, frozenset(DATASETS[d.strip()] for d in trained.split("+")), DATASETS[cells[1]], cells)
-        )
+    for cells in table_rows(RESULTS.read_text(encoding="utf-8"), PSEUDO_HEADER):
+        search, train = search_and_training(cells[0])
+        out.append((search, train, DATASETS[cells[1]], cells))
     return out
 
 
