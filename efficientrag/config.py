@@ -39,14 +39,30 @@ class SettingError(EfficientRAGError, ValueError):
     loader puts the section in front (``efficientrag.tag_threshold=2: ...``)."""
 
 
+_RANGE = "range"
 _PROBABILITY = "probability"
 
 
-def probability(default: float) -> Any:
-    """A dataclass field holding a probability (a threshold on one, or a fraction of rows).
+def bounded(
+    default: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    above: float | None = None,
+    below: float | None = None,
+) -> Any:
+    """A dataclass field for a number whose range sits beside its default: unless None, it must lie
+    in [low, high], above ``above`` and below ``below`` (None: no limit there). The class's
+    ``__post_init__`` calls :func:`check_settings`, so a bad value fails when the config is built,
+    from YAML or in Python, and the message names the field. A subclass that only changes the
+    default keeps the range its base declared."""
+    return dataclasses.field(default=default, metadata={_RANGE: (low, high, above, below)})
 
-    A value outside [0, 1] would not fail anywhere: a threshold of 2 just keeps nothing. A config
-    class calls :func:`check_probabilities` in its ``__post_init__`` to refuse it."""
+
+def probability(default: float) -> Any:
+    """A dataclass field holding a probability (a threshold on one, or a fraction of rows), checked
+    by :func:`check_settings` to lie in [0, 1]: a threshold of 2 would fail nowhere else, it would
+    just keep nothing."""
     return dataclasses.field(default=default, metadata={_PROBABILITY: True})
 
 
@@ -73,16 +89,51 @@ def fingerprinted(cfg: Any) -> dict[str, Any]:
     return {k: v for k, v in to_dict(cfg).items() if k not in quiet or quiet[k] != v}
 
 
-def check_probabilities(cfg: Any) -> None:
-    """Raise :class:`SettingError` for the first :func:`probability` field of ``cfg`` outside [0, 1]."""
+def check_settings(cfg: Any) -> None:
+    """Check every field of ``cfg`` against what its declaration allows: a ``Literal`` type's
+    choices, a :func:`bounded` range, a :func:`probability`. One check for every config class, so
+    a range is written once, at the field.
+
+    Args:
+        cfg: A config dataclass (its ``__post_init__`` calls this).
+
+    Raises:
+        SettingError: The first field out of its range or choices; the message starts with its name.
+    """
+    hints = typing.get_type_hints(type(cfg))
     for f in dataclasses.fields(cfg):
         value = getattr(cfg, f.name)
-        if not f.metadata.get(_PROBABILITY) or value is None:
+        tp = hints.get(f.name)
+        choices = get_args(tp) if get_origin(tp) is typing.Literal else ()
+        if choices and value not in choices:
+            raise SettingError(f"{f.name} must be one of {list(choices)}, got {value!r}")
+        if value is None:
             continue
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not number or not 0.0 <= value <= 1.0:
-            shown = f"{value:g}" if number else repr(value)
-            raise SettingError(f"{f.name}={shown}: a probability, must be in [0, 1]")
+        if _declared(type(cfg), f.name, _PROBABILITY):
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not number or not 0.0 <= value <= 1.0:
+                shown = f"{value:g}" if number else repr(value)
+                raise SettingError(f"{f.name}={shown}: a probability, must be in [0, 1]")
+        low, high, above, below = _declared(type(cfg), f.name, _RANGE) or (None, None, None, None)
+        if low is not None and high is not None and not low <= value <= high:
+            raise SettingError(f"{f.name} must lie in [{low:g}, {high:g}], got {value}")
+        if low is not None and value < low:
+            raise SettingError(f"{f.name} must be >= {low:g}, got {value}")
+        if high is not None and value > high:
+            raise SettingError(f"{f.name} must be <= {high:g}, got {value}")
+        if above is not None and value <= above:
+            raise SettingError(f"{f.name} must be > {above:g}, got {value}")
+        if below is not None and value >= below:
+            raise SettingError(f"{f.name} must be < {below:g}, got {value}")
+
+
+def _declared(cls: type, name: str, key: str) -> Any:
+    """Field ``name``'s metadata ``key`` as the nearest class in the MRO that declared one gave it."""
+    for klass in cls.__mro__:
+        declared = getattr(klass, "__dataclass_fields__", {}).get(name)
+        if declared is not None and key in declared.metadata:
+            return declared.metadata[key]
+    return None
 
 
 def load_config(

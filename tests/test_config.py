@@ -3,7 +3,16 @@ from typing import Literal
 
 import pytest
 
-from efficientrag.config import ConfigError, load_config, parse_override, to_dict
+from efficientrag.config import (
+    ConfigError,
+    SettingError,
+    bounded,
+    check_settings,
+    load_config,
+    parse_override,
+    probability,
+    to_dict,
+)
 
 
 @dataclass
@@ -167,3 +176,59 @@ def test_a_check_only_switch_is_saved_but_left_out_of_fingerprints():
 
     assert "foreign_collection" in to_dict(RetrieverConfig())["milvus"]
     assert "foreign_collection" not in to_dict(RetrieverConfig(), checks=False)["milvus"]
+
+
+@dataclass
+class _Ranged:
+    count: int = bounded(1, low=1)
+    share: float = bounded(0.5, above=0.0, below=1.0)
+    fraction: float = probability(0.1)
+    mode: Literal["a", "b"] = "a"
+    limit: int | None = bounded(None, low=1, high=10)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+
+
+@dataclass
+class _RangedChild(_Ranged):
+    count: int = 3  # only the default changes: the base's range still holds
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"count": 0}, "count must be >= 1, got 0"),
+        ({"share": 0.0}, "share must be > 0, got 0.0"),
+        ({"share": 1.0}, "share must be < 1, got 1.0"),
+        ({"fraction": 1.5}, "fraction=1.5: a probability, must be in [0, 1]"),
+        ({"mode": "c"}, "mode must be one of ['a', 'b'], got 'c'"),
+        ({"limit": 11}, "limit must lie in [1, 10], got 11"),
+    ],
+)
+def test_a_declared_range_or_choice_is_checked_at_the_field(kwargs, message):
+    with pytest.raises(SettingError) as caught:
+        _Ranged(**kwargs)
+    assert str(caught.value) == message
+    assert _Ranged(limit=None, share=0.99, fraction=1.0).limit is None
+
+
+def test_a_subclass_that_changes_a_default_keeps_the_range():
+    assert _RangedChild().count == 3
+    with pytest.raises(SettingError, match="^count must be >= 1, got 0$"):
+        _RangedChild(count=0)
+
+
+def test_the_loader_puts_the_section_in_front_of_a_range_error():
+    from efficientrag.adapt.pseudo_rows import PseudoRowsConfig
+    from efficientrag.retrieval.config import RetrieverConfig
+    from efficientrag.serve.config import ServeExperimentConfig
+
+    with pytest.raises(ConfigError, match=r": milvus.search_batch_size must lie in \[1, 16384\], got 20000$"):
+        load_config(RetrieverConfig, overrides=["milvus.search_batch_size=20000"])
+    with pytest.raises(ConfigError, match=r": serve.deadline_s must be > 0, got 0.0$"):
+        load_config(ServeExperimentConfig, overrides=["serve.deadline_s=0"])
+    with pytest.raises(ConfigError, match=r": retriever.hnsw_m must be >= 1, got 0$"):
+        load_config(ServeExperimentConfig, overrides=["retriever.hnsw_m=0"])
+    with pytest.raises(SettingError, match=r"^validation_ratio must be < 1, got 1.0$"):
+        PseudoRowsConfig(validation_ratio=1.0)

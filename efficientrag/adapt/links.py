@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from efficientrag.adapt.chunk_text import ChunkText
+from efficientrag.config import bounded, check_settings
 from efficientrag.synth.phrases import is_content
 from efficientrag.text.words import split_words
 
@@ -32,18 +33,15 @@ _PARENTHETICAL = re.compile(r"\s*\([^()]*\)\s*$")
 
 @dataclass(frozen=True)
 class LinkConfig:
-    max_title_words: int = 10
+    max_title_words: int = bounded(10, low=1)
     min_title_chars: int = 3
     # An alias mentioned by more chunks than this share (and more than min_generic_mentions) names
     # something too common to be a bridge.
-    max_mention_share: float = 0.02
+    max_mention_share: float = bounded(0.02, above=0.0, high=1.0)
     min_generic_mentions: int = 5
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.max_mention_share <= 1.0:
-            raise ValueError(f"max_mention_share must be in (0, 1], got {self.max_mention_share}")
-        if self.max_title_words < 1:
-            raise ValueError(f"max_title_words must be >= 1, got {self.max_title_words}")
+        check_settings(self)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from efficientrag.adapt.choice import Judge, best_index, combined_score
-from efficientrag.config import to_dict
+from efficientrag.config import bounded, check_settings, to_dict
 from efficientrag.data.split import VALIDATION, split_of
 from efficientrag.eval.record_scores import mean, question_scores
 from efficientrag.pipeline.budget import choose_chunks, judgements_from_trace
@@ -63,11 +63,10 @@ class MethodChoiceConfig:
     """
 
     enabled: bool = True
-    rerank_top_k: int = 20
+    rerank_top_k: int = bounded(20, low=1)
 
     def __post_init__(self) -> None:
-        if self.rerank_top_k < 1:
-            raise ValueError(f"method_choice.rerank_top_k must be >= 1, got {self.rerank_top_k}")
+        check_settings(self)
 
 
 def rerank_settings(loop: EfficientRAGConfig, budget: int, top_n: int) -> dict[str, EfficientRAGConfig]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from efficientrag.config import bounded, check_settings
 from efficientrag.jsonl import write_jsonl
 from efficientrag.models.inputs import KINDS as MODELS
 from efficientrag.synth.merge import PARTS, read_unique_rows
@@ -54,9 +55,9 @@ class MixConfig:
     ratios: list[float] = field(default_factory=lambda: [1.0, 2.0])
     # At most this many original training rows per model (whole questions, seeded; 0: all): a
     # shorter fine-tune on a large original set. The ratios count against the rows kept.
-    original_rows: int = 0
+    original_rows: int = bounded(0, low=0)
     seed: int = 0
-    # The older spelling, still read: one fixed ratio per model (the unset one 1.0, as it was).
+    # One fixed ratio per model instead of a choice (the unset one 1.0), as distillation mixes.
     # Setting either replaces ``ratios`` (no choice).
     labeler_ratio: float | None = None
     filter_ratio: float | None = None
@@ -66,9 +67,10 @@ class MixConfig:
             raise ValueError(
                 "mix.ratios needs at least one ratio (e.g. [1.0, 2.0]; one value: a fixed ratio)"
             )
+        check_settings(self)
         old = [r for r in (self.labeler_ratio, self.filter_ratio) if r is not None]
-        if min([*self.ratios, *old]) < 0 or self.original_rows < 0:
-            raise ValueError("mix.ratios, labeler_ratio, filter_ratio and original_rows must be >= 0")
+        if min([*self.ratios, *old]) < 0:
+            raise ValueError("mix.ratios, labeler_ratio and filter_ratio must be >= 0")
         if len(set(self.ratios)) != len(self.ratios):
             raise ValueError(f"mix.ratios lists a ratio twice: {self.ratios}")
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from efficientrag.adapt.chunk_text import ChunkText
 from efficientrag.adapt.links import Chain, title_aliases
+from efficientrag.config import bounded, check_settings
 from efficientrag.models.inputs import filter_words
 from efficientrag.synth.phrases import is_content, is_punct, loose_key
 from efficientrag.synth.records import Reject
@@ -49,12 +50,11 @@ _PRONOUNS = frozenset({"he", "she", "it", "they", "his", "her", "its", "their", 
 
 @dataclass(frozen=True)
 class PseudoConfig:
-    clue_words: int = 6
-    min_clue_content: int = 2
+    clue_words: int = bounded(6, low=1)
+    min_clue_content: int = bounded(2, low=1)
 
     def __post_init__(self) -> None:
-        if self.clue_words < 1 or self.min_clue_content < 1:
-            raise ValueError("clue_words and min_clue_content must be >= 1")
+        check_settings(self)
         if self.min_clue_content > self.clue_words:
             raise ValueError(f"min_clue_content {self.min_clue_content} > clue_words {self.clue_words}")
 

@@ -29,6 +29,7 @@ from efficientrag.adapt.choice import PSEUDO_GROUP, ScoringSet
 from efficientrag.adapt.chunk_text import ChunkText, chunk_texts
 from efficientrag.adapt.links import LinkConfig, build_chains, mine_links, title_aliases
 from efficientrag.adapt.pseudo_questions import PseudoConfig, PseudoQuestion, make_question
+from efficientrag.config import bounded, check_settings
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 from efficientrag.data.split import TRAIN, VALIDATION, split_of
@@ -49,22 +50,19 @@ SINGLE_SUFFIX = "/single"
 
 @dataclass
 class PseudoRowsConfig:
-    max_questions: int = 1500
-    max_per_source: int = 2  # questions per first paragraph: spread over the corpus
+    max_questions: int = bounded(1500, low=1)
+    max_per_source: int = bounded(2, low=1)  # questions per first paragraph: spread over the corpus
     max_hops: int = 3
     negatives_top_k: int = 10
     negatives_per_query: int = 4
     question_positives: bool = True
-    validation_ratio: float = 0.15
+    validation_ratio: float = bounded(0.15, low=0.0, below=1.0)
     seed: int = 0
     link: LinkConfig = field(default_factory=LinkConfig)
     question: PseudoConfig = field(default_factory=PseudoConfig)
 
     def __post_init__(self) -> None:
-        if self.max_questions < 1 or self.max_per_source < 1:
-            raise ValueError("max_questions and max_per_source must be >= 1")
-        if not 0.0 <= self.validation_ratio < 1.0:
-            raise ValueError(f"validation_ratio must be in [0, 1), got {self.validation_ratio}")
+        check_settings(self)
 
 
 @dataclass

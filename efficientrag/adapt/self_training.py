@@ -20,12 +20,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tqdm.auto import tqdm
 
 from efficientrag.adapt.link_agreement import LinkView
-from efficientrag.config import check_probabilities, probability
+from efficientrag.config import bounded, check_settings, probability
 from efficientrag.data.split import TRAIN, VALIDATION, split_of
 from efficientrag.errors import DataFormatError
 from efficientrag.jsonl import JsonlAppender, drop_duplicate_ids, read_done_ids, read_jsonl
@@ -35,46 +35,37 @@ from efficientrag.text.validity import text_problem
 
 SELF_DATASET = "self-training"
 QUESTION_PREFIX = "self/"
-AGREEMENTS = ("none", "links")
 
 
 @dataclass
 class SelfTrainConfig:
-    rounds: int = 1
+    rounds: int = bounded(1, low=1, high=5)
     # 0.3 and links: chosen with HotpotQA left out on validation and pseudo questions
     # (docs/adaptation.md); confidence alone made the models worse there.
     continue_threshold: float = 0.3
     terminate_threshold: float = 0.02
     token_threshold: float = probability(0.5)
-    filter_confidence: float = 0.8
+    filter_confidence: float = probability(0.8)
     terminate_per_continue: int = 4
     validation_ratio: float = probability(0.1)
     seed: int = 0
     # The corpus the questions were asked over ("" = the adaptation corpus).
     corpus: str = ""
     # "none": the models' confidence alone decides; "links": the corpus's title links must agree.
-    agreement: str = "links"
+    agreement: Literal["none", "links"] = "links"
     # Fewer Continue rows than this and adapt refuses before fine-tuning: rows that are (almost)
     # all Terminate teach the models to stop early: Terminate-only rows from a corpus
     # without title links (nothing for the links to back) took recall 65.42 -> 60.00; the smallest
     # cut the benchmark measured helping had 132 Continue rows (docs/adaptation.md).
-    min_continue_rows: int = 50
+    min_continue_rows: int = bounded(50, low=0)
 
     def __post_init__(self) -> None:
-        check_probabilities(self)
-        if not 1 <= self.rounds <= 5:
-            raise ValueError(f"rounds must be in 1..5 (self-training is bounded), got {self.rounds}")
+        check_settings(self)
         if not 0.0 <= self.terminate_threshold < self.continue_threshold <= 1.0:
             raise ValueError(
                 f"need 0 <= terminate_threshold < continue_threshold <= 1, got "
                 f"{self.terminate_threshold} and {self.continue_threshold}"
             )
-        if self.agreement not in AGREEMENTS:
-            raise ValueError(f"agreement must be one of {AGREEMENTS}, got {self.agreement!r}")
-        if self.min_continue_rows < 0:
-            raise ValueError(f"min_continue_rows must be >= 0, got {self.min_continue_rows}")
-        if not 0.0 <= self.filter_confidence <= 1.0:
-            raise ValueError(f"filter_confidence must be in [0, 1], got {self.filter_confidence}")
 
 
 @dataclass(frozen=True)

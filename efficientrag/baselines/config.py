@@ -18,7 +18,8 @@ from typing import Literal
 from efficientrag.baselines.base import Method
 from efficientrag.baselines.prompts.config import PromptConfig
 from efficientrag.baselines.registry import METHODS
-from efficientrag.baselines.settings import Settings, bounded
+from efficientrag.baselines.settings import Settings
+from efficientrag.config import bounded
 from efficientrag.llm.config import LLMConfig
 
 
@@ -27,8 +28,6 @@ class JudgeConfig(Settings):
     """The Acc metric: an LLM (possibly another model than the generator) says whether each
     prediction matches the gold answer. Off unless ``enabled``; responses are cached by the
     client when ``llm.cache_dir`` is set."""
-
-    section = "baselines.judge"
 
     enabled: bool = False
     llm: LLMConfig = field(default_factory=LLMConfig)
@@ -47,8 +46,6 @@ class JudgeConfig(Settings):
 
 @dataclass
 class SharedSections(Settings):
-    section = "baselines"
-
     prompts: PromptConfig = field(default_factory=PromptConfig)
     # Sampling temperature of every answering method's calls (0: greedy, the papers' setting).
     temperature: float = bounded(0.0, low=0.0)

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from efficientrag.baselines.direct import Direct
 from efficientrag.baselines.prompts import PromptSet
-from efficientrag.baselines.settings import Settings, bounded
+from efficientrag.baselines.settings import Settings
+from efficientrag.config import bounded
 
 
 @dataclass

@@ -16,7 +16,8 @@ from efficientrag.baselines.answering import answer_from_chunks, context_chunks
 from efficientrag.baselines.base import Method, Prediction
 from efficientrag.baselines.cost import CostLedger
 from efficientrag.baselines.replies import DECOMPOSE_PREFIX, answer_trace
-from efficientrag.baselines.settings import Settings, bounded
+from efficientrag.baselines.settings import Settings
+from efficientrag.config import bounded
 from efficientrag.data.schema import Example
 from efficientrag.llm.errors import LLMOutputError
 from efficientrag.llm.json_output import parse_json_output

@@ -15,7 +15,8 @@ from efficientrag.baselines.replies import (
     read_answer,
     read_json_field,
 )
-from efficientrag.baselines.settings import Settings, bounded
+from efficientrag.baselines.settings import Settings
+from efficientrag.config import bounded
 from efficientrag.data.schema import Example
 
 

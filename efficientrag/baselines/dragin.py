@@ -53,7 +53,7 @@ from efficientrag.baselines.active.sentences import (
     sentence_spans,
     tokens_before,
 )
-from efficientrag.baselines.settings import bounded
+from efficientrag.config import bounded
 from efficientrag.llm.generator import GeneratorCapabilityError
 
 

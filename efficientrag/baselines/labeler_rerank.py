@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from efficientrag.baselines.rerank import RankFusion, Rerank
-from efficientrag.baselines.settings import bounded
+from efficientrag.config import bounded
 from efficientrag.data.schema import Chunk
 
 

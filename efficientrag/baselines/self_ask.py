@@ -25,7 +25,8 @@ from efficientrag.baselines.cost import CostLedger
 from efficientrag.baselines.prompts import PromptSet
 from efficientrag.baselines.prompts import instructions as ins
 from efficientrag.baselines.replies import answer_trace, read_answer
-from efficientrag.baselines.settings import Settings, bounded
+from efficientrag.baselines.settings import Settings
+from efficientrag.config import bounded
 from efficientrag.data.schema import Example
 from efficientrag.llm.answers import ExtractedAnswer
 from efficientrag.llm.generator import Generation

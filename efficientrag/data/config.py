@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from efficientrag.config import bounded, check_settings
 from efficientrag.data.toy_world import DEFAULT_TYPE_MIX
 
 
@@ -43,24 +44,12 @@ class SourceConfig:
     path: str | None = None
     format: Literal["auto", "distractor", "ircot"] = "auto"
     corpus_path: str | None = None
-    limit: int | None = None
+    # None: every question (a negative one would read as "all but the last N").
+    limit: int | None = bounded(None, low=0)
     split: str = "validation"
 
     def __post_init__(self) -> None:
-        check_limit(self.limit)
-
-
-def check_limit(limit: int | None) -> None:
-    """Refuse a negative question limit, which a slice would read as "all but the last N".
-
-    Args:
-        limit: The limit (None: every question).
-
-    Raises:
-        ValueError: ``limit`` is below 0.
-    """
-    if limit is not None and limit < 0:
-        raise ValueError(f"limit must be >= 0 (or null: every question), got {limit}")
+        check_settings(self)
 
 
 @dataclass
@@ -93,14 +82,15 @@ class DataConfig:
     path: str | None = None
     corpus_path: str | None = None
     format: Literal["auto", "distractor", "ircot"] = "auto"
-    limit: int | None = None
+    # None: every question (a negative one would read as "all but the last N").
+    limit: int | None = bounded(None, low=0)
     split: str = "validation"  # Hub or save_to_disk sources only
     strict: bool = True
     toy: ToyWorldConfig = field(default_factory=ToyWorldConfig)
     extra: list[SourceConfig] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        check_limit(self.limit)
+        check_settings(self)
 
     def sources(self) -> list[SourceConfig]:
         """Every source to read, the main one first, so the loader treats them alike.

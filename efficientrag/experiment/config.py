@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from efficientrag.baselines.config import BaselinesConfig
-from efficientrag.data.config import DataConfig, check_limit
+from efficientrag.config import bounded, check_settings
+from efficientrag.data.config import DataConfig
 from efficientrag.llm.generator_config import GeneratorConfig
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.config import RetrieverConfig
@@ -28,8 +29,8 @@ from efficientrag.treehop.config import TreeHopRetrievalConfig
 class EvalSettings:
     method: str = "direct_r"
     ks: list[int] = field(default_factory=lambda: [2, 4, 6, 10, 20])
-    limit: int | None = None
-    batch_size: int = 32
+    limit: int | None = bounded(None, low=0)
+    batch_size: int = bounded(32, low=1)
     resume: bool = True
     # Output subfolder under work_dir/eval (default: the method name).
     name: str | None = None
@@ -39,18 +40,14 @@ class EvalSettings:
     # Retrieval-only methods (direct_r, efficientrag) also make one answer call from their chunks.
     answer: bool = False
     # Exit non-zero when more questions than this fail (their reasons are in errors.jsonl).
-    max_failures: int = 0
+    max_failures: int = bounded(0, low=0)
     # Stop the run when its first N questions all fail with the same error (0: never stop early).
-    fail_fast_after: int = 3
+    fail_fast_after: int = bounded(3, low=0)
     # When another process is writing the run folder: wait for it (true) or refuse (false, `--wait`).
     wait_for_lock: bool = False
 
     def __post_init__(self) -> None:
-        check_limit(self.limit)
-        if self.max_failures < 0 or self.fail_fast_after < 0:
-            raise ValueError(
-                f"max_failures and fail_fast_after must be >= 0, got {self.max_failures}, {self.fail_fast_after}"
-            )
+        check_settings(self)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
+from efficientrag.config import bounded, check_settings
 from efficientrag.llm.errors import LLMConfigError
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -79,22 +80,22 @@ class LLMConfig:
     # Overrides the env var; never shown in repr, logs, caches or saved configs.
     api_key: str | None = field(default=None, repr=False, metadata={"secret": True})
     # Requests in flight at once (per client).
-    concurrency: int = 16
+    concurrency: int = bounded(16, low=1)
     # Retries after the first attempt for 429, 5xx, timeouts, dropped connections, unparseable bodies.
-    max_retries: int = 6
+    max_retries: int = bounded(6, low=0)
     # Short retries (0.5 s apart) when the endpoint cannot be reached at all (connection refused,
     # unknown host) before EndpointUnreachableError: long enough for a server that is starting.
-    unreachable_retries: int = 1
+    unreachable_retries: int = bounded(1, low=0)
     # Backoff before retry i is about backoff_base * 2**i seconds (with jitter), capped at backoff_max.
-    backoff_base: float = 1.0
-    backoff_max: float = 60.0
+    backoff_base: float = bounded(1.0, low=0.0)
+    backoff_max: float = bounded(60.0, low=0.0)
     # A server's Retry-After is honoured up to this many seconds.
-    max_retry_after: float = 300.0
+    max_retry_after: float = bounded(300.0, low=0.0)
     # Seconds per HTTP request (connect, read, write each).
-    timeout: float = 60.0
+    timeout: float = bounded(60.0, above=0.0)
     temperature: float = 0.0
     # None: the server's default (for the completions endpoint that is often only 16 tokens).
-    max_tokens: int | None = None
+    max_tokens: int | None = bounded(None, low=1)
     seed: int | None = None
     # Folder of the persistent response cache; None disables caching.
     cache_dir: str | None = None
@@ -104,18 +105,7 @@ class LLMConfig:
     extra_body: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
-        if self.max_retries < 0 or self.unreachable_retries < 0:
-            raise ValueError(
-                f"max_retries and unreachable_retries must be >= 0, got {self.max_retries}, {self.unreachable_retries}"
-            )
-        if self.backoff_base < 0 or self.backoff_max < 0 or self.max_retry_after < 0:
-            raise ValueError("backoff_base, backoff_max and max_retry_after must be >= 0")
-        if self.timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout}")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1 or null, got {self.max_tokens}")
+        check_settings(self)
 
     def resolved_base_url(self) -> str:
         """The endpoint to call: ``base_url``, else env ``OPENAI_BASE_URL``, else OpenAI's.

@@ -14,9 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from efficientrag.config import bounded, check_settings
 from efficientrag.llm.config import LLMConfig
-
-DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
 @dataclass
@@ -31,12 +30,12 @@ class HFGeneratorConfig:
     # "auto": all visible GPUs (device_map="auto"), else CPU; or an explicit "cpu", "cuda", "cuda:1", "mps".
     device: str = "auto"
     # "auto" keeps the checkpoint's dtype (bf16 for most chat models).
-    dtype: str = "auto"
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
     # None: transformers' default (SDPA) for generation. Attention is always read in an extra pass that
     # switches to "eager" for that pass only; set "eager" here for models that cannot switch at run time.
     attn_implementation: str | None = None
     # Prompts per generate() batch (left-padded); longer prompts are grouped together.
-    batch_size: int = 8
+    batch_size: int = bounded(8, low=1)
     # Message-list prompts use the tokenizer's chat template; without one they are refused.
     use_chat_template: bool = True
     # Seed for sampled decoding (temperature > 0); greedy decoding does not use it.
@@ -45,10 +44,7 @@ class HFGeneratorConfig:
     trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
-        if self.dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        check_settings(self)
 
 
 @dataclass
@@ -63,11 +59,10 @@ class OpenAIGeneratorConfig:
     # entropy: the tail beyond k is missing). Off by default: entropies are then "not supported".
     approximate_entropies: bool = False
     # k for that approximation (OpenAI's chat API allows at most 20).
-    top_logprobs: int = 20
+    top_logprobs: int = bounded(20, low=1)
 
     def __post_init__(self) -> None:
-        if self.top_logprobs < 1:
-            raise ValueError(f"top_logprobs must be >= 1, got {self.top_logprobs}")
+        check_settings(self)
 
 
 @dataclass

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
 
-from efficientrag.config import check_probabilities, probability, quiet_at_default
+from efficientrag.config import bounded, check_settings, probability, quiet_at_default
 
 # The same modes as efficientrag.models.export.QUANTIZE_MODES (a test keeps them equal); spelled
 # out here so loading a config does not import torch.
@@ -74,26 +74,26 @@ class EfficientRAGConfig:
 
     labeler: str | None = None
     filter: str | None = None
-    top_k: int = 10
+    top_k: int = bounded(10, low=1)
     # The first hop searches the question itself: this many hits there (None: top_k). Wider, the
     # Labeler ranks more of the question's own hits (the chunk budget keeps the surest, and in branch
     # mode the next hops start from the most probable max_branches), at the cost of labeling them.
-    first_top_k: int | None = None
+    first_top_k: int | None = bounded(None, low=1)
     # A cross-encoder reranks the question's own first_top_k hits, and the Labeler judges its best
     # top_k (the floor is its top floor_k): a retrieve-then-rerank first hop the loop hops on from.
     first_hop_reranker: str | None = None
-    max_hops: int = 4
+    max_hops: int = bounded(4, low=1)
     # "merged": one next query per question and hop from all Continue chunks (official code);
     # "branch": one next query per Continue chunk (the paper's Figure 3), at most max_branches.
     query_mode: Literal["merged", "branch"] = "merged"
-    max_branches: int = 4
+    max_branches: int = bounded(4, low=1)
     tag_threshold: float = probability(0.5)
     token_threshold: float = probability(0.5)
     filter_threshold: float = probability(0.5)
     # At most this many chunks per question (None: no budget). budget_policy "first" stops adding
     # once the budget is full (the loop ends early); "best" lets the loop run and keeps the
     # chunk_budget chunks with the highest Continue probability (floor chunks first).
-    chunk_budget: int | None = None
+    chunk_budget: int | None = bounded(None, low=1)
     # "rerank" is "best" over every judged chunk, not only the Continue ones: with floor_k=0 its
     # first hop alone is labeler_rerank of the question's first_top_k hits, and a chunk that a later
     # hop judges takes a place only from a kept chunk it outscores. The hits past top_k are judged
@@ -102,7 +102,7 @@ class EfficientRAGConfig:
     # The first hop's top floor_k hits of the question are kept whatever their tag, so the result
     # always contains Direct-R@floor_k and the loop can only add to it (0: off). They are still
     # labeled, and spawn next-hop queries only when tagged Continue.
-    floor_k: int = 0
+    floor_k: int = bounded(0, low=0)
     # With a chunk_budget: a question whose loop keeps fewer chunks than the budget gets the rest
     # (by default from its own first-hop hits, best ranked first, so the result holds
     # Direct-R@(floor_k + the unspent budget) beside the loop's chunks), and every question costs
@@ -128,13 +128,11 @@ class EfficientRAGConfig:
     pair_budget: int | None = quiet_at_default(None)
     # The one answer call (``efficientrag eval`` with eval.answer=true) reads this many of the kept
     # chunks (None: every chunk the loop kept, the paper) and writes at most answer_max_new_tokens.
-    answer_top_k: int | None = None
-    answer_max_new_tokens: int = 128
+    answer_top_k: int | None = bounded(None, low=1)
+    answer_max_new_tokens: int = bounded(128, low=1)
 
     def __post_init__(self) -> None:
-        check_probabilities(self)
-        if self.budget_policy not in ("first", "best", "rerank"):
-            raise ValueError(f"budget_policy must be 'first', 'best' or 'rerank', got {self.budget_policy!r}")
+        check_settings(self)
         if self.budget_policy == "rerank" and self.chunk_budget is None:
             raise ValueError(
                 "budget_policy=rerank keeps the chunk_budget best-scored chunks: set a chunk_budget"
@@ -144,23 +142,10 @@ class EfficientRAGConfig:
                 "budget_policy=rerank already fills the chunk budget from every judged chunk: "
                 "drop fill_budget (and fill_from)"
             )
-        if self.floor_k < 0 or self.top_k < 1 or self.max_hops < 1:
-            raise ValueError(
-                f"need floor_k >= 0, top_k >= 1, max_hops >= 1; got {self.floor_k}, {self.top_k}, {self.max_hops}"
-            )
-        if self.max_branches < 1:
-            raise ValueError(f"max_branches must be >= 1, got {self.max_branches}")
-        if self.chunk_budget is not None and self.chunk_budget < max(1, self.floor_k):
-            raise ValueError(
-                f"chunk_budget ({self.chunk_budget}) must be at least 1 and at least floor_k ({self.floor_k})"
-            )
-        if self.quantize not in get_args(QuantizeMode):
-            modes = ", ".join(repr(m) for m in get_args(QuantizeMode))
-            raise ValueError(f"quantize must be one of {modes}, got {self.quantize!r}")
+        if self.chunk_budget is not None and self.chunk_budget < self.floor_k:
+            raise ValueError(f"chunk_budget ({self.chunk_budget}) must be at least floor_k ({self.floor_k})")
         if self.fill_budget and self.chunk_budget is None:
             raise ValueError("fill_budget needs a chunk_budget (the number of chunks to fill up to)")
-        if self.fill_from not in ("first_hits", "labeled"):
-            raise ValueError(f"fill_from must be 'first_hits' or 'labeled', got {self.fill_from!r}")
         if self.fill_from != "first_hits" and not self.fill_budget:
             raise ValueError(f"fill_from={self.fill_from!r} only applies with fill_budget=true")
         if self.rank_weight < 0:
@@ -176,8 +161,6 @@ class EfficientRAGConfig:
                 f"pair_budget ({self.pair_budget}) must cover the first hop's {self.first_hop_judged} pairs "
                 "(the question's own hits, all judged)"
             )
-        if self.first_top_k is not None and self.first_top_k < 1:
-            raise ValueError(f"first_top_k must be >= 1 (or None: top_k), got {self.first_top_k}")
         if self.first_hop_reranker is not None and self.first_hop_k <= self.top_k:
             raise ValueError(
                 f"first_hop_reranker picks the best top_k ({self.top_k}) of the question's first_top_k hits: "
@@ -189,11 +172,6 @@ class EfficientRAGConfig:
             )
             raise ValueError(
                 f"floor_k ({self.floor_k}) cannot exceed the first hop's hits ({which}={self.first_hop_judged})"
-            )
-        if (self.answer_top_k is not None and self.answer_top_k < 1) or self.answer_max_new_tokens < 1:
-            raise ValueError(
-                f"answer_top_k and answer_max_new_tokens must be >= 1, got {self.answer_top_k}, "
-                f"{self.answer_max_new_tokens}"
             )
 
     def _check_calibration(self) -> None:
@@ -232,10 +210,10 @@ class EfficientRAGConfig:
         """Hits of the first hop the Labeler judges: the reranker's best ``top_k``, else all."""
         return self.top_k if self.first_hop_reranker is not None else self.first_hop_k
 
-    batch_size: int = 32
+    batch_size: int = bounded(32, low=1)
     # None: the saved model's training length; set a number to override it.
-    labeler_max_length: int | None = None
-    filter_max_length: int | None = None
+    labeler_max_length: int | None = bounded(None, low=1)
+    filter_max_length: int | None = bounded(None, low=1)
     device: str | None = None
     # Faster Labeler/Filter inference on CPU (see benchmarks/labeler_speed.py and
     # benchmarks/labeler_backends.py for the measured cost): "int8" quantizes both models' Linear

@@ -5,24 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from efficientrag.config import SettingError, bounded, check_settings
 from efficientrag.hub import OFFLINE_DEFAULT_ENCODER
 from efficientrag.retrieval.milvus.config import MilvusConfig
-
-BM25_METHODS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
-# Fields that count something: >= 1 when set.
-COUNT_FIELDS = (
-    "batch_size",
-    "shard_size",
-    "ivf_nlist",
-    "ivf_nprobe",
-    "ivf_train_size",
-    "hnsw_m",
-    "hnsw_ef_construction",
-    "hnsw_ef_search",
-    "max_length",
-    "num_threads",
-)
-
 
 # The search backends a config may name: the built-in ones, and each kind registered since
 # (efficientrag.retrieval.factory.register_backend adds it; the factory holds how each is built).
@@ -87,8 +72,8 @@ class RetrieverConfig:
     query_prefix: str = ""
     passage_prefix: str = ""
     # Token limit per text; None keeps the model's own max_seq_length (256 for MiniLM).
-    max_length: int | None = None
-    batch_size: int = 32
+    max_length: int | None = bounded(None, low=1)
+    batch_size: int = bounded(32, low=1)
     # "auto": cuda if available, else cpu. Any torch device string otherwise.
     device: str = "auto"
     # sentence-transformers backend; "onnx"/"openvino" need their optional packages installed.
@@ -97,28 +82,28 @@ class RetrieverConfig:
     # and on GPUs, at a cosine of ~0.99997 to the float32 embeddings. float32 is exact and the default.
     compute_dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     # Threads for torch and faiss on CPU; None leaves the libraries' defaults (one per core).
-    num_threads: int | None = None
+    num_threads: int | None = bounded(None, low=1)
 
     # --- dense: index -----------------------------------------------------------------------
     index_type: Literal["flat", "ivf", "hnsw"] = "flat"
     # None: about 4*sqrt(corpus size) lists.
-    ivf_nlist: int | None = None
-    ivf_nprobe: int = 32
+    ivf_nlist: int | None = bounded(None, low=1)
+    ivf_nprobe: int = bounded(32, low=1)
     # Rows sampled (uniformly, seeded) to train the IVF centroids.
-    ivf_train_size: int = 200_000
-    hnsw_m: int = 32
-    hnsw_ef_construction: int = 200
-    hnsw_ef_search: int = 128
+    ivf_train_size: int = bounded(200_000, low=1)
+    hnsw_m: int = bounded(32, low=1)
+    hnsw_ef_construction: int = bounded(200, low=1)
+    hnsw_ef_search: int = bounded(128, low=1)
     # Rows per embedding shard on disk: the unit of resume after a killed indexing run.
-    shard_size: int = 10_000
+    shard_size: int = bounded(10_000, low=1)
     # Keep embeddings/ after the index is written (lets another index type be built without
     # re-encoding); False deletes them once index.faiss is saved.
     keep_embeddings: bool = True
 
     # --- bm25 -------------------------------------------------------------------------------
     # Elasticsearch's defaults (DRAGIN and FLARE retrieve with Elasticsearch BM25).
-    bm25_k1: float = 1.2
-    bm25_b: float = 0.75
+    bm25_k1: float = bounded(1.2, low=0.0)
+    bm25_b: float = bounded(0.75, low=0.0, high=1.0)
     bm25_method: Literal["robertson", "lucene", "atire", "bm25l", "bm25+"] = "lucene"
     # bm25s stopword list name ("en", "de", ...) or None for no stopword removal.
     stopwords: str | None = "en"
@@ -128,8 +113,8 @@ class RetrieverConfig:
 
     # --- hybrid ------------------------------------------------------------------------------
     # RRF constant and each backend's list depth before fusion; weights: [dense, bm25].
-    hybrid_rrf_k: int = 60
-    hybrid_depth: int = 50
+    hybrid_rrf_k: int = bounded(60, low=0)
+    hybrid_depth: int = bounded(50, low=1)
     hybrid_weights: list[float] | None = None
 
     # Where the index is saved/loaded; None builds in memory.
@@ -141,28 +126,15 @@ class RetrieverConfig:
 
     def __post_init__(self) -> None:
         if self.kind not in SEARCH_KINDS:
-            raise ValueError(
+            raise SettingError(
                 f"kind must be a registered search backend ({', '.join(sorted(SEARCH_KINDS))}), got {self.kind!r}"
-            )
-        if self.hybrid_rrf_k < 0 or self.hybrid_depth < 1:
-            raise ValueError(
-                f"need hybrid_rrf_k >= 0 and hybrid_depth >= 1, got {self.hybrid_rrf_k}, {self.hybrid_depth}"
             )
         if self.hybrid_weights is not None and (
             len(self.hybrid_weights) != 2 or any(w < 0 for w in self.hybrid_weights)
         ):
-            raise ValueError(
+            raise SettingError(
                 f"hybrid_weights must be two non-negative numbers [dense, bm25], got {self.hybrid_weights}"
             )
-        if self.index_type not in ("flat", "ivf", "hnsw"):
-            raise ValueError(f"index_type must be 'flat', 'ivf' or 'hnsw', got {self.index_type!r}")
-        if self.bm25_method not in BM25_METHODS:
-            raise ValueError(f"bm25_method must be one of {list(BM25_METHODS)}, got {self.bm25_method!r}")
-        for name in COUNT_FIELDS:
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"{name} must be >= 1, got {value}")
         if not self.encoder:
-            raise ValueError("encoder must name a sentence-transformers model or a local folder")
-        if self.bm25_k1 < 0 or not 0 <= self.bm25_b <= 1:
-            raise ValueError(f"need bm25_k1 >= 0 and 0 <= bm25_b <= 1, got {self.bm25_k1}, {self.bm25_b}")
+            raise SettingError("encoder must name a sentence-transformers model or a local folder")
+        check_settings(self)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from efficientrag.config import SettingError, bounded, check_settings
 from efficientrag.experiment.config import ExperimentConfig
 
 # The loop settings a request may change for itself (efficientrag.serve.requests checks them). None
@@ -74,33 +75,33 @@ class ServeConfig:
     """
 
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: int = bounded(8000, low=0, high=65535)
     # Micro-batching: the first waiting request waits at most max_wait_ms for others to join it;
     # a batch holds at most max_batch questions.
-    max_wait_ms: float = 10.0
-    max_batch: int = 32
+    max_wait_ms: float = bounded(10.0, low=0.0)
+    max_batch: int = bounded(32, low=1)
     # Questions waiting for a batch (not yet running); a request that would exceed it gets 503 with
     # Retry-After, so memory stays bounded however many clients call. Under overload the deadline
     # refuses first; this is the cap behind it.
-    max_queue: int = 4096
+    max_queue: int = bounded(4096, low=1)
     # One request: at most this many questions (/v1/retrieve, MCP) or queries (Search-R1
     # /retrieve, a rollout's batch), this many bytes of body.
-    max_questions: int = 64
-    max_queries: int = 2048
-    max_body_bytes: int = 1_000_000
+    max_questions: int = bounded(64, low=1)
+    max_queries: int = bounded(2048, low=1)
+    max_body_bytes: int = bounded(1_000_000, low=1)
     # A request must be answered within this many seconds unless it asks for less: what the queue
     # cannot let through in time is refused at once (503), what runs late gets 504.
-    deadline_s: float = 25.0
+    deadline_s: float = bounded(25.0, above=0.0)
     # Processes sharing the port (each loads the loop) and torch threads per process (0: auto).
-    workers: int = 1
-    threads: int = 0
+    workers: int = bounded(1, low=1)
+    threads: int = bounded(0, low=0)
     # The MCP endpoint at /mcp (the `retrieve` tool).
     mcp: bool = True
     # Caps on what a request may ask of the loop (memory and time per question).
-    max_top_k: int = 100
-    max_hops: int = 8
+    max_top_k: int = bounded(100, low=1)
+    max_hops: int = bounded(8, low=1)
     # Seconds a readiness probe of the backend may take before /readyz reports it down.
-    probe_timeout_s: float = 5.0
+    probe_timeout_s: float = bounded(5.0, above=0.0)
     # Origins allowed by CORS (browser pages on other sites); empty: CORS off.
     cors_origins: list[str] = field(default_factory=list)
     access_log: bool = True
@@ -111,32 +112,9 @@ class ServeConfig:
     warmup: bool = True
 
     def __post_init__(self) -> None:
-        counts = {
-            "max_batch": self.max_batch,
-            "max_queue": self.max_queue,
-            "max_questions": self.max_questions,
-            "max_queries": self.max_queries,
-            "workers": self.workers,
-            "max_body_bytes": self.max_body_bytes,
-            "max_top_k": self.max_top_k,
-            "max_hops": self.max_hops,
-        }
-        for name, value in counts.items():
-            if value < 1:
-                raise ValueError(f"serve.{name} must be >= 1, got {value}")
-        if not 0 <= self.port <= 65535:
-            raise ValueError(f"serve.port must be 0 (any free port) to 65535, got {self.port}")
-        if self.max_wait_ms < 0 or self.deadline_s <= 0 or self.probe_timeout_s <= 0:
-            raise ValueError(
-                "serve.max_wait_ms must be >= 0 and serve.deadline_s, serve.probe_timeout_s > 0; got "
-                f"{self.max_wait_ms}, {self.deadline_s}, {self.probe_timeout_s}"
-            )
-        if self.threads < 0:
-            raise ValueError(
-                f"serve.threads must be >= 0 (0: the cores divided by serve.workers), got {self.threads}"
-            )
+        check_settings(self)
         if "*" in self.cors_origins:
-            raise ValueError("serve.cors_origins: list the origins; '*' would let any web page call the API")
+            raise SettingError("cors_origins: list the origins; '*' would let any web page call the API")
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from efficientrag.config import SettingError, bounded, check_settings, probability
 from efficientrag.data.config import DataConfig
 from efficientrag.llm.config import LLMConfig
 from efficientrag.retrieval.config import RetrieverConfig
@@ -21,7 +22,10 @@ class AnnotationsConfig:
 
     # Longest stretch of the previous query a next-hop query drops as "resolved" in one piece;
     # a longer one is reduced to the words it shares with the dependency's sub-question.
-    max_span_words: int = 12
+    max_span_words: int = bounded(12, low=1)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 @dataclass
@@ -96,28 +100,28 @@ class SynthConfig:
     out_dir: str = "runs/synth/toy"
     stages: list[str] = field(default_factory=lambda: list(STAGES))
     # Only the first N questions (None: all).
-    limit: int | None = None
+    limit: int | None = bounded(None, low=1)
     # Reject a labeling (or next-hop query) when fewer of its words align onto the text.
-    min_align_rate: float = 0.8
-    align_window: int = 150
+    min_align_rate: float = probability(0.8)
+    align_window: int = bounded(150, low=1)
     use_lemmas: bool = True
-    negatives_top_k: int = 10
+    negatives_top_k: int = bounded(10, low=1)
     # Skip retrieved chunks that contain the sub-question's answer when picking a negative.
     negatives_exclude_answer: bool = True
-    negatives_batch_size: int = 64
+    negatives_batch_size: int = bounded(64, low=1)
     # Negatives per query: the official code keeps 1 (the hardest non-gold hit); more follow the
     # retriever's ranking and give the Tagger the top-k it judges at inference (docs/synthesis.md).
     # 4, with question_positives, is the recipe the MiniLM training presets are tuned for (with the
     # official 1 / false, the small-data Tagger stayed at chance: docs/training.md); the paper-scale
     # presets (configs/synth/*-llm.yaml) set the official values explicitly.
-    negatives_per_query: int = 4
+    negatives_per_query: int = bounded(4, low=1)
     # Also label every gold chunk of a later hop as Continue for the original question (the query
     # the loop starts from); the official data pairs it only with its own next-hop query.
     question_positives: bool = True
-    validation_ratio: float = 0.1
+    validation_ratio: float = probability(0.1)
     seed: int = 0
     # Records processed at once by async (LLM) stages; also the LLM client's requests in flight.
-    concurrency: int = 8
+    concurrency: int = bounded(8, low=1)
     # Redo the selected stages from scratch (and clear the stages after them).
     force: bool = False
     # Re-run records rejected by an unexpected error in an earlier run.
@@ -129,21 +133,5 @@ class SynthConfig:
     def __post_init__(self) -> None:
         unknown = [s for s in self.stages if s not in STAGES]
         if unknown:
-            raise ValueError(f"unknown stage(s) {unknown}; stages are {list(STAGES)}")
-        if not 0.0 <= self.min_align_rate <= 1.0:
-            raise ValueError(f"min_align_rate must be in [0, 1], got {self.min_align_rate}")
-        if not 0.0 <= self.validation_ratio <= 1.0:
-            raise ValueError(f"validation_ratio must be in [0, 1], got {self.validation_ratio}")
-        for name in (
-            "negatives_top_k",
-            "negatives_batch_size",
-            "negatives_per_query",
-            "concurrency",
-            "align_window",
-        ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(f"limit must be >= 1 or null, got {self.limit}")
-        if self.annotations.max_span_words < 1:
-            raise ValueError("annotations.max_span_words must be >= 1")
+            raise SettingError(f"stages: unknown stage(s) {unknown}; stages are {list(STAGES)}")
+        check_settings(self)

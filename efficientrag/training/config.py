@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from efficientrag.config import ConfigError, check_probabilities, load_config, probability
+from efficientrag.config import ConfigError, bounded, check_settings, load_config, probability
 from efficientrag.models.inputs import KINDS
 
 # Keys that decide which batches the run sees, in which order, how steps are counted, and which
@@ -102,8 +102,8 @@ class TrainConfig:
     # T = distill_temperature.
     teacher: str = ""
     student_layers: list[int] = field(default_factory=list)
-    student_depth: int = 0
-    distill_temperature: float = 2.0
+    student_depth: int = bounded(0, low=0)
+    distill_temperature: float = bounded(2.0, above=0.0)
     distill_hard_weight: float = 1.0
     distill_soft_weight: float = 1.0
     # Tag-head pooling (Labeler): the paper averages all states; "first" is the official code's;
@@ -120,14 +120,14 @@ class TrainConfig:
     max_bad_row_fraction: float = probability(0.01)  # more skipped (malformed) rows than this fails the run
     cache_dir: str = ""  # checked/tokenized rows (datasets Arrow cache); "" = HF_DATASETS_CACHE/efficientrag
     # Optimisation.
-    learning_rate: float = 5e-6
-    epochs: int = 2
-    max_steps: int = 0  # > 0: total optimizer steps (overrides epochs); defines the schedule
-    batch_size: int = 32  # per device
+    learning_rate: float = bounded(5e-6, above=0.0)
+    epochs: int = bounded(2, low=0)
+    max_steps: int = bounded(0, low=0)  # > 0: total optimizer steps (overrides epochs); defines the schedule
+    batch_size: int = bounded(32, low=1)  # per device
     eval_batch_size: int = 0  # 0 = 2 x batch_size
-    grad_accumulation: int = 1
-    max_length: int = 384
-    warmup_steps: int = 200
+    grad_accumulation: int = bounded(1, low=1)
+    max_length: int = bounded(384, low=1)
+    warmup_steps: int = bounded(200, low=0)
     weight_decay: float = 0.01
     adam_epsilon: float = 1e-8
     max_grad_norm: float = 1.0  # 0 = no clipping
@@ -145,29 +145,26 @@ class TrainConfig:
     compat: bool = False
     class_weights: list[float] | Literal["auto"] | None = None  # [w_neg, w_pos] or "auto" = N/(2*count)
     # Evaluation, checkpoints, logging.
-    eval_steps: int = 200  # 0 = at the end of each epoch instead (a final evaluation always runs)
-    save_steps: int = 200  # checkpoints/last is also written at every epoch end
+    eval_steps: int = bounded(
+        200, low=0
+    )  # 0 = at the end of each epoch instead (a final evaluation always runs)
+    save_steps: int = bounded(200, low=0)  # checkpoints/last is also written at every epoch end
     logging_steps: int = 10
     eval_threshold: float = probability(0.5)  # word probability at or above which a word counts as positive
-    stop_after_steps: int = 0  # > 0: end this session after that step (checkpoint kept; resume later)
+    stop_after_steps: int = bounded(
+        0, low=0
+    )  # > 0: end this session after that step (checkpoint kept; resume later)
     trackers: list[str] = field(default_factory=list)  # e.g. ["wandb"], ["tensorboard"]
     wandb_project: str = "efficientrag"
     wandb_mode: Literal["offline", "online", "disabled"] = "offline"
     run_name: str = ""
 
     def __post_init__(self) -> None:
-        positive = ("learning_rate", "batch_size", "grad_accumulation", "max_length")
-        for name in positive:
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        for name in ("epochs", "max_steps", "warmup_steps", "eval_steps", "save_steps", "stop_after_steps"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        check_settings(self)
         if self.epochs == 0 and self.max_steps == 0:
             raise ValueError("set epochs or max_steps")
         if isinstance(self.class_weights, list) and len(self.class_weights) != 2:
             raise ValueError(f"class_weights needs 2 values [negative, positive], got {self.class_weights}")
-        check_probabilities(self)
         self._check_distillation()
 
     def _check_distillation(self) -> None:
@@ -184,10 +181,6 @@ class TrainConfig:
             raise ValueError(
                 "with a teacher, set exactly one of student_layers (e.g. [1, 3, 5]) or student_depth (e.g. 3)"
             )
-        if self.student_depth < 0:
-            raise ValueError(f"student_depth must be positive, got {self.student_depth}")
-        if self.distill_temperature <= 0:
-            raise ValueError(f"distill_temperature must be positive, got {self.distill_temperature}")
         weights = (self.distill_hard_weight, self.distill_soft_weight)
         if min(weights) < 0 or sum(weights) <= 0:
             raise ValueError(

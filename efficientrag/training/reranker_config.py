@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from efficientrag.config import bounded, check_settings
 from efficientrag.data.config import DataConfig
 from efficientrag.hub import OFFLINE_DEFAULT_ENCODER
 from efficientrag.retrieval.config import RetrieverConfig
@@ -34,9 +35,6 @@ DATA_ORDER_KEYS = (
     "weight_decay",
     "seed",
 )
-
-# Settings that count something: >= 1.
-_COUNTS = ("mine_depth", "max_length", "epochs", "batch_size", "eval_batch_size", "eval_top_n", "eval_k")
 
 
 @dataclass
@@ -82,37 +80,34 @@ class RerankerTrainConfig:
     backbone: str = OFFLINE_DEFAULT_ENCODER
     # The synthesis' and TreeHop's split (0.25 / seed 1): the Labeler's settings are chosen on the
     # same validation questions.
-    validation_ratio: float = 0.25
+    validation_ratio: float = bounded(0.25, above=0.0, below=1.0)
     split_seed: int = 1
-    negatives: int = 8
-    top_negatives: int = 8
-    mine_depth: int = 50
-    max_length: int = 256
-    epochs: int = 2
-    batch_size: int = 16
-    eval_batch_size: int = 64
-    learning_rate: float = 5e-5
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.01
+    negatives: int = bounded(8, low=0)
+    top_negatives: int = bounded(8, low=0)
+    mine_depth: int = bounded(50, low=1)
+    max_length: int = bounded(256, low=1)
+    epochs: int = bounded(2, low=1)
+    batch_size: int = bounded(16, low=1)
+    eval_batch_size: int = bounded(64, low=1)
+    learning_rate: float = bounded(5e-5, above=0.0)
+    warmup_ratio: float = bounded(0.1, low=0.0, below=1.0)
+    weight_decay: float = bounded(0.01, low=0.0)
     mixed_precision: Literal["no", "fp16", "bf16"] = "no"
     seed: int = 42
-    cpu_threads: int = 0  # 0 = the available cores (efficientrag/training/threads.py)
+    cpu_threads: int = bounded(0, low=0)  # 0 = the available cores (efficientrag/training/threads.py)
     # Validation after each epoch: the question's top eval_top_n reranked, eval_k kept.
-    eval_top_n: int = 20
-    eval_k: int = 6
-    stop_after_steps: int = 0  # > 0: end this session after that step (checkpoint kept; resume later)
+    eval_top_n: int = bounded(20, low=1)
+    eval_k: int = bounded(6, low=1)
+    stop_after_steps: int = bounded(
+        0, low=0
+    )  # > 0: end this session after that step (checkpoint kept; resume later)
     progress: bool = True
     trackers: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.train_sets:
             raise ValueError("train_sets is empty: name at least one training file")
-        for name in _COUNTS:
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("negatives", "top_negatives", "stop_after_steps", "cpu_threads"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        check_settings(self)
         if self.top_negatives > self.negatives:
             raise ValueError(
                 f"top_negatives ({self.top_negatives}) must be <= negatives ({self.negatives}): "
@@ -122,13 +117,5 @@ class RerankerTrainConfig:
             raise ValueError(f"negatives ({self.negatives}) must be <= mine_depth ({self.mine_depth})")
         if self.eval_k > self.eval_top_n:
             raise ValueError(f"eval_k ({self.eval_k}) must be <= eval_top_n ({self.eval_top_n})")
-        if not 0.0 < self.validation_ratio < 1.0:
-            raise ValueError(f"validation_ratio must be in (0, 1), got {self.validation_ratio}")
-        if not 0.0 <= self.warmup_ratio < 1.0:
-            raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
-        if self.learning_rate <= 0 or self.weight_decay < 0:
-            raise ValueError(
-                f"learning_rate must be > 0 and weight_decay >= 0, got {self.learning_rate}, {self.weight_decay}"
-            )
         if not self.backbone:
             raise ValueError("backbone is empty: name the encoder to start from")

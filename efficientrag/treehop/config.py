@@ -14,10 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from efficientrag.config import bounded, check_settings
 from efficientrag.data.config import DataConfig
 from efficientrag.retrieval.config import RetrieverConfig
-
-PRUNING = ("top_k", "official", "none")
 
 
 @dataclass
@@ -41,8 +40,8 @@ class TreeHopRetrievalConfig:
 
     # A folder written by `accelerate launch train/treehop.py` (its best/ subfolder), or a Hub name.
     model: str | None = None
-    top_k: int = 5
-    hops: int = 2
+    top_k: int = bounded(5, low=1)
+    hops: int = bounded(2, low=1)
     pruning: Literal["top_k", "official", "none"] = "top_k"
     redundancy: bool = True
     # None: cuda if available, else cpu.
@@ -51,10 +50,7 @@ class TreeHopRetrievalConfig:
     answer_max_new_tokens: int = 128
 
     def __post_init__(self) -> None:
-        if self.top_k < 1 or self.hops < 1:
-            raise ValueError(f"need top_k >= 1 and hops >= 1, got {self.top_k}, {self.hops}")
-        if self.pruning not in PRUNING:
-            raise ValueError(f"pruning must be one of {PRUNING}, got {self.pruning!r}")
+        check_settings(self)
 
 
 # Keys that decide which batches the run sees and how steps are counted: a resumed run must agree
@@ -134,23 +130,23 @@ class TreeHopTrainConfig:
     output_dir: str = "runs/treehop/model"
     # Questions on the validation side (by a hash of the id) train nothing and choose the checkpoint.
     # The honest-protocol benchmark uses 0.25 / seed 1, the split its EfficientRAG synthesis uses.
-    validation_ratio: float = 0.25
+    validation_ratio: float = bounded(0.25, above=0.0, below=1.0)
     split_seed: int = 1
     # > 0: train on this many training-side questions (drawn with ``seed``), e.g. for a data-size
     # curve; validation is unchanged. 0 = all.
-    max_train_questions: int = 0
+    max_train_questions: int = bounded(0, low=0)
     model: TreeHopModelSettings = field(default_factory=TreeHopModelSettings)
     # InfoNCE over cosine similarity / temperature (the paper: 0.15). Negatives: the question's own
     # non-gold paragraphs and every other chunk of the batch.
-    temperature: float = 0.15
+    temperature: float = bounded(0.15, above=0.0)
     own_negatives: bool = True
     in_batch_negatives: bool = True
     # Optimisation (the paper: AdamW, lr 6e-5, weight decay 2e-8, batches of 64 questions).
-    learning_rate: float = 6e-5
+    learning_rate: float = bounded(6e-5, above=0.0)
     weight_decay: float = 2e-8
-    batch_size: int = 64  # questions per step
-    grad_accumulation: int = 1
-    epochs: int = 20
+    batch_size: int = bounded(64, low=1)  # questions per step
+    grad_accumulation: int = bounded(1, low=1)
+    epochs: int = bounded(20, low=1)
     warmup_steps: int = 0
     max_grad_norm: float = 1.0  # 0 = no clipping
     mixed_precision: Literal["no", "fp16", "bf16", "auto"] = "no"
@@ -158,10 +154,10 @@ class TreeHopTrainConfig:
     cpu_threads: int = 0  # 0 = the available cores (see efficientrag/training/threads.py)
     # Checkpoint choice: the tree search on the validation questions with these settings, scored by
     # the mean over training files of (recall + all-gold) / 2, as the EfficientRAG protocol scores.
-    eval_top_k: int = 5
-    eval_hops: int = 2
-    eval_every_epochs: int = 1
-    save_every_epochs: int = 1
+    eval_top_k: int = bounded(5, low=1)
+    eval_hops: int = bounded(2, low=1)
+    eval_every_epochs: int = bounded(1, low=1)
+    save_every_epochs: int = bounded(1, low=1)
     stop_after_steps: int = 0  # > 0: end this session after that step (checkpoint kept; resume later)
     trackers: list[str] = field(default_factory=list)
     wandb_project: str = "efficientrag"
@@ -170,20 +166,7 @@ class TreeHopTrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("batch_size", "grad_accumulation", "epochs", "eval_top_k", "eval_hops"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.max_train_questions < 0:
-            raise ValueError(f"max_train_questions must be >= 0, got {self.max_train_questions}")
-        for name in ("eval_every_epochs", "save_every_epochs"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.learning_rate <= 0 or self.temperature <= 0:
-            raise ValueError(
-                f"learning_rate and temperature must be positive, got {self.learning_rate}, {self.temperature}"
-            )
-        if not 0.0 < self.validation_ratio < 1.0:
-            raise ValueError(f"validation_ratio must be in (0, 1), got {self.validation_ratio}")
+        check_settings(self)
         if not (self.own_negatives or self.in_batch_negatives):
             raise ValueError("InfoNCE needs negatives: set own_negatives or in_batch_negatives")
         if not self.train_sets:

@@ -19,6 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
+from efficientrag.config import bounded, check_settings
 from efficientrag.treehop.pruning import LayerDecision, PruningRule, decide_layer
 
 UpdateFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -32,14 +33,13 @@ class VectorIndex(Protocol):
 
 @dataclass(frozen=True)
 class SearchSettings:
-    top_k: int = 5
-    hops: int = 2
+    top_k: int = bounded(5, low=1)
+    hops: int = bounded(2, low=1)
     rule: PruningRule = "top_k"
     redundancy: bool = True
 
     def __post_init__(self) -> None:
-        if self.top_k < 1 or self.hops < 1:
-            raise ValueError(f"need top_k >= 1 and hops >= 1, got {self.top_k}, {self.hops}")
+        check_settings(self)
 
 
 @dataclass

@@ -149,7 +149,8 @@ def test_modes_are_checked_everywhere_and_combinations_refused(saved):
     assert get_args(QuantizeMode) == QUANTIZE_MODES
     assert load_config(EfficientRAGConfig, None, ["quantize=onnx-int8"]).quantize == "onnx-int8"
     with pytest.raises(
-        ValueError, match="quantize must be one of 'none', 'int8', 'bf16', 'onnx', 'onnx-int8'"
+        ValueError,
+        match=r"quantize must be one of \['none', 'int8', 'bf16', 'onnx', 'onnx-int8', 'auto'\], got 'onnx-fp16'",
     ):
         EfficientRAGConfig(quantize="onnx-fp16")
     with pytest.raises(ValueError, match="ONNX Runtime"):

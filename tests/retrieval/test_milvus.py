@@ -288,7 +288,7 @@ def test_bm25_needs_a_server_of_2_5_and_milvus_lite_passes(filled):
 
 
 def test_config_rejects_a_store_the_search_cannot_use():
-    with pytest.raises(ValueError, match="needs milvus.store='both'"):
+    with pytest.raises(ValueError, match="needs store='both', got 'dense'"):
         MilvusConfig(search="hybrid", store="dense")
     assert MilvusConfig(search="hybrid").stored == "both" and MilvusConfig().has_bm25 is False
 

@@ -128,7 +128,7 @@ def test_distill_config_refuses_unclear_students():
         TrainConfig(model="labeler", student_depth=2)
     with pytest.raises(ValueError, match="exclude each other"):
         TrainConfig(model="labeler", teacher="t", init_from="x", student_depth=2)
-    with pytest.raises(ValueError, match="distill_temperature must be positive"):
+    with pytest.raises(ValueError, match="^distill_temperature must be > 0, got 0$"):
         TrainConfig(model="labeler", teacher="t", student_depth=2, distill_temperature=0)
     preset = load_train_config("labeler", "configs/distill/labeler-minilm-cpu.yaml", ["teacher=t"])
     assert (preset.student_depth, preset.pooling, preset.epochs) == (4, "pair", 2)

@@ -29,7 +29,8 @@ from efficientrag.baselines.base import Method, Prediction
 from efficientrag.baselines.prompts.config import exemplar_family
 from efficientrag.baselines.prompts.continuation import ANSWER_PHRASE, PromptBuilder, RenderedPrompt
 from efficientrag.baselines.prompts.cot_exemplars import EXEMPLAR_SETS, exemplar_set, take
-from efficientrag.baselines.settings import Settings, bounded
+from efficientrag.baselines.settings import Settings
+from efficientrag.config import bounded
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.llm.generator import Generation, GeneratorCapabilityError
 

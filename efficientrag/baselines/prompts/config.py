@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from efficientrag.baselines.settings import Settings, bounded
+from efficientrag.baselines.settings import Settings
+from efficientrag.config import SettingError, bounded
 
 PROMPT_DATASETS = ("auto", "hotpotqa", "2wikimultihopqa", "musique", "toy", "generic")
 DATASET_ALIASES = {"2wiki": "2wikimultihopqa", "2wikimqa": "2wikimultihopqa", "hotpot": "hotpotqa"}
@@ -19,8 +20,6 @@ def exemplar_family(name: str) -> str:
 
 @dataclass
 class PromptConfig(Settings):
-    section = "baselines.prompts"
-
     # Whose exemplars the prompts show: "auto" picks them per question from its dataset (toy,
     # hotpotqa, 2wikimultihopqa, musique; anything else gets the generic ones).
     dataset: str = "auto"
@@ -40,7 +39,5 @@ class PromptConfig(Settings):
     def __post_init__(self) -> None:
         self.dataset = exemplar_family(self.dataset)
         if self.dataset not in PROMPT_DATASETS:
-            raise ValueError(
-                f"{self.section}.dataset must be one of {list(PROMPT_DATASETS)}, got {self.dataset!r}"
-            )
+            raise SettingError(f"dataset must be one of {list(PROMPT_DATASETS)}, got {self.dataset!r}")
         super().__post_init__()

@@ -10,10 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from efficientrag.config import CHECK_ONLY
+from efficientrag.config import CHECK_ONLY, SettingError, bounded, check_settings
 
-SEARCH_MODES = ("dense", "bm25", "hybrid")
-STORE_MODES = ("dense", "bm25", "both")
 # Milvus's own VARCHAR limit (bytes on a server; milvus-lite counts characters, a looser bound).
 VARCHAR_MAX = 65_535
 # Milvus caps the queries of one search call and its top-k at 16,384 each.
@@ -83,26 +81,26 @@ class MilvusConfig:
     # collections; AUTOINDEX lets a server (or Zilliz Cloud) choose.
     index_type: Literal["FLAT", "HNSW", "IVF_FLAT", "AUTOINDEX"] = "FLAT"
     metric: Literal["IP", "COSINE", "L2"] = "IP"
-    hnsw_m: int = 32
-    hnsw_ef_construction: int = 200
-    hnsw_ef: int = 128
-    ivf_nlist: int = 1024
-    ivf_nprobe: int = 32
+    hnsw_m: int = bounded(32, low=1)
+    hnsw_ef_construction: int = bounded(200, low=1)
+    hnsw_ef: int = bounded(128, low=1)
+    ivf_nlist: int = bounded(1024, low=1)
+    ivf_nprobe: int = bounded(32, low=1)
     # BM25 analyzer (Milvus ``analyzer_params``); None: the standard tokenizer, lowercase and the
     # English stop words of the bm25 backend (``retriever.stopwords``), which both engines accept.
     analyzer_params: dict[str, Any] | None = None
     # Hybrid: RRFRanker's k and each route's depth before fusion (as retriever.hybrid_* for bm25s+FAISS).
-    rrf_k: int = 60
-    hybrid_depth: int = 50
+    rrf_k: int = bounded(60, low=0)
+    hybrid_depth: int = bounded(50, low=1)
     # Rows per insert call: the unit of resume after a killed `efficientrag index`.
-    insert_batch_size: int = 256
+    insert_batch_size: int = bounded(256, low=1)
     # Queries per search call (Milvus caps one call at 16,384).
-    search_batch_size: int = 1024
+    search_batch_size: int = bounded(1024, low=1, high=MILVUS_MAX_NQ)
     # Bytes of ``"{title}: {text}"`` the text field accepts; longer chunks stop indexing before any
     # row is written (docs/backends.md, "Long chunks").
-    max_text_bytes: int = VARCHAR_MAX
+    max_text_bytes: int = bounded(VARCHAR_MAX, low=1, high=VARCHAR_MAX)
     # Seconds to wait for a server before failing with the uri in the error.
-    timeout_s: float = 10.0
+    timeout_s: float = bounded(10.0, above=0.0)
     # Field names, for a collection of your own (defaults: what `efficientrag index` creates). The
     # text field holds ``"{title}: {text}"``; a stored text without that prefix is taken as is.
     id_field: str = "id"
@@ -112,28 +110,13 @@ class MilvusConfig:
     sparse_field: str = "sparse"
 
     def __post_init__(self) -> None:
-        if self.search not in SEARCH_MODES:
-            raise ValueError(f"milvus.search must be one of {list(SEARCH_MODES)}, got {self.search!r}")
-        if self.store is not None and self.store not in STORE_MODES:
-            raise ValueError(f"milvus.store must be one of {list(STORE_MODES)} or null, got {self.store!r}")
+        check_settings(self)
         needs = self.required_store()
         if self.store is not None and self.store != "both" and self.store != needs:
-            raise ValueError(
-                f"milvus.search={self.search!r} needs milvus.store={needs!r} or 'both', got {self.store!r}"
-            )
-        for name in ("insert_batch_size", "hybrid_depth", "hnsw_m", "hnsw_ef", "ivf_nlist", "ivf_nprobe"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"milvus.{name} must be >= 1, got {getattr(self, name)}")
-        if not 1 <= self.search_batch_size <= MILVUS_MAX_NQ:
-            raise ValueError(
-                f"milvus.search_batch_size must be in 1..{MILVUS_MAX_NQ}, got {self.search_batch_size}"
-            )
-        if not 1 <= self.max_text_bytes <= VARCHAR_MAX:
-            raise ValueError(f"milvus.max_text_bytes must be in 1..{VARCHAR_MAX}, got {self.max_text_bytes}")
-        if self.rrf_k < 0 or self.timeout_s <= 0:
-            raise ValueError(f"need milvus.rrf_k >= 0 and timeout_s > 0, got {self.rrf_k}, {self.timeout_s}")
+            wanted = repr(needs) if needs == "both" else f"{needs!r} or 'both'"
+            raise SettingError(f"search={self.search!r} needs store={wanted}, got {self.store!r}")
         if not self.collection:
-            raise ValueError("milvus.collection must name a collection")
+            raise SettingError("collection must name a collection")
 
     def required_store(self) -> str:
         """What the collection must hold for ``search`` to run.
