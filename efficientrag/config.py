@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import functools
 import inspect
 import re
 import types
@@ -100,31 +101,50 @@ def check_settings(cfg: Any) -> None:
     Raises:
         SettingError: The first field out of its range or choices; the message starts with its name.
     """
-    hints = typing.get_type_hints(type(cfg))
-    for f in dataclasses.fields(cfg):
-        value = getattr(cfg, f.name)
-        tp = hints.get(f.name)
-        choices = get_args(tp) if get_origin(tp) is typing.Literal else ()
+    for name, choices, is_probability, limits in _declarations(type(cfg)):
+        value = getattr(cfg, name)
         if choices and value not in choices:
-            raise SettingError(f"{f.name} must be one of {list(choices)}, got {value!r}")
+            raise SettingError(f"{name} must be one of {list(choices)}, got {value!r}")
         if value is None:
             continue
-        if _declared(type(cfg), f.name, _PROBABILITY):
+        if is_probability:
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
             if not number or not 0.0 <= value <= 1.0:
                 shown = f"{value:g}" if number else repr(value)
-                raise SettingError(f"{f.name}={shown}: a probability, must be in [0, 1]")
-        low, high, above, below = _declared(type(cfg), f.name, _RANGE) or (None, None, None, None)
+                raise SettingError(f"{name}={shown}: a probability, must be in [0, 1]")
+        low, high, above, below = limits
         if low is not None and high is not None and not low <= value <= high:
-            raise SettingError(f"{f.name} must lie in [{low:g}, {high:g}], got {value}")
+            raise SettingError(f"{name} must lie in [{low:g}, {high:g}], got {value}")
         if low is not None and value < low:
-            raise SettingError(f"{f.name} must be >= {low:g}, got {value}")
+            raise SettingError(f"{name} must be >= {low:g}, got {value}")
         if high is not None and value > high:
-            raise SettingError(f"{f.name} must be <= {high:g}, got {value}")
+            raise SettingError(f"{name} must be <= {high:g}, got {value}")
         if above is not None and value <= above:
-            raise SettingError(f"{f.name} must be > {above:g}, got {value}")
+            raise SettingError(f"{name} must be > {above:g}, got {value}")
         if below is not None and value >= below:
-            raise SettingError(f"{f.name} must be < {below:g}, got {value}")
+            raise SettingError(f"{name} must be < {below:g}, got {value}")
+
+
+_NO_LIMITS = (None, None, None, None)
+
+
+@functools.cache
+def _declarations(cls: type) -> tuple[tuple[str, tuple[Any, ...], bool, tuple[Any, ...]], ...]:
+    """What :func:`check_settings` checks of ``cls``, read once per class (type hints are slow to
+    resolve, and configs are built per request): each field that declares choices, a probability or
+    a range, as ``(name, choices, is_probability, (low, high, above, below))``. A field's metadata
+    is taken from the nearest class in the MRO that declared it, so a subclass that only changes a
+    default keeps its base's range."""
+    hints = typing.get_type_hints(cls)
+    checked = []
+    for f in dataclasses.fields(cls):
+        tp = hints.get(f.name)
+        choices = get_args(tp) if get_origin(tp) is typing.Literal else ()
+        is_probability = bool(_declared(cls, f.name, _PROBABILITY))
+        limits = _declared(cls, f.name, _RANGE) or _NO_LIMITS
+        if choices or is_probability or limits != _NO_LIMITS:
+            checked.append((f.name, choices, is_probability, limits))
+    return tuple(checked)
 
 
 def _declared(cls: type, name: str, key: str) -> Any:
