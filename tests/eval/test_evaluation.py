@@ -105,7 +105,7 @@ def test_a_run_folder_is_bound_in_one_place():
     ],
 )
 def test_a_negative_limit_is_refused_not_read_as_a_slice(override, section):
-    with pytest.raises(ConfigError, match=rf"'{section}.*limit must be >= 0"):
+    with pytest.raises(ConfigError, match=rf": {section}\S*\.limit must be >= 0, got -\d+$"):
         load_config(ExperimentConfig, None, [override])
 
 
