@@ -147,6 +147,25 @@ def _declarations(cls: type) -> tuple[tuple[str, tuple[Any, ...], bool, tuple[An
     return tuple(checked)
 
 
+def schema_bounds(cls: type, name: str) -> dict[str, float]:
+    """Field ``name``'s declared range as JSON Schema keywords (``minimum``, ``maximum``,
+    ``exclusiveMinimum``, ``exclusiveMaximum``), so that a schema derived from the class shows the
+    range the config checks, without checking it a second time.
+
+    Args:
+        cls: A config dataclass.
+        name: One of its fields.
+
+    Returns:
+        The keywords of the bounds it declares (empty: none).
+    """
+    low, high, above, below = _declared(cls, name, _RANGE) or _NO_LIMITS
+    if _declared(cls, name, _PROBABILITY):
+        low, high = 0.0, 1.0
+    keywords = {"minimum": low, "maximum": high, "exclusiveMinimum": above, "exclusiveMaximum": below}
+    return {k: v for k, v in keywords.items() if v is not None}
+
+
 def _declared(cls: type, name: str, key: str) -> Any:
     """Field ``name``'s metadata ``key`` as the nearest class in the MRO that declared one gave it."""
     for klass in cls.__mro__:

@@ -11,6 +11,7 @@ from efficientrag.config import (
     load_config,
     parse_override,
     probability,
+    schema_bounds,
     to_dict,
 )
 
@@ -232,3 +233,12 @@ def test_the_loader_puts_the_section_in_front_of_a_range_error():
         load_config(ServeExperimentConfig, overrides=["retriever.hnsw_m=0"])
     with pytest.raises(SettingError, match=r"^validation_ratio must be < 1, got 1.0$"):
         PseudoRowsConfig(validation_ratio=1.0)
+
+
+def test_a_declared_range_becomes_json_schema_bounds():
+    assert schema_bounds(_Ranged, "count") == {"minimum": 1}
+    assert schema_bounds(_RangedChild, "count") == {"minimum": 1}
+    assert schema_bounds(_Ranged, "share") == {"exclusiveMinimum": 0.0, "exclusiveMaximum": 1.0}
+    assert schema_bounds(_Ranged, "fraction") == {"minimum": 0.0, "maximum": 1.0}
+    assert schema_bounds(_Ranged, "limit") == {"minimum": 1, "maximum": 10}
+    assert schema_bounds(_Ranged, "mode") == {}

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from efficientrag.config import attribute_docs
+from efficientrag.config import attribute_docs, schema_bounds
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG
 from efficientrag.pipeline.inputs import check_questions
@@ -29,11 +29,18 @@ from efficientrag.text.words import split_words
 def _loop_settings_model() -> type[BaseModel]:
     """The request's loop settings, derived from ``EfficientRAGConfig``: each allowed setting with the
     config's own type (unset: the server's value) and its description. The ranges are the config's
-    own, checked once, when the request's config is built (:func:`settings_config`)."""
+    own, checked once, when the request's config is built (:func:`settings_config`); the schema
+    shows them."""
     hints = typing.get_type_hints(EfficientRAGConfig)
     docs = attribute_docs(EfficientRAGConfig)
     fields: dict[str, Any] = {
-        name: (hints[name] | None, Field(None, description=docs.get(name))) for name in ALLOWED_SETTINGS
+        name: (
+            hints[name] | None,
+            Field(
+                None, description=docs.get(name), json_schema_extra=schema_bounds(EfficientRAGConfig, name)
+            ),
+        )
+        for name in ALLOWED_SETTINGS
     }
     return create_model(
         "LoopSettings",

@@ -196,6 +196,11 @@ def test_health_readiness_metrics_and_schema(served):
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/v1/retrieve", "/retrieve", "/healthz", "/readyz", "/metrics"} <= set(paths)
     assert "LoopSettings" in client.get("/openapi.json").text and client.get("/docs").status_code == 200
+    # The schema shows the ranges the loop's config declares (and checks, once, per request).
+    loop = client.get("/openapi.json").json()["components"]["schemas"]["LoopSettings"]["properties"]
+    assert loop["top_k"]["minimum"] == 1 and "maximum" not in loop["top_k"]
+    assert (loop["tag_threshold"]["minimum"], loop["tag_threshold"]["maximum"]) == (0, 1)
+    assert loop["floor_k"]["minimum"] == 0
     # Without EFFICIENTRAG_API_KEY the API is open (as every test here shows), on loopback only.
     assert "listening on http://127.0.0.1:" in server.text()
 
