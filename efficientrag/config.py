@@ -64,7 +64,7 @@ def probability(default: float) -> Any:
     """A dataclass field holding a probability (a threshold on one, or a fraction of rows), checked
     by :func:`check_settings` to lie in [0, 1]: a threshold of 2 would fail nowhere else, it would
     just keep nothing."""
-    return dataclasses.field(default=default, metadata={_PROBABILITY: True})
+    return dataclasses.field(default=default, metadata={_PROBABILITY: True, _RANGE: (0.0, 1.0, None, None)})
 
 
 _QUIET_AT_DEFAULT = "quiet_at_default"
@@ -138,13 +138,25 @@ def _declarations(cls: type) -> tuple[tuple[str, tuple[Any, ...], bool, tuple[An
     hints = typing.get_type_hints(cls)
     checked = []
     for f in dataclasses.fields(cls):
-        tp = hints.get(f.name)
-        choices = get_args(tp) if get_origin(tp) is typing.Literal else ()
+        choices = _literal_choices(hints.get(f.name))
         is_probability = bool(_declared(cls, f.name, _PROBABILITY))
         limits = _declared(cls, f.name, _RANGE) or _NO_LIMITS
         if choices or is_probability or limits != _NO_LIMITS:
             checked.append((f.name, choices, is_probability, limits))
     return tuple(checked)
+
+
+def _literal_choices(tp: Any) -> tuple[Any, ...]:
+    """The values a ``Literal`` type allows, None included for an optional one (``Literal[...] |
+    None``); empty for any other type."""
+    if get_origin(tp) is typing.Literal:
+        return get_args(tp)
+    if get_origin(tp) in (Union, types.UnionType):
+        members = get_args(tp)
+        literals = [c for m in members if get_origin(m) is typing.Literal for c in get_args(m)]
+        if literals and all(get_origin(m) is typing.Literal or m is type(None) for m in members):
+            return (*literals, None) if type(None) in members else tuple(literals)
+    return ()
 
 
 def schema_bounds(cls: type, name: str) -> dict[str, float]:
@@ -160,8 +172,6 @@ def schema_bounds(cls: type, name: str) -> dict[str, float]:
         The keywords of the bounds it declares (empty: none).
     """
     low, high, above, below = _declared(cls, name, _RANGE) or _NO_LIMITS
-    if _declared(cls, name, _PROBABILITY):
-        low, high = 0.0, 1.0
     keywords = {"minimum": low, "maximum": high, "exclusiveMinimum": above, "exclusiveMaximum": below}
     return {k: v for k, v in keywords.items() if v is not None}
 

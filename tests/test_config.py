@@ -186,6 +186,7 @@ class _Ranged:
     fraction: float = probability(0.1)
     mode: Literal["a", "b"] = "a"
     limit: int | None = bounded(None, low=1, high=10)
+    store: Literal["x", "y"] | None = None
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -205,13 +206,15 @@ class _RangedChild(_Ranged):
         ({"fraction": 1.5}, "fraction=1.5: a probability, must be in [0, 1]"),
         ({"mode": "c"}, "mode must be one of ['a', 'b'], got 'c'"),
         ({"limit": 11}, "limit must lie in [1, 10], got 11"),
+        ({"store": "z"}, "store must be one of ['x', 'y', None], got 'z'"),
     ],
 )
 def test_a_declared_range_or_choice_is_checked_at_the_field(kwargs, message):
     with pytest.raises(SettingError) as caught:
         _Ranged(**kwargs)
     assert str(caught.value) == message
-    assert _Ranged(limit=None, share=0.99, fraction=1.0).limit is None
+    assert _Ranged(limit=None, share=0.99, fraction=1.0, store=None).limit is None
+    assert _Ranged(store="y").store == "y"
 
 
 def test_a_subclass_that_changes_a_default_keeps_the_range():
