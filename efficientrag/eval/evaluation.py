@@ -119,12 +119,14 @@ def evaluate(
         search_backend,
         select_examples,
     )
-    from efficientrag.experiment.prepared_data import prepare_data
+    from efficientrag.experiment.prepared_data import read_data
+    from efficientrag.experiment.run_binding import check_bindable
 
     # Everything that can be checked in a second is checked before the corpus is read and indexed.
     check_method_name(cfg.eval.method)
     models = check_model_folders(cfg, cfg.eval.method)
-    pooled = prepare_data(cfg)
+    prepared = read_data(cfg)
+    pooled = prepared.pooled
     examples = select_examples(cfg, pooled.examples)
     if not examples:
         raise ValueError(
@@ -136,6 +138,14 @@ def evaluate(
     method = build_method(
         cfg.eval.method, cfg, retriever, generator if generator is not None else lazy_generator(cfg)
     )
+    # A run folder that refuses these inputs is refused before the pooled data is rewritten: the
+    # work folder's data/ belongs to the runs made from it.
+    check_bindable(
+        cfg.eval_dir(method.name),
+        run_fingerprint(cfg, method.name, retriever, pooled, models),
+        resume=cfg.eval.resume if resume is None else resume,
+    )
+    prepared.save()
     return evaluate_method(
         cfg,
         method,

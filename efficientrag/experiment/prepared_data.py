@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,21 +31,44 @@ def prepare_data(cfg: ExperimentConfig, *, rebuild: bool = False) -> PooledDatas
     """Load the pooled data written by an earlier step when it was built from the same data
     settings and the same file contents; otherwise read the dataset files, pool them and save the
     result. An edited question or corpus file is read again even under the same path."""
+    prepared = read_data(cfg, rebuild=rebuild)
+    prepared.save()
+    return prepared.pooled
+
+
+@dataclass
+class PreparedData:
+    """The pooled data of an experiment, and what ``save`` must write for it under ``work_dir/data``
+    (nothing where it was read from there). A step that may still refuse its run (another run's
+    folder, a stale fingerprint) reads first and saves once it has decided, so a refusal leaves the
+    work folder as it was."""
+
+    pooled: PooledDataset
+    out: Path
+    marker: dict[str, Any] | None = None  # what to record once saved; None: read from ``out``
+
+    def save(self) -> None:
+        """Write the pooled data and its marker (once; a no-op when it was read from ``out``)."""
+        if self.marker is not None:
+            save_prepared(self.pooled, self.out)
+            write_json_atomic(self.out / DATA_CONFIG_FILE, self.marker, indent=2)
+            self.marker = None
+        report_skipped(self.pooled, self.out / "skipped.jsonl")
+
+
+def read_data(cfg: ExperimentConfig, *, rebuild: bool = False) -> PreparedData:
+    """:func:`prepare_data` up to the point of writing: the pooled data, saved only by
+    ``PreparedData.save``. A work folder that holds another corpus is refused here, before anything
+    is written."""
     out = cfg.data_dir
-    marker = out / DATA_CONFIG_FILE
-    saved = _read_marker(marker)
+    saved = _read_marker(out / DATA_CONFIG_FILE)
     files = source_file_digests(cfg.data, saved.get("files", {}) if saved else {})
     wanted = {"config": to_dict(cfg.data), "files": files, "corpus": corpus_files(cfg.data)}
     if not rebuild and saved is not None and saved == wanted:
-        pooled = load_prepared(out)
-    else:
-        if saved is not None:
-            _refuse_another_corpus(cfg, saved, wanted)
-        pooled = load_data(cfg.data)
-        save_prepared(pooled, out)
-        write_json_atomic(marker, wanted, indent=2)
-    report_skipped(pooled, out / "skipped.jsonl")
-    return pooled
+        return PreparedData(load_prepared(out), out)
+    if saved is not None:
+        _refuse_another_corpus(cfg, saved, wanted)
+    return PreparedData(load_data(cfg.data), out, wanted)
 
 
 class WorkDirInUseError(EfficientRAGError, ValueError):

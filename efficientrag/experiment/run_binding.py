@@ -100,28 +100,43 @@ def bind_run(
 
 def _bind(run_dir: Path, fingerprint: Mapping[str, Any], *, resume: bool) -> bool:
     predictions = run_dir / PREDICTIONS_FILE
-    has_predictions = predictions.is_file() and predictions.stat().st_size > 0
     if not resume:
         predictions.unlink(missing_ok=True)
-        has_predictions = False
-    if has_predictions:
-        old = read_fingerprint(run_dir)
-        ways_out = "set a new eval.name to keep both runs, or pass --no-resume to start this one over"
-        if old is None:
-            raise StaleRunError(
-                f"{run_dir} holds predictions with no recorded inputs (run.json is missing); {ways_out}"
-            )
-        changed = differing_keys(old, fingerprint)
-        if changed:
-            shown = ", ".join(changed[:KEYS_SHOWN])
-            more = f" and {len(changed) - KEYS_SHOWN} more" if len(changed) > KEYS_SHOWN else ""
-            raise StaleRunError(
-                f"{run_dir} was computed with other inputs (differing: {shown}{more}); {ways_out}"
-            )
+    has_predictions = check_bindable(run_dir, fingerprint, resume=resume)
     write_json_atomic(
         run_dir / FINGERPRINT_FILE, {"id": fingerprint_id(fingerprint), "fingerprint": dict(fingerprint)}
     )
     return has_predictions
+
+
+def check_bindable(run_dir: str | Path, fingerprint: Mapping[str, Any], *, resume: bool = True) -> bool:
+    """What :func:`bind_run` would decide for ``run_dir``, with nothing written: True when it would
+    resume earlier predictions, :class:`StaleRunError` when it would refuse them. A command that
+    writes elsewhere first (the pooled data of its work folder) asks this before, so a refused run
+    leaves every file as it was.
+
+    Args:
+        run_dir: The run folder.
+        fingerprint: The run's inputs (:func:`run_fingerprint`).
+        resume: As in :func:`bind_run`: False would start over, and is never refused.
+    """
+    predictions = Path(run_dir) / PREDICTIONS_FILE
+    if not resume or not predictions.is_file() or predictions.stat().st_size == 0:
+        return False
+    old = read_fingerprint(run_dir)
+    ways_out = "set a new eval.name to keep both runs, or pass --no-resume to start this one over"
+    if old is None:
+        raise StaleRunError(
+            f"{run_dir} holds predictions with no recorded inputs (run.json is missing); {ways_out}"
+        )
+    changed = differing_keys(old, fingerprint)
+    if changed:
+        shown = ", ".join(changed[:KEYS_SHOWN])
+        more = f" and {len(changed) - KEYS_SHOWN} more" if len(changed) > KEYS_SHOWN else ""
+        raise StaleRunError(
+            f"{run_dir} was computed with other inputs (differing: {shown}{more}); {ways_out}"
+        )
+    return True
 
 
 # Settings that change how fast something runs, never what it returns.

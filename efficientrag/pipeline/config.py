@@ -115,7 +115,7 @@ class EfficientRAGConfig:
     # Where the budget ranks chunks, each one's score is its Continue probability plus
     # rank_weight / (1 + its best rank in any query's hits): a chunk some query's search put first
     # gains rank_weight, one at rank 9 a tenth of it. 0: the Labeler's probability alone.
-    rank_weight: float = quiet_at_default(0.0)
+    rank_weight: float = quiet_at_default(0.0, low=0.0)
     # A later hop's query is the Filter's, not the question: the same Continue probability there
     # need not mean the same chance of gold. Per hop, [a, b] puts each probability on one scale
     # (Platt scaling, a > 0 so each hop's own order stays) before the budget compares chunks found
@@ -125,7 +125,7 @@ class EfficientRAGConfig:
     hop_calibration: list[list[float]] | None = quiet_at_default(None)
     # Labeler pairs per question at most, counted from the first hop; later hops judge what is left,
     # best-ranked hits first, and a question stops hopping once it is spent. None: no bound.
-    pair_budget: int | None = quiet_at_default(None)
+    pair_budget: int | None = quiet_at_default(None, low=1)
     # The one answer call (``efficientrag eval`` with eval.answer=true) reads this many of the kept
     # chunks (None: every chunk the loop kept, the paper) and writes at most answer_max_new_tokens.
     answer_top_k: int | None = bounded(None, low=1)
@@ -148,8 +148,6 @@ class EfficientRAGConfig:
             raise ValueError("fill_budget needs a chunk_budget (the number of chunks to fill up to)")
         if self.fill_from != "first_hits" and not self.fill_budget:
             raise ValueError(f"fill_from={self.fill_from!r} only applies with fill_budget=true")
-        if self.rank_weight < 0:
-            raise ValueError(f"rank_weight must be >= 0, got {self.rank_weight}")
         if self.rank_weight > 0 and not self.budget_ranks:
             raise ValueError(
                 "rank_weight only applies where the chunk budget ranks chunks: set a chunk_budget with "

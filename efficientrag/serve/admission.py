@@ -28,6 +28,13 @@ the same, and gets 504). Refused callers are sent back in groups of a batch's wo
 never runs dry and its batches stay full. A batch is cut where it would no longer finish before
 the earliest deadline among its requests (``batch_room``), so a request admitted on time is not
 made late by those that join its batch after it.
+
+An idle server (nothing running, nothing queued) admits whatever arrives: its batch measures the
+cost afresh, and no estimate made under other load (a warm-up while the machine was busy) can
+refuse every request while nothing runs to correct it. Each fit weighs a batch by how recent it
+is (``RATE_HALF_LIFE``), so the estimate follows fresh measurements within a few batches.
+A request that names no deadline has its own admission under overload
+(``admit_within_target``, :mod:`efficientrag.serve.controlled_delay`).
 """
 
 from __future__ import annotations
@@ -41,6 +48,9 @@ from efficientrag.errors import EfficientRAGError
 # Batches the cost is fitted on: few enough to follow a change of load (a different mix of
 # settings, another process taking the cores) within a few batches.
 RATE_WINDOW = 8
+# A batch's weight in the fit halves with every this-many batches measured after it: a warm-up run
+# while the machine was busy, or a load that went away, stops planning within a few batches.
+RATE_HALF_LIFE = 2.0
 # Admission plans to answer the running batch, the queue ahead and the request within this fraction
 # of its deadline. What that admits is two batches of ``batch_target`` questions: the one running
 # and the one waiting behind it, whose first request, when its batch starts, has the time of one
@@ -77,6 +87,11 @@ class Overloaded(Refused):
 
 class DeadlineImpossible(Refused):
     """Even alone, the request's questions take longer than its deadline."""
+
+
+class Shed(Refused):
+    """A request that names no deadline, refused (or sent back from the queue) under overload: the
+    queue's standing delay is above its target (:mod:`efficientrag.serve.controlled_delay`)."""
 
 
 @dataclass(frozen=True)
@@ -126,21 +141,25 @@ class RateMeter:
         return sum(q for q, _ in self._batches) / sum(s for _, s in self._batches)
 
     def cost(self, max_batch: int) -> BatchCost | None:
-        """The least-squares line of seconds on batch size over the window, or None before the first
-        batch (nothing is refused by deadline then: the queue's hard cap still holds). Where the
-        window's sizes are all alike, or the line is not a cost (a negative slope or fixed part, as
-        noise can draw), every second is put on the questions: ``fixed_s`` 0."""
+        """The least-squares line of seconds on batch size over the window, each batch weighted by
+        its recency (``RATE_HALF_LIFE``), or None before the first batch (nothing is refused by
+        deadline then: the queue's hard cap still holds). Where the window's sizes are all alike,
+        or the line is not a cost (a negative slope or fixed part, as noise can draw), every second
+        is put on the questions: ``fixed_s`` 0."""
         if not self._batches:
             return None
-        sizes = [q for q, _ in self._batches]
-        n, total_q, total_s = len(sizes), sum(sizes), sum(s for _, s in self._batches)
-        per_question = total_s / total_q
+        n = len(self._batches)
+        # (weight, questions, seconds), the newest batch weighing 1.
+        rows = [(0.5 ** ((n - 1 - i) / RATE_HALF_LIFE), q, s) for i, (q, s) in enumerate(self._batches)]
+        total_w = sum(w for w, _, _ in rows)
+        per_question = sum(w * s for w, _, s in rows) / sum(w * q for w, q, _ in rows)
         proportional = BatchCost(0.0, per_question, max_batch)
-        if len(set(sizes)) < 2:
+        if len({q for _, q, _ in rows}) < 2:
             return proportional
-        mean_q, mean_s = total_q / n, total_s / n
-        spread = sum((q - mean_q) ** 2 for q in sizes)
-        slope = sum((q - mean_q) * (s - mean_s) for q, s in self._batches) / spread
+        mean_q = sum(w * q for w, q, _ in rows) / total_w
+        mean_s = sum(w * s for w, _, s in rows) / total_w
+        spread = sum(w * (q - mean_q) ** 2 for w, q, _ in rows)
+        slope = sum(w * (q - mean_q) * (s - mean_s) for w, q, s in rows) / spread
         if slope <= 0:
             return proportional
         # A slope drawn flat by a few noisy small batches would plan a large batch as nearly free:
@@ -165,8 +184,11 @@ def admit(
     cost: BatchCost | None,
     busy_s: float,
     window_s: float,
+    running: bool,
 ) -> None:
     """Raise ``Refused`` unless ``questions`` more can be queued and answered within ``deadline_s``.
+    An idle server (nothing ``running``, nothing ``queued``) admits any request its queue can hold:
+    only a batch can tell what a batch costs now.
 
     Args:
         questions: The request's questions.
@@ -176,6 +198,7 @@ def admit(
         cost: The measured batch cost (None: not measured yet; only the cap applies).
         busy_s: Seconds the running batch still needs (``running_left``; 0 when idle).
         window_s: The batching window (``max_wait_ms``): the least a request waits for others.
+        running: Whether a batch is running now.
     """
     if queued + questions > max_queue:
         over = queued + questions - max_queue
@@ -184,6 +207,17 @@ def admit(
             1.0 if cost is None else over * cost.per_question_s + cost.fixed_s,
             field="queue",
         )
+    if not running and queued == 0:
+        # Idle: no estimate refuses (only a batch can tell what a batch costs now); a deadline
+        # inside the batching window is the one no server of these settings can meet.
+        if deadline_s < window_s:
+            raise DeadlineImpossible(
+                f"a deadline of {deadline_s * 1000:.1f} ms is shorter than this server's batching "
+                f"window ({window_s * 1000:.0f} ms); allow more time",
+                None,
+                field="deadline_ms",
+            )
+        return
     if cost is None:
         return
     alone = window_s + cost.seconds(questions)
@@ -199,12 +233,54 @@ def admit(
     eta = busy_s + window_s + cost.seconds(queued + questions)
     if eta > ADMIT_WITHIN * deadline_s:
         raise Overloaded(
-            f"the server is busy: the running batch, the {queued} questions ahead and this "
-            f"request's {questions} would be answered in about {eta:.1f} s, too close to the "
-            f"deadline of {deadline_s:.1f} s",
+            f"the server is busy: {_ahead(running, queued)} and this request's {questions} would be "
+            f"answered in about {eta:.1f} s, too close to the deadline of {deadline_s:.1f} s",
             eta - ADMIT_WITHIN * deadline_s,
             field="queue",
         )
+
+
+def admit_within_target(
+    *,
+    questions: int,
+    ahead: int,
+    cost: BatchCost | None,
+    busy_s: float,
+    window_s: float,
+    target_s: float,
+    running: bool,
+) -> None:
+    """Under overload, admit a request that names no deadline only if it can be answered within
+    the queue's target sojourn: the running batch, the questions served before it and its own.
+    Raises ``Shed`` otherwise (its ``wait_s`` when that much work will have drained).
+
+    Args:
+        questions: The request's questions.
+        ahead: Questions waiting that are not bulk: those with a deadline go first under overload,
+            and the older ones without are counted too, so that admitting this request does not
+            push them past the target.
+        cost: The measured batch cost (None: not measured; admitted).
+        busy_s: Seconds the running batch still needs.
+        window_s: The batching window.
+        target_s: The queue's target sojourn (``serve.queue_target_s``).
+        running: Whether a batch is running now.
+    """
+    if cost is None or (not running and ahead == 0):
+        return
+    eta = busy_s + window_s + cost.seconds(ahead + questions)
+    if eta > target_s:
+        raise Shed(
+            f"the server is overloaded: requests have waited over {target_s:.1f} s for a while; with "
+            f"{_ahead(running, ahead)}, this request's {questions} would take about {eta:.1f} s",
+            eta - target_s,
+            field="queue",
+        )
+
+
+def _ahead(running: bool, queued: int) -> str:
+    """What stands before a request, naming a running batch only when one runs."""
+    parts = (["the running batch"] if running else []) + ([f"the {queued} questions ahead"] if queued else [])
+    return " and ".join(parts) if parts else "nothing ahead"
 
 
 @dataclass

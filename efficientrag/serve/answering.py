@@ -1,23 +1,25 @@
 """From checked questions to results, for every entrance (``/v1/retrieve``, ``/retrieve``, the MCP
-tool): the request's loop settings, admission by deadline, the batcher, the client's disconnect,
-and the one refusal each failure becomes.
+tool): the request's loop settings, admission, the batcher, the client's disconnect, and the one
+refusal each failure becomes.
 
-Admission is asked twice: ``admit`` first, before the per-question checks (which tokenize every
-question), so that an overloaded server refuses at the cost of parsing a body; then by
-``batcher.submit`` itself, which decides on the same state (nothing awaits in between).
+Content comes before admission: the routes check every question, and here the settings are checked
+before the batcher is asked to admit, so a request's own fault gets the 4xx naming its field
+whatever the load (a 503 would tell its client to send the same bad request again). Admission is
+the batcher's (``MicroBatcher.admit``), once, on the state it queues under.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 
 from efficientrag.pipeline.efficientrag import RetrievalResult
 from efficientrag.serve import errors
-from efficientrag.serve.admission import Refused, admit, batch_target
+from efficientrag.serve.admission import Refused, batch_target
 from efficientrag.serve.backend import BackendFailure
-from efficientrag.serve.batcher import Caller, CallerGone, DeadlineExceeded, MicroBatcher
+from efficientrag.serve.batcher import BULK, OPEN, TIMED, Caller, CallerGone, DeadlineExceeded, MicroBatcher
 from efficientrag.serve.config import ServeConfig
 from efficientrag.serve.disconnect import Receive, watch_disconnect
 from efficientrag.serve.errors import RequestError
@@ -36,26 +38,6 @@ class Answerer:
         self.batcher = batcher
         self.cfg = cfg
 
-    def admit(self, questions: int, deadline_s: float, *, field: str) -> None:
-        """Refuse now what cannot be queued or answered in time (before the per-question checks)."""
-        if questions > self.cfg.max_queue:
-            raise RequestError(
-                422, field, f"{questions} questions; this server queues at most {self.cfg.max_queue}"
-            )
-        now = time.monotonic()
-        try:
-            admit(
-                questions=questions,
-                queued=self.batcher.queued,
-                max_queue=self.cfg.max_queue,
-                deadline_s=deadline_s,
-                cost=self.batcher.cost,
-                busy_s=self.batcher.busy_s(now),
-                window_s=self.batcher.max_wait_s,
-            )
-        except Refused as exc:
-            raise self._refusal(exc, questions, deadline_s) from None
-
     def _refusal(self, exc: Refused, questions: int, deadline_s: float) -> RequestError:
         """The 503, its ``Retry-After`` a place in a group of returning callers
         (``admission.RetrySlots``), each group a batch's worth (``admission.batch_target``)."""
@@ -66,11 +48,38 @@ class Answerer:
             exc.retry_after_s = self.batcher.slots.after(exc.wait_s, questions, cost, now, group, admitted)
         return errors.from_refusal(exc)
 
+    def kind(self, questions: int, deadline_s: float) -> str:
+        """``TIMED`` with a deadline; without one, ``BULK`` from ``serve.bulk_queries`` questions
+        (a rollout's batch) and ``OPEN`` below (a caller whose own timeout the server is not told)."""
+        if not math.isinf(deadline_s):
+            return TIMED
+        return BULK if questions >= self.cfg.bulk_queries else OPEN
+
     async def __call__(
-        self, questions: list[str], settings: dict[str, Any], deadline_s: float, receive: Receive | None
+        self,
+        questions: list[str],
+        settings: dict[str, Any],
+        deadline_s: float,
+        receive: Receive | None,
+        *,
+        field: str,
     ) -> list[RetrievalResult]:
+        """The results of ``questions``, already checked by the route.
+
+        Args:
+            questions: The questions (at least one).
+            settings: The request's loop settings (unset ones None), checked here, before admission.
+            deadline_s: Seconds the request may take (``math.inf``: none).
+            receive: The connection's ASGI receive, to notice a client that leaves (None: no
+                connection to watch).
+            field: The request field that holds the questions, named by a refusal of their count.
+        """
+        if len(questions) > self.cfg.max_queue:
+            raise RequestError(
+                422, field, f"{len(questions)} questions; this server queues at most {self.cfg.max_queue}"
+            )
         key, _ = settings_config(self.service.base.config, settings, self.cfg)
-        caller = Caller(deadline=time.monotonic() + deadline_s)
+        caller = Caller(deadline=time.monotonic() + deadline_s, kind=self.kind(len(questions), deadline_s))
         try:
             if receive is None:
                 return await self.batcher.submit(key, questions, caller)

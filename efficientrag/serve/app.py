@@ -26,6 +26,7 @@ from efficientrag.serve.answering import Answerer
 from efficientrag.serve.batcher import MicroBatcher
 from efficientrag.serve.config import ALLOWED_SETTINGS, ServeConfig
 from efficientrag.serve.contents import SearchR1Contents
+from efficientrag.serve.controlled_delay import ControlledDelay
 from efficientrag.serve.errors import RequestError, validation_error
 from efficientrag.serve.mcp_tool import mcp_server, mount_mcp
 from efficientrag.serve.metrics import Metrics, RequestMetrics
@@ -77,7 +78,12 @@ def create_app(
     state.token = token.encode("utf-8") if token else None
     state.service = Service(rag, backend, trim_memory=cfg.trim_memory)
     state.batcher = MicroBatcher(
-        state.service.run, cfg.max_batch, cfg.max_wait_ms / 1000, cfg.max_queue, state.metrics
+        state.service.run,
+        cfg.max_batch,
+        cfg.max_wait_ms / 1000,
+        cfg.max_queue,
+        state.metrics,
+        ControlledDelay(cfg.queue_target_s, cfg.queue_interval_s),
     )
     state.answerer = Answerer(state.service, state.batcher, cfg)
     state.contents = (contents or SearchR1Contents()).contents

@@ -20,6 +20,14 @@ what is past ``max_queue``. Once queued:
   ``stop`` the batch runs with is asked before every search of the loop (``service.Service.run``);
 - a batch that ends with some of its callers gone computed their questions for nobody.
 
+Requests come in three kinds (``Caller.kind``): ``timed`` ones carry a deadline; ``open`` ones name
+none and are few questions (an RL trainer's one-query call: its client has a timeout the server is
+not told); ``bulk`` ones name none and are many (a Search-R1 rollout's batch: its client waits for
+it however long it takes). While the queue is overloaded (``controlled_delay``), batches are taken
+timed requests first (oldest first: they were admitted on that order), then open ones newest first,
+then bulk ones; an open request that has waited past the target is sent back (``Shed``, 503 +
+Retry-After). Otherwise every request is taken first in, first out.
+
 Each of these is counted by stage in ``efficientrag_abandoned_total{stage,reason}`` (``queued``,
 ``hop``, ``finished``; ``gone`` or ``deadline``), in questions. The results of a batch are the
 library's own, so a reply equals a one-at-a-time call's: the same chunks, order, hops and tags,
@@ -41,8 +49,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from efficientrag.errors import EfficientRAGError
-from efficientrag.serve.admission import BatchCost, RateMeter, RetrySlots, admit, batch_room, running_left
+from efficientrag.serve.admission import (
+    BatchCost,
+    RateMeter,
+    RetrySlots,
+    Shed,
+    admit,
+    admit_within_target,
+    batch_room,
+    running_left,
+)
 from efficientrag.serve.backend import BatchStopped
+from efficientrag.serve.controlled_delay import ControlledDelay
 from efficientrag.serve.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -51,6 +69,8 @@ log = logging.getLogger(__name__)
 RunBatch = Callable[[Hashable, list[str], Callable[[], bool]], list[Any]]
 
 GONE, DEADLINE = "gone", "deadline"
+# Caller kinds: a deadline of its own; none and few questions; none and many (a rollout's batch).
+TIMED, OPEN, BULK = "timed", "open", "bulk"
 
 
 class DeadlineExceeded(EfficientRAGError):
@@ -70,9 +90,11 @@ class CallerGone(EfficientRAGError):
 @dataclass(eq=False)
 class Caller:
     """One request's stake in the queue. ``deadline``: ``time.monotonic()`` seconds by which it must
-    be answered. ``gone``: its client disconnected (set on the event loop, read by the worker)."""
+    be answered. ``kind``: ``TIMED``, ``OPEN`` or ``BULK`` (the module's docstring). ``gone``: its
+    client disconnected (set on the event loop, read by the worker)."""
 
     deadline: float
+    kind: str = TIMED
     gone: bool = False
     future: asyncio.Future | None = None
     jobs: list[_Job] = field(default_factory=list)
@@ -109,6 +131,7 @@ class MicroBatcher:
     max_wait_s: float
     max_queue: int
     metrics: Metrics
+    delay: ControlledDelay
     meter: RateMeter = field(default_factory=RateMeter)
     slots: RetrySlots = field(default_factory=RetrySlots)
     _pending: deque[_Job] = field(default_factory=deque)
@@ -164,19 +187,45 @@ class MicroBatcher:
             self.metrics.cost_fixed.set(cost.fixed_s)
             self.metrics.cost_per_question.set(cost.per_question_s)
 
-    async def submit(self, key: Hashable, questions: list[str], caller: Caller) -> list[Any]:
-        """The questions' results, in order. Raises ``admission.Refused`` (not queued),
-        ``DeadlineExceeded``, ``CallerGone`` (after ``leave``), or what the batch raised."""
-        now = time.monotonic()
+    def admit(self, questions: int, caller: Caller, now: float) -> None:
+        """Raise ``admission.Refused`` unless ``questions`` of ``caller`` may be queued now: the cap
+        and the deadline for all, and under overload the queue's target for an open request."""
+        self._observe(now)
+        running = self._running is not None
+        deadline_s = caller.deadline - now
+        cost, busy = self.cost, self.busy_s(now)
         admit(
-            questions=len(questions),
+            questions=questions,
             queued=self._queued,
             max_queue=self.max_queue,
-            deadline_s=caller.deadline - now,
-            cost=self.cost,
-            busy_s=self.busy_s(now),
+            deadline_s=deadline_s,
+            cost=cost,
+            busy_s=busy,
             window_s=self.max_wait_s,
+            running=running,
         )
+        if caller.kind == OPEN and self.delay.overloaded():
+            ahead = sum(len(j.questions) for j in self._pending if j.caller.kind != BULK)
+            try:
+                admit_within_target(
+                    questions=questions,
+                    ahead=ahead,
+                    cost=cost,
+                    busy_s=busy,
+                    window_s=self.max_wait_s,
+                    target_s=self.delay.target_s,
+                    running=running,
+                )
+            except Shed:
+                self.delay.refused(now)
+                raise
+
+    async def submit(self, key: Hashable, questions: list[str], caller: Caller) -> list[Any]:
+        """The questions' results, in order. Raises ``admission.Refused`` (not queued, or sent back
+        from the queue under overload), ``DeadlineExceeded``, ``CallerGone`` (after ``leave``), or
+        what the batch raised."""
+        now = time.monotonic()
+        self.admit(len(questions), caller, now)
         caller.future = asyncio.get_running_loop().create_future()
         caller.jobs = [
             _Job(key, questions[lo : lo + self.max_batch], caller, now)
@@ -196,6 +245,46 @@ class MicroBatcher:
             self._drop(caller, GONE)  # the handler was cancelled: nobody waits for it
             raise
         return [r for job in caller.jobs for r in job.result]
+
+    def _observe(self, now: float) -> None:
+        """Tell the controlled delay how long the oldest waiting request (not bulk) has waited."""
+        oldest = min((j.arrived for j in self._pending if j.caller.kind != BULK), default=None)
+        self.delay.observe(None if oldest is None else now - oldest, now)
+
+    def _order(self) -> list[_Job]:
+        """The waiting pieces in the order batches take them: first in, first out; under overload
+        timed requests first, then open ones newest first, then bulk ones."""
+        if not self.delay.overloaded():
+            return list(self._pending)
+        by_kind: dict[str, list[_Job]] = {TIMED: [], OPEN: [], BULK: []}
+        for job in self._pending:
+            by_kind[job.caller.kind].append(job)
+        return [*by_kind[TIMED], *reversed(by_kind[OPEN]), *by_kind[BULK]]
+
+    def _shed(self, now: float) -> None:
+        """Under overload, send back each open request that has waited past the target and has no
+        piece running: 503 + Retry-After, as if refused on arrival."""
+        if not self.delay.overloaded():
+            return
+        target = self.delay.target_s
+        late = {
+            job.caller
+            for job in self._pending
+            if job.caller.kind == OPEN and not job.dropped and now - job.arrived > target
+        }
+        for caller in late:
+            if any(j.started for j in caller.jobs) or caller.future is None or caller.future.done():
+                continue
+            self._drop(caller, "shed")
+            self.delay.refused(now)
+            caller.future.set_exception(
+                Shed(
+                    f"the server is overloaded: this request waited over {target:.1f} s in the queue; "
+                    "newer requests are served first until the queue drains",
+                    self.admitted_s(now),
+                    field="queue",
+                )
+            )
 
     def leave(self, caller: Caller) -> None:
         """The caller's client disconnected: drop its queued pieces, let its batch stop if nobody
@@ -218,7 +307,8 @@ class MicroBatcher:
                 dropped += len(job.questions)
         if dropped:
             self._set_queued(self._queued - dropped)
-            self.metrics.abandoned.labels("queued", reason).inc(dropped)
+            if reason != "shed":  # sent back with a 503, counted among the errors
+                self.metrics.abandoned.labels("queued", reason).inc(dropped)
 
     def _set_queued(self, n: int) -> None:
         self._queued = n
@@ -229,7 +319,12 @@ class MicroBatcher:
             while not self._pending:
                 self._wakeup.clear()
                 await self._wakeup.wait()
-            first = self._pending[0]
+            now = time.monotonic()
+            self._observe(now)
+            self._shed(now)
+            if not self._pending:
+                continue
+            first = self._order()[0]
             # Wait for others to join, up to max_wait after the first arrived, or until full.
             while self._same_key(first.key) < self.max_batch:
                 left = first.arrived + self.max_wait_s - time.monotonic()
@@ -246,13 +341,15 @@ class MicroBatcher:
         return sum(len(j.questions) for j in self._pending if j.key == key)
 
     def _take(self, key: Hashable) -> list[_Job]:
-        """The oldest same-key pieces that fit in one batch: at most ``max_batch`` questions, and
-        no more than can be answered well before the earliest deadline among them
+        """The first same-key pieces (in ``_order``) that fit in one batch: at most ``max_batch``
+        questions, and no more than can be answered well before the earliest deadline among them
         (``admission.batch_room``; the first piece always goes)."""
         now, cost = time.monotonic(), self.cost
+        self._observe(now)
+        self._shed(now)
         taken: list[_Job] = []
         size, earliest = 0, float("inf")
-        for job in list(self._pending):
+        for job in self._order():
             if job.dropped or job.key != key:
                 continue
             if job.caller.abandoned(now):  # its own timeout would drop it a moment later
@@ -268,6 +365,7 @@ class MicroBatcher:
             job.started = True
             self._pending.remove(job)
         self._set_queued(self._queued - size)
+        self._observe(now)
         return taken
 
     async def _run(self, batch: list[_Job]) -> None:

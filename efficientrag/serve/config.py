@@ -72,6 +72,16 @@ class ServeConfig:
             (:mod:`efficientrag.serve.memory`).
         warmup: Before serving, run four questions alone and together and record what the two
             batches cost, so that admission plans the first requests with a measured cost.
+        queue_target_s: The sojourn a request that names no deadline may have in the queue under
+            overload: once the oldest waiting request's sojourn has stood above it for
+            ``queue_interval_s``, such requests are admitted only if they can be answered within
+            it (else 503 at once), served newest first, and sent back (503) past it
+            (:mod:`efficientrag.serve.controlled_delay`).
+        queue_interval_s: How long the sojourn must stand above ``queue_target_s`` to count as
+            overload rather than a burst; an interval with no one refused ends it.
+        bulk_queries: A request that names no deadline and holds at least this many queries is a
+            bulk request (a Search-R1 rollout's batch, whose client waits however long it takes):
+            it is never refused or sent back for the queue's delay, only by ``max_queue``.
     """
 
     host: str = "127.0.0.1"
@@ -110,6 +120,12 @@ class ServeConfig:
     # A cold server plans with the cost of a warm-up (one question, then four) measured before the
     # port serves: without it, the first requests are admitted on the queue's cap alone.
     warmup: bool = True
+    # Controlled delay for requests that name no deadline (their callers' timeouts are not told):
+    # the target sojourn under overload, and how long it must stand to be overload.
+    queue_target_s: float = bounded(8.0, above=0.0)
+    queue_interval_s: float = bounded(4.0, above=0.0)
+    # A request with no deadline and at least this many queries is a rollout's batch: never shed.
+    bulk_queries: int = bounded(8, low=2)
 
     def __post_init__(self) -> None:
         check_settings(self)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from efficientrag.errors import EfficientRAGError
-from efficientrag.serve.admission import Overloaded, QueueFull, Refused
+from efficientrag.serve.admission import Overloaded, QueueFull, Refused, Shed
 from efficientrag.serve.backend import BackendFailure
 
 # Error kinds, as counted by /metrics (efficientrag_errors_total{kind=...}).
@@ -19,6 +19,7 @@ UNAUTHORIZED = "unauthorized"
 BODY_TOO_LARGE = "body_too_large"
 QUEUE_FULL = "queue_full"
 OVERLOADED = "overloaded"
+SHED = "shed"
 IMPOSSIBLE_DEADLINE = "impossible_deadline"
 DEADLINE = "deadline"
 CLIENT_GONE = "client_gone"
@@ -57,7 +58,7 @@ def from_backend(exc: BackendFailure) -> RequestError:
 
 def from_refusal(exc: Refused) -> RequestError:
     """503 for a request refused before it was queued; with ``Retry-After`` when waiting helps."""
-    kind = {QueueFull: QUEUE_FULL, Overloaded: OVERLOADED}.get(type(exc), IMPOSSIBLE_DEADLINE)
+    kind = {QueueFull: QUEUE_FULL, Overloaded: OVERLOADED, Shed: SHED}.get(type(exc), IMPOSSIBLE_DEADLINE)
     headers = {"Retry-After": str(exc.retry_after_s)} if exc.retry_after_s is not None else None
     return RequestError(503, exc.field, str(exc), kind=kind, headers=headers)
 

@@ -53,9 +53,8 @@ def mcp_server(answer: Answerer, cfg: ServeConfig) -> Any:
             # The SDK drops arguments the tool does not declare; /v1/retrieve refuses unknown keys,
             # so the tool does too, rather than ignore a setting the caller thinks it changed.
             _refuse_unknown_arguments(ctx.request_context.params)
-            answer.admit(1, cfg.deadline_s, field="question")
             check_request_questions(base, [question], ["question"], cfg, list_field="question")
-            (result,) = await answer([question], {}, cfg.deadline_s, None)
+            (result,) = await answer([question], {}, cfg.deadline_s, None, field="question")
         except RequestError as exc:
             raise ToolError(f"{exc.status}: {exc.field}: {exc.message}") from None
         row = result_to_json(result, trace=False)

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
-HOLD, FAIL, SEARCHED = "hold", "fail", "searched"
+HOLD, FAIL, SLOW, SEARCHED = "hold", "fail", "slow", "searched"
 BACKEND = "word-overlap (test)"
 START_TIMEOUT_S = 180  # a cold start imports torch and transformers on a shared 2-core machine
 
@@ -177,8 +177,9 @@ def searched(control: Path) -> list[str]:
 
 
 class GatedRetriever:
-    """Word-overlap search that waits while ``control/hold`` exists and raises while ``control/fail``
-    does (``ConnectionError`` when it holds "down", else ``RuntimeError``). Every query it is asked
+    """Word-overlap search that waits while ``control/hold`` exists, takes the seconds written in
+    ``control/slow`` longer while that exists (a machine busy with something else), and raises while
+    ``control/fail`` does (``ConnectionError`` when it holds "down", else ``RuntimeError``). Every query it is asked
     is appended to ``control/searched``, so a test can tell which questions reached the loop."""
 
     def __init__(self, corpus, control: Path) -> None:
@@ -194,6 +195,9 @@ class GatedRetriever:
         deadline = time.monotonic() + 120
         while (self.control / HOLD).exists() and time.monotonic() < deadline:
             time.sleep(0.01)
+        slow = self.control / SLOW
+        if slow.exists():
+            time.sleep(float(slow.read_text().strip() or 0))
         fail = self.control / FAIL
         if fail.exists():
             if fail.read_text().strip() == "down":

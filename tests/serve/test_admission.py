@@ -14,6 +14,7 @@ from efficientrag.serve.admission import (
     DeadlineImpossible,
     Overloaded,
     QueueFull,
+    RATE_HALF_LIFE,
     RateMeter,
     RetrySlots,
     admit,
@@ -29,7 +30,7 @@ PROPORTIONAL = BatchCost(fixed_s=0.0, per_question_s=0.1, batch=1000)
 
 def ask(**kw):
     args = {"questions": 1, "queued": 0, "max_queue": 100, "deadline_s": 30.0, "cost": PROPORTIONAL,
-            "busy_s": 0.0, "window_s": 0.01}  # fmt: skip
+            "busy_s": 0.0, "window_s": 0.01, "running": True}  # fmt: skip
     admit(**{**args, **kw})
 
 
@@ -54,17 +55,30 @@ def test_a_window_that_cannot_tell_fixed_from_per_question_puts_every_second_on_
     falling = RateMeter(window=2)
     falling.record(1, 3.0)
     falling.record(4, 2.0)
-    assert falling.cost(32) == BatchCost(0.0, 1.0, 32)  # a negative slope is noise, not a cost
+    # A negative slope is noise, not a cost: seconds over questions, the older batch weighing
+    # 0.5 ** (1 / RATE_HALF_LIFE) of the newer.
+    old = 0.5 ** (1 / RATE_HALF_LIFE)
+    assert falling.cost(32) == BatchCost(0.0, pytest.approx((3.0 * old + 2.0) / (1 * old + 4)), 32)
     below_zero = RateMeter(window=2)
     below_zero.record(1, 0.5)
     below_zero.record(3, 4.5)
-    assert below_zero.cost(32) == BatchCost(0.0, 1.25, 32)  # nor is a negative fixed part
+    # Nor is a negative fixed part.
+    assert below_zero.cost(32) == BatchCost(0.0, pytest.approx((0.5 * old + 4.5) / (1 * old + 3)), 32)
     # A nearly flat line (a slow batch of 1 among fast larger ones): a question still costs half
-    # the window's mean, 10 s / 10 questions, and the fixed part is what is left of the mean.
+    # the window's mean seconds a question, and the fixed part is what is left of the mean batch
+    # (each mean weighted by recency: the newest batch 1, each older one 0.5 ** (1 / half-life) less).
     flat = RateMeter(window=3)
-    for questions, seconds in ((1, 3.0), (4, 3.1), (5, 3.9)):
+    batches = ((1, 3.0), (4, 3.1), (5, 3.9))
+    for questions, seconds in batches:
         flat.record(questions, seconds)
-    assert flat.cost(32) == BatchCost(pytest.approx(10 / 3 - 0.5 * 10 / 3), pytest.approx(0.5), 32)
+    w = [old**2, old, 1.0]
+    per_question = sum(wi * s for wi, (_, s) in zip(w, batches, strict=True)) / sum(
+        wi * q for wi, (q, _) in zip(w, batches, strict=True)
+    )
+    mean_q = sum(wi * q for wi, (q, _) in zip(w, batches, strict=True)) / sum(w)
+    mean_s = sum(wi * s for wi, (_, s) in zip(w, batches, strict=True)) / sum(w)
+    slope = 0.5 * per_question
+    assert flat.cost(32) == BatchCost(pytest.approx(mean_s - slope * mean_q), pytest.approx(slope), 32)
 
 
 def test_more_questions_than_the_trusted_batch_are_planned_as_several_batches():
@@ -219,5 +233,12 @@ def test_a_request_with_no_deadline_is_planned_as_whole_batches():
     assert batch_target(cost, float("inf"), 32) == 32
     assert batch_room(cost, float("inf"), 32) == 32
     admit(
-        questions=512, queued=0, max_queue=4096, deadline_s=float("inf"), cost=cost, busy_s=5.0, window_s=0.01
+        questions=512,
+        queued=0,
+        max_queue=4096,
+        deadline_s=float("inf"),
+        cost=cost,
+        busy_s=5.0,
+        window_s=0.01,
+        running=True,
     )

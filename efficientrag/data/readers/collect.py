@@ -15,6 +15,7 @@ from typing import Any
 from efficientrag.data.errors import SkippedRecord
 from efficientrag.data.readers.fields import Where
 from efficientrag.data.readers.result import ReadResult
+from efficientrag.data.readers.signature import check_signature
 from efficientrag.data.readers.source import SourceRecord
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.errors import DataFormatError
@@ -63,7 +64,11 @@ def collect(
     first_seen: dict[str, str] = {}
     bad: list[DataFormatError] = []  # strict: the first bad records, reported together at the end
     n_bad = 0
+    checked = False
     for rec in records:
+        if not checked and rec.obj is not None:
+            check_signature(dataset, path, rec)  # another benchmark's file is no bad record: it stops
+            checked = True
         if limit is not None and len(result.examples) >= limit:
             break
         where = Where(str(path), rec.line, rec.index)

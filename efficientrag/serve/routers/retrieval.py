@@ -29,10 +29,11 @@ async def retrieve_v1(
     base = answer.service.base
     questions, fields = request_questions(body)
     list_field = "question" if body.question is not None else "questions"
-    deadline_s = deadline.seconds(body.deadline_ms)
-    answer.admit(len(questions), deadline_s, field=list_field)
     check_request_questions(base, questions, fields, cfg, list_field=list_field)
-    results = await answer(questions, body.settings.model_dump(), deadline_s, request.receive)
+    deadline_s = deadline.seconds(body.deadline_ms)
+    results = await answer(
+        questions, body.settings.model_dump(), deadline_s, request.receive, field=list_field
+    )
     out = []
     for result in results:
         row = result_to_json(result, trace=body.trace)

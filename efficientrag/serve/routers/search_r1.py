@@ -38,8 +38,8 @@ async def retrieve_search_r1(
     settings = {"chunk_budget": body.topk} if body.topk is not None else {}
     found: dict[int, RetrievalResult] = {}
     if asked:
-        answer.admit(len(asked), deadline_s, field="queries")
-        results = await answer([body.queries[i] for i in asked], settings, deadline_s, request.receive)
+        queries = [body.queries[i] for i in asked]
+        results = await answer(queries, settings, deadline_s, request.receive, field="queries")
         found = dict(zip(asked, results, strict=True))
     return {
         "result": [
