@@ -113,9 +113,18 @@ class Method(ABC):
             )
         self._generator_source = (lambda: generator) if hasattr(generator, "generate") else generator
         self._generator: Generator | None = None
-        if self.retrieval_only and self.shared.answer:
-            self.name = f"{self.name}_qa"
+        self.name = self.run_name(self.shared.answer)
         self.setup()
+
+    @classmethod
+    def run_name(cls, answer: bool) -> str:
+        """The name a run of this method carries (its folder, its summary): ``<name>_qa`` for a
+        retrieval-only method asked for answers, so the two runs never share a folder.
+
+        Args:
+            answer: Whether the run answers (``eval.answer``).
+        """
+        return f"{cls.name}_qa" if cls.retrieval_only and answer else cls.name
 
     def setup(self) -> None:  # noqa: B027 (an optional hook, empty by default)
         """What a method checks or prepares once its settings are in place (the active methods

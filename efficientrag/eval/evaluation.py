@@ -119,14 +119,20 @@ def evaluate(
         search_backend,
         select_examples,
     )
+    from efficientrag.baselines.registry import METHODS
     from efficientrag.experiment.prepared_data import read_data
-    from efficientrag.experiment.run_binding import check_bindable
+    from efficientrag.experiment.run_binding import check_bindable, examples_digest
 
     # Everything that can be checked in a second is checked before the corpus is read and indexed.
-    check_method_name(cfg.eval.method)
+    method_key = check_method_name(cfg.eval.method)
     models = check_model_folders(cfg, cfg.eval.method)
+    resume = cfg.eval.resume if resume is None else resume
     prepared = read_data(cfg)
     pooled = prepared.pooled
+    # A run folder bound to other questions is refused before the index is built or the work
+    # folder's data/ rewritten: a refused run leaves every file as it was.
+    run_dir = cfg.eval_dir(METHODS[method_key].run_name(cfg.eval.answer))
+    check_bindable(run_dir, {"data": examples_digest(pooled.examples)}, resume=resume, only=("data",))
     examples = select_examples(cfg, pooled.examples)
     if not examples:
         raise ValueError(
@@ -143,7 +149,7 @@ def evaluate(
     check_bindable(
         cfg.eval_dir(method.name),
         run_fingerprint(cfg, method.name, retriever, pooled, models),
-        resume=cfg.eval.resume if resume is None else resume,
+        resume=resume,
     )
     prepared.save()
     return evaluate_method(

@@ -109,7 +109,13 @@ def _bind(run_dir: Path, fingerprint: Mapping[str, Any], *, resume: bool) -> boo
     return has_predictions
 
 
-def check_bindable(run_dir: str | Path, fingerprint: Mapping[str, Any], *, resume: bool = True) -> bool:
+def check_bindable(
+    run_dir: str | Path,
+    fingerprint: Mapping[str, Any],
+    *,
+    resume: bool = True,
+    only: Sequence[str] | None = None,
+) -> bool:
     """What :func:`bind_run` would decide for ``run_dir``, with nothing written: True when it would
     resume earlier predictions, :class:`StaleRunError` when it would refuse them. A command that
     writes elsewhere first (the pooled data of its work folder) asks this before, so a refused run
@@ -119,6 +125,8 @@ def check_bindable(run_dir: str | Path, fingerprint: Mapping[str, Any], *, resum
         run_dir: The run folder.
         fingerprint: The run's inputs (:func:`run_fingerprint`).
         resume: As in :func:`bind_run`: False would start over, and is never refused.
+        only: Compare these top-level keys alone (a part of the fingerprint known early, such as
+            ``data`` before the index is built); None: the whole fingerprint.
     """
     predictions = Path(run_dir) / PREDICTIONS_FILE
     if not resume or not predictions.is_file() or predictions.stat().st_size == 0:
@@ -129,6 +137,9 @@ def check_bindable(run_dir: str | Path, fingerprint: Mapping[str, Any], *, resum
         raise StaleRunError(
             f"{run_dir} holds predictions with no recorded inputs (run.json is missing); {ways_out}"
         )
+    if only is not None:
+        old = {k: old.get(k, _MISSING) for k in only}
+        fingerprint = {k: fingerprint.get(k, _MISSING) for k in only}
     changed = differing_keys(old, fingerprint)
     if changed:
         shown = ", ".join(changed[:KEYS_SHOWN])

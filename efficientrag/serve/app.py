@@ -32,6 +32,7 @@ from efficientrag.serve.mcp_tool import mcp_server, mount_mcp
 from efficientrag.serve.metrics import Metrics, RequestMetrics
 from efficientrag.serve.requests import settings_config
 from efficientrag.serve.routers import operations, page, retrieval, search_r1
+from efficientrag.serve.schema import with_server_caps
 from efficientrag.serve.security import BodyCheck
 from efficientrag.serve.service import Service
 
@@ -86,6 +87,7 @@ def create_app(
         ControlledDelay(cfg.queue_target_s, cfg.queue_interval_s),
     )
     state.answerer = Answerer(state.service, state.batcher, cfg)
+    app.openapi = with_server_caps(app, cfg)  # type: ignore[method-assign]
     state.contents = (contents or SearchR1Contents()).contents
 
     app.include_router(retrieval.router)

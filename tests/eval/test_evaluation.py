@@ -18,7 +18,7 @@ from efficientrag.eval import RunSummary, evaluate, evaluate_method
 from efficientrag.experiment.assembly import build_method, search_backend
 from efficientrag.experiment.config import ExperimentConfig
 from efficientrag.experiment.prepared_data import prepare_data
-from efficientrag.experiment.run_binding import StaleRunError, read_fingerprint
+from efficientrag.experiment.run_binding import StaleRunError, bind_run, examples_digest, read_fingerprint
 
 REPO = Path(__file__).resolve().parents[2]
 # Toy world + BM25: no encoder to load, about a second per run.
@@ -113,3 +113,26 @@ def test_eval_limit_minus_five_on_the_command_line_is_one_line(capsys):
     assert main(["eval", "--method", "direct_r", "--limit", "-5"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "limit must be >= 0" in err and "got -5" in err
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("answer", [False, True], ids=["direct_r", "direct_r_qa"])
+def test_a_run_refused_for_other_questions_leaves_the_work_folder_byte_for_byte(tmp_path, answer):
+    """Another question file (here: more toy questions, so another corpus too) into a folder that
+    holds a run: refused naming the data, before the pooled data is rewritten or an index rebuilt.
+    The answering run's folder (``direct_r_qa``) is bound by hand: it would need an LLM to fill."""
+    flags = ["eval.method=direct_r", f"eval.answer={str(answer).lower()}"]
+    first = toy_config(tmp_path, *flags)
+    if answer:
+        run = tmp_path / "eval" / "direct_r_qa"
+        bind_run(run, {"data": examples_digest(prepare_data(first).examples)})
+        (run / "predictions.jsonl").write_text('{"id": "x"}\n')
+    else:
+        evaluate(first, progress=False)
+    before = tree_bytes(tmp_path)
+    with pytest.raises(StaleRunError, match=r"differing: data"):
+        evaluate(toy_config(tmp_path, *flags, "data.toy.num_questions=14"), progress=False)
+    assert tree_bytes(tmp_path) == before

@@ -198,7 +198,12 @@ def test_health_readiness_metrics_and_schema(served):
     assert "LoopSettings" in client.get("/openapi.json").text and client.get("/docs").status_code == 200
     # The schema shows the ranges the loop's config declares (and checks, once, per request).
     loop = client.get("/openapi.json").json()["components"]["schemas"]["LoopSettings"]["properties"]
-    assert loop["top_k"]["minimum"] == 1 and "maximum" not in loop["top_k"]
+    assert loop["top_k"]["minimum"] == 1 and loop["top_k"]["maximum"] == 100  # serve.max_top_k
+    assert loop["max_hops"]["maximum"] == 8 and loop["pair_budget"]["minimum"] == 1
+    assert loop["rank_weight"]["minimum"] == 0
+    models = client.get("/openapi.json").json()["components"]["schemas"]
+    assert models["RetrieveRequest"]["properties"]["questions"]["maxItems"] == MAX_QUESTIONS
+    assert models["SearchR1Request"]["properties"]["queries"]["maxItems"] == MAX_QUERIES
     assert (loop["tag_threshold"]["minimum"], loop["tag_threshold"]["maximum"]) == (0, 1)
     assert loop["floor_k"]["minimum"] == 0
     # Without EFFICIENTRAG_API_KEY the API is open (as every test here shows), on loopback only.

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from efficientrag.data.readers.collect import Parsed, collect, question_record
 from efficientrag.data.readers.fields import Where, chunk_id, unique_answers
 from efficientrag.data.readers.result import ReadResult
+from efficientrag.data.readers.signature import check_signature
 from efficientrag.data.readers.source import SourceRecord, iter_records, read_text
 from efficientrag.data.readers.wiki_context import gold_and_chunks
 from efficientrag.data.schema import Chunk
@@ -50,6 +51,9 @@ def read_hotpotqa(
     if format not in ("auto", "distractor", "ircot"):
         raise ValueError(f"format must be 'auto', 'distractor' or 'ircot', got {format!r}")
     records = list(iter_records(path, read_text(path)))
+    first = next((r for r in records if r.obj is not None), None)
+    if first is not None:  # another benchmark's file is named as such, not as a format HotpotQA lacks
+        check_signature(DATASET, path, first)
     if format == "auto":
         format = detect_hotpotqa_format(path, records)
     parse = parse_distractor if format == "distractor" else parse_ircot
