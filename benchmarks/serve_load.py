@@ -236,21 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--soak-s", type=float, default=0, help="seconds of soak at concurrency 16 (0: none)")
     parser.add_argument("--bf16", action="store_true", help="also single-question latency with quantize=bf16")
     parser.add_argument("--threads", type=int, default=0, help="torch threads in this process (0: default)")
-    parser.add_argument(
-        "--overload", action="store_true", help="an RL trainer's load instead (benchmarks/serve_overload.py)"
-    )
-    parser.add_argument("--overload-clients", default="16,64,120,256", help="client counts under --overload")
-    parser.add_argument("--overload-s", type=float, default=60, help="seconds of load per client count")
-    parser.add_argument("--client-timeout", type=float, default=30, help="each client's timeout, seconds")
     args, serve_args = parser.parse_known_args(argv)
     print(
         "command: python benchmarks/serve_load.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     )
-    if args.overload:
-        from serve_overload import run_overload
-
-        cfg = resolve(serve_args)
-        return run_overload(Served(serve_args), questions_of(cfg), args, cfg)
     if args.threads:
         import torch
 

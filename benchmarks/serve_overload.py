@@ -1,8 +1,11 @@
-"""``serve_load.py --overload``: an RL trainer's load on ``efficientrag serve``.
+"""RL trainers' load on ``efficientrag serve``: many one-query callers with a timeout, and a rollout's batch.
 
-verl's SearchTool and Search-R1 rollouts call the Search-R1 ``/retrieve`` with about 120 concurrent
-callers, each with a 30-second timeout. For each client count (16, 64, 120, 256 by default), that
-many threads each send one-query ``/retrieve`` requests back to back for ``--overload-s`` seconds,
+verl's SearchTool calls the Search-R1 ``/retrieve`` with about 120 concurrent callers, each sending
+one query with a 30-second timeout and no deadline; Search-R1's own rollout sends its whole batch
+(512 queries) in one request with no timeout. Both name no deadline, so the server tells them apart
+by size (``serve.bulk_queries``) and sheds only the first kind (``serve.controlled_delay``). For
+each client count (16, 64, 120, 256 by default), that many threads each send one-query
+``/retrieve`` requests back to back for ``--seconds`` seconds,
 with ``--client-timeout``; a 503 is retried after its Retry-After (as ``RemoteEfficientRAG`` does),
 with the same question, a timeout closes the connection (as a trainer's client does) and the client
 goes on with the next question. All clients take their questions from one shared sequence. Printed per
@@ -22,6 +25,10 @@ client count:
   (``efficientrag_batch_seconds_total`` against the run's wall time, its drain included);
 - the server's RSS (with its worker processes), at most during the run and at its end.
 
+Then, in the same server, the two kinds side by side (``--rollout``, ``--rollout-clients``): the
+one-query callers again while a ``--rollout``-query Search-R1 batch is sent at the phase's start;
+its row adds the batch's status, results and seconds.
+
 One server serves every client count, in order; between them the benchmark waits for it to be idle.
 ``efficientrag_*`` counters come from ``/metrics`` (with ``serve.workers`` above 1 each scrape
 reaches one process, so those columns then say ``n/a``).
@@ -29,6 +36,9 @@ reaches one process, so those columns then say ``n/a``).
 
 from __future__ import annotations
 
+import argparse
+import shlex
+import sys
 import threading
 import time
 from collections import Counter
@@ -36,6 +46,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+from serve_load import Served, questions_of, resolve
 
 STAGES = ("queued", "hop", "finished")
 # Where goodput goes: questions per batch, and the worker's busy time against the wall time.
@@ -148,9 +159,26 @@ def wait_idle(url: str, limit_s: float = 300) -> float:
     return time.monotonic() - started
 
 
-def one_count(server: Any, questions: list[str], clients: int, args: Any, per_process: bool) -> dict:
+def send_rollout(url: str, questions: list[str], n: int, out: dict) -> None:
+    """Search-R1's rollout: one ``/retrieve`` of ``n`` queries, no deadline and no client timeout."""
+    queries = [questions[i % len(questions)] for i in range(n)]
+    started = time.monotonic()
+    reply = httpx.post(
+        f"{url}/retrieve", json={"queries": queries, "topk": 3, "return_scores": True}, timeout=None
+    )
+    result = reply.json().get("result", []) if reply.status_code == 200 else []
+    out.update(status=reply.status_code, results=len(result), seconds=time.monotonic() - started)
+
+
+def one_count(
+    server: Any, questions: list[str], clients: int, args: Any, per_process: bool, rollout: int = 0
+) -> dict:
     before = scrape(server.url)
-    load = Load(server.url, questions, clients, args.overload_s, args.client_timeout)
+    load = Load(server.url, questions, clients, args.seconds, args.client_timeout)
+    batch: dict[str, Any] = {}
+    sender = threading.Thread(target=send_rollout, args=(server.url, questions, rollout, batch), daemon=True)
+    if rollout:
+        sender.start()
     peak = [server.rss_mib()]
     done = threading.Event()
 
@@ -162,6 +190,8 @@ def one_count(server: Any, questions: list[str], clients: int, args: Any, per_pr
     sampler.start()
     wall = load.run()
     left = scrape(server.url)
+    if rollout:
+        sender.join()
     idle_s = wait_idle(server.url)
     done.set()
     sampler.join()
@@ -171,7 +201,7 @@ def one_count(server: Any, questions: list[str], clients: int, args: Any, per_pr
     ms = np.asarray(load.answered or [np.nan]) * 1000
     refused = np.asarray(load.refused or [np.nan])
     return {
-        "clients": clients, "sent": load.sent, "ok": len(load.answered), "goodput": load.in_window / args.overload_s,
+        "clients": clients, "sent": load.sent, "ok": len(load.answered), "goodput": load.in_window / args.seconds,
         "timeouts": load.timeouts, "refused": len(load.refused), "refused_p50": float(np.median(refused)),
         "refused_max": float(np.max(refused)), "other": dict(load.other), "per_process": per_process,
         "computed_for_gone": delta["hop"] + delta["finished"], "hop": delta["hop"], "dropped": delta["queued"],
@@ -180,13 +210,14 @@ def one_count(server: Any, questions: list[str], clients: int, args: Any, per_pr
         "rss_max": max(peak), "rss_end": server.rss_mib(),
         "batch_mean": change["efficientrag_batch_size_sum"] / max(change["efficientrag_batch_size_count"], 1),
         "busy": change["efficientrag_batch_seconds_total"] / (wall + idle_s),
+        "rollout": rollout, "batch": batch,
     }  # fmt: skip
 
 
 HEADER = (
-    "| clients | answered/sent | goodput/s | vs 16 | client timeouts | 503s (p50 / max s) | other | "
+    "| clients | rollout (status, results, s) | answered/sent | goodput/s | vs 16 | client timeouts | 503s (p50 / max s) | other | "
     "computed for callers gone (of which stopped at a hop) | dropped unqueued | left at stop (idle after s) | "
-    "p50 ms | p99 ms | batch mean | worker busy | RSS max / end MiB |\n|" + "---|" * 15
+    "p50 ms | p99 ms | batch mean | worker busy | RSS max / end MiB |\n|" + "---|" * 16
 )
 
 
@@ -201,27 +232,38 @@ def row(r: dict, base: float) -> str:
     batch, busy = f"{r['batch_mean']:.1f}", f"{100 * r['busy']:.0f}%"
     if r["per_process"]:
         gone = dropped = left = batch = busy = "n/a"
+    b = r["batch"]
+    rollout = (
+        f"{r['rollout']}: {b.get('status')}, {b.get('results')}, {b.get('seconds', 0):.1f}"
+        if r["rollout"]
+        else "none"
+    )
     return (
-        f"| {r['clients']} | {r['ok']}/{r['sent']} | {r['goodput']:.2f} | {r['goodput'] / base:.2f}x | "
+        f"| {r['clients']} | {rollout} | {r['ok']}/{r['sent']} | {r['goodput']:.2f} | {r['goodput'] / base:.2f}x | "
         f"{r['timeouts']} | {refused} | {other} | {gone} | {dropped} | {left} ({r['idle_s']:.1f}) | "
         f"{r['p50']:.0f} | {r['p99']:.0f} | {batch} | {busy} | {r['rss_max']:.0f} / {r['rss_end']:.0f} |"
     )
 
 
 def run_overload(server: Any, questions: list[str], args: Any, cfg: Any) -> int:
-    """Every client count against one server, then SIGTERM; prints the table."""
+    """Every client count against one server, then both kinds side by side, then SIGTERM; prints
+    the table. Exit code 1 when the rollout was not answered whole or no call was answered."""
     if not questions:
         raise SystemExit("no questions: give a dataset with questions (--dataset/--data) or raise --limit")
     per_process = cfg.serve.workers > 1
-    print(f"{len(questions)} questions; backend {cfg.retriever.kind}; serve.workers={cfg.serve.workers}, "
-          f"max_batch={cfg.serve.max_batch}, deadline_s={cfg.serve.deadline_s}; client timeout "
-          f"{args.client_timeout} s; {args.overload_s:.0f} s per client count")  # fmt: skip
+    s = cfg.serve
+    print(f"{len(questions)} questions; backend {cfg.retriever.kind}; serve.workers={s.workers}, "
+          f"max_batch={s.max_batch}, deadline_s={s.deadline_s}, queue_target_s={s.queue_target_s}, "
+          f"queue_interval_s={s.queue_interval_s}, bulk_queries={s.bulk_queries}; client timeout "
+          f"{args.client_timeout} s; {args.seconds:.0f} s per client count")  # fmt: skip
     try:
         Load(server.url, questions, 4, 5, args.client_timeout).run()  # warm-up: the rate is measured
         wait_idle(server.url)
-        results = [
-            one_count(server, questions, int(c), args, per_process) for c in args.overload_clients.split(",")
-        ]
+        results = [one_count(server, questions, int(c), args, per_process) for c in args.clients.split(",")]
+        if args.rollout:
+            results.append(
+                one_count(server, questions, args.rollout_clients, args, per_process, args.rollout)
+            )
     finally:
         code = server.stop()
     base = results[0]["goodput"] or float("nan")
@@ -229,4 +271,31 @@ def run_overload(server: Any, questions: list[str], args: Any, cfg: Any) -> int:
     for r in results:
         print(row(r, base))
     print(f"server exit code after SIGTERM: {code}")
-    return 0
+    whole = all(r["batch"].get("results") == r["rollout"] for r in results if r["rollout"])
+    return 0 if whole and any(r["ok"] for r in results) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--clients", default="16,64,120,256", help="client counts, the first the baseline")
+    parser.add_argument("--seconds", type=float, default=60, help="seconds of load per client count")
+    parser.add_argument("--client-timeout", type=float, default=30, help="each client's timeout, seconds")
+    parser.add_argument(
+        "--rollout", type=int, default=512, help="queries of the rollout's batch (0: no such phase)"
+    )
+    parser.add_argument(
+        "--rollout-clients", type=int, default=120, help="one-query clients beside the rollout"
+    )
+    args, serve_args = parser.parse_known_args(argv)
+    print(
+        "command: python benchmarks/serve_overload.py "
+        + shlex.join(argv if argv is not None else sys.argv[1:])
+    )
+    cfg = resolve(serve_args)
+    return run_overload(Served(serve_args), questions_of(cfg), args, cfg)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -111,7 +111,7 @@ def evaluate(
         efficientrag.eval.runner.RunAbortedError: the first questions all failed alike.
         efficientrag.eval.interrupts.RunInterrupted: SIGINT/SIGTERM (the batch in flight is written).
     """
-    from efficientrag.baselines.registry import check_method_name
+    from efficientrag.baselines.registry import METHODS, check_method_name
     from efficientrag.eval.gold_coverage import check_gold_coverage
     from efficientrag.experiment.assembly import (
         build_method,
@@ -119,7 +119,6 @@ def evaluate(
         search_backend,
         select_examples,
     )
-    from efficientrag.baselines.registry import METHODS
     from efficientrag.experiment.prepared_data import read_data
     from efficientrag.experiment.run_binding import check_bindable, examples_digest
 

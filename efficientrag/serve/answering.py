@@ -17,7 +17,7 @@ from typing import Any
 
 from efficientrag.pipeline.efficientrag import RetrievalResult
 from efficientrag.serve import errors
-from efficientrag.serve.admission import Refused, batch_target
+from efficientrag.serve.admission import Refused, Shed, batch_target
 from efficientrag.serve.backend import BackendFailure
 from efficientrag.serve.batcher import BULK, OPEN, TIMED, Caller, CallerGone, DeadlineExceeded, MicroBatcher
 from efficientrag.serve.config import ServeConfig
@@ -44,7 +44,7 @@ class Answerer:
         if exc.wait_s is not None:
             cost, now = self.batcher.cost, time.monotonic()
             group = batch_target(cost, deadline_s, self.batcher.max_batch)
-            admitted = self.batcher.admitted_s(now)
+            admitted = self.batcher.admitted_s(now, without_bulk=isinstance(exc, Shed))
             exc.retry_after_s = self.batcher.slots.after(exc.wait_s, questions, cost, now, group, admitted)
         return errors.from_refusal(exc)
 

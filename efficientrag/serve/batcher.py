@@ -25,8 +25,8 @@ none and are few questions (an RL trainer's one-query call: its client has a tim
 not told); ``bulk`` ones name none and are many (a Search-R1 rollout's batch: its client waits for
 it however long it takes). While the queue is overloaded (``controlled_delay``), batches are taken
 timed requests first (oldest first: they were admitted on that order), then open ones newest first,
-then bulk ones; an open request that has waited past the target is sent back (``Shed``, 503 +
-Retry-After). Otherwise every request is taken first in, first out.
+then bulk ones; an open request that a batch leaves waiting when it has waited past the target is
+sent back (``Shed``, 503 + Retry-After). Otherwise every request is taken first in, first out.
 
 Each of these is counted by stage in ``efficientrag_abandoned_total{stage,reason}`` (``queued``,
 ``hop``, ``finished``; ``gone`` or ``deadline``), in questions. The results of a batch are the
@@ -167,11 +167,17 @@ class MicroBatcher:
         size, started = self._running
         return running_left(cost, size, now - started)
 
-    def admitted_s(self, now: float) -> float:
+    def admitted_s(self, now: float, *, without_bulk: bool = False) -> float:
         """Seconds the server needs for the work it has admitted: the running batch's rest and the
-        queue, at the measured cost (0 when unmeasured)."""
+        queue, at the measured cost (0 when unmeasured). ``without_bulk``: the work a caller without
+        a deadline waits for under overload, which is served before every rollout's batch."""
         cost = self.cost
-        return 0.0 if cost is None else self.busy_s(now) + cost.seconds(self._queued)
+        if cost is None:
+            return 0.0
+        queued = self._queued
+        if without_bulk:
+            queued -= sum(len(j.questions) for j in self._pending if j.caller.kind == BULK)
+        return self.busy_s(now) + cost.seconds(queued)
 
     async def warm_up(self, key: Hashable, questions: list[str]) -> None:
         """Run ``questions`` alone and then all together before serving, and record what the two
@@ -262,8 +268,9 @@ class MicroBatcher:
         return [*by_kind[TIMED], *reversed(by_kind[OPEN]), *by_kind[BULK]]
 
     def _shed(self, now: float) -> None:
-        """Under overload, send back each open request that has waited past the target and has no
-        piece running: 503 + Retry-After, as if refused on arrival."""
+        """Under overload, once a batch is taken: send back each open request it left waiting that
+        has waited past the target (with no piece running): 503 + Retry-After, as if refused on
+        arrival. One the batch takes is served, however long it waited."""
         if not self.delay.overloaded():
             return
         target = self.delay.target_s
@@ -281,7 +288,7 @@ class MicroBatcher:
                 Shed(
                     f"the server is overloaded: this request waited over {target:.1f} s in the queue; "
                     "newer requests are served first until the queue drains",
-                    self.admitted_s(now),
+                    self.admitted_s(now, without_bulk=True),
                     field="queue",
                 )
             )
@@ -319,11 +326,7 @@ class MicroBatcher:
             while not self._pending:
                 self._wakeup.clear()
                 await self._wakeup.wait()
-            now = time.monotonic()
-            self._observe(now)
-            self._shed(now)
-            if not self._pending:
-                continue
+            self._observe(time.monotonic())
             first = self._order()[0]
             # Wait for others to join, up to max_wait after the first arrived, or until full.
             while self._same_key(first.key) < self.max_batch:
@@ -346,7 +349,6 @@ class MicroBatcher:
         (``admission.batch_room``; the first piece always goes)."""
         now, cost = time.monotonic(), self.cost
         self._observe(now)
-        self._shed(now)
         taken: list[_Job] = []
         size, earliest = 0, float("inf")
         for job in self._order():
@@ -365,6 +367,7 @@ class MicroBatcher:
             job.started = True
             self._pending.remove(job)
         self._set_queued(self._queued - size)
+        self._shed(now)
         self._observe(now)
         return taken
 

@@ -10,11 +10,11 @@ import pytest
 
 from efficientrag.data.corpus import Corpus
 from efficientrag.serve.admission import (
+    RATE_HALF_LIFE,
     BatchCost,
     DeadlineImpossible,
     Overloaded,
     QueueFull,
-    RATE_HALF_LIFE,
     RateMeter,
     RetrySlots,
     admit,

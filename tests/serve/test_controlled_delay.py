@@ -102,7 +102,7 @@ async def _until(check, what: str, timeout: float = 10.0) -> None:
         await asyncio.sleep(0.005)
 
 
-def test_under_overload_the_newest_is_served_first_the_stale_are_sent_back_and_bulk_waits_its_turn():
+def test_under_overload_the_newest_go_first_those_left_past_the_target_are_sent_back_bulk_waits():
     gate, ran = threading.Event(), []
 
     def run(key, questions, stop):
@@ -123,7 +123,7 @@ def test_under_overload_the_newest_is_served_first_the_stale_are_sent_back_and_b
 
         blocker = submit(["blocker"], "timed", 30.0)
         await _until(lambda: batcher._running is not None, "the blocker to run")
-        stale = [submit([f"stale{i}"], OPEN) for i in range(3)]
+        stale = [submit([f"stale{i}"], OPEN) for i in range(5)]
         rollout = submit([f"bulk{i}" for i in range(6)], BULK)
         await asyncio.sleep(0.5)  # the oldest waits past the target for longer than the interval
         fresh = submit(["fresh"], OPEN)
@@ -138,12 +138,15 @@ def test_under_overload_the_newest_is_served_first_the_stale_are_sent_back_and_b
     blocker, *stale, rollout, fresh = out["results"]
     assert out["overloaded"]
     assert blocker == ["BLOCKER"] and fresh == ["FRESH"]
-    assert all(isinstance(r, Shed) and r.field == "queue" and r.wait_s is not None for r in stale)
-    assert rollout == [f"BULK{i}" for i in range(6)]  # never sent back, answered whole
-    # The newest open request went first, the rollout after it; the stale were never computed.
-    assert ran[0] == ["blocker"] and ran[1][0] == "fresh"
-    assert [q for batch in ran for q in batch if q.startswith("bulk")] == [f"bulk{i}" for i in range(6)]
-    assert not any(q.startswith("stale") for batch in ran for q in batch)
+    # The first batch after the blocker: the newest open requests, newest first (max_batch 4); the
+    # two it left, waiting past the target, are sent back without being computed.
+    assert ran[0] == ["blocker"] and ran[1] == ["fresh", "stale4", "stale3", "stale2"]
+    assert stale[2:] == [["STALE2"], ["STALE3"], ["STALE4"]]
+    assert all(isinstance(r, Shed) and r.field == "queue" and r.wait_s is not None for r in stale[:2])
+    assert not any(q in ("stale0", "stale1") for batch in ran for q in batch)
+    # The rollout is never sent back: answered whole, after the open requests.
+    assert rollout == [f"BULK{i}" for i in range(6)]
+    assert [q for batch in ran[2:] for q in batch] == [f"bulk{i}" for i in range(6)]
 
 
 def test_under_overload_what_cannot_meet_the_target_is_refused_at_once_and_a_rollout_is_not():
