@@ -46,6 +46,8 @@ class Answerer:
             group = batch_target(cost, deadline_s, self.batcher.max_batch)
             admitted = self.batcher.admitted_s(now, without_bulk=isinstance(exc, Shed))
             exc.retry_after_s = self.batcher.slots.after(exc.wait_s, questions, cost, now, group, admitted)
+            if isinstance(exc, Shed):
+                self.batcher.delay.refused(now, exc.retry_after_s)
         return errors.from_refusal(exc)
 
     def kind(self, questions: int, deadline_s: float) -> str:

@@ -13,7 +13,10 @@ sojourn time, as CoDel does, and under a standing queue
 A burst is not overload: the queue that builds while a burst is served drains within an
 ``interval``. So the server is *overloaded* once the oldest waiting request's sojourn has stood
 above ``target`` for a whole ``interval``, and stays so until an ``interval`` passes in which it
-refused or shed no one: the demand then fits again, and the queue goes back to first in, first out.
+refused or sent back no one and no caller it refused was due back: the demand then fits again, and
+the queue goes back to first in, first out. (Refused callers waiting out their ``Retry-After`` are
+demand the queue does not show: ending the overload while they wait would admit them all first
+in, first out when they return, and the queue would stand again.)
 """
 
 from __future__ import annotations
@@ -61,9 +64,11 @@ class ControlledDelay:
         ):
             self._overloaded_since = now
 
-    def refused(self, now: float) -> None:
-        """A caller was refused or shed because of the overload: it goes on."""
-        self._last_refusal = now
+    def refused(self, now: float, retry_after_s: float = 0.0) -> None:
+        """A caller was refused or sent back because of the overload, told to come back in
+        ``retry_after_s``: the overload goes on at least until then (callers waiting out their
+        Retry-After are demand the queue does not show)."""
+        self._last_refusal = max(self._last_refusal, now + retry_after_s)
 
     def overloaded(self) -> bool:
         """Whether the queue stands (as of the last :meth:`observe`)."""

@@ -46,6 +46,15 @@ def test_a_burst_is_not_overload_a_standing_queue_is_and_a_quiet_interval_ends_i
     assert delay.overloaded()
     delay.observe(0.5, now=29.0)  # an interval (from t=25) with no one refused: it fits again
     assert not delay.overloaded()
+    # A caller refused and told to come back in 10 s keeps the overload until an interval after.
+    delay.observe(9.0, now=40.0)
+    delay.observe(9.0, now=44.0)
+    assert delay.overloaded()
+    delay.refused(now=44.5, retry_after_s=10.0)
+    delay.observe(0.1, now=57.0)
+    assert delay.overloaded()
+    delay.observe(0.1, now=58.5)
+    assert not delay.overloaded()
     delay.observe(1.0, now=30.0)
     assert not delay.overloaded()
 
