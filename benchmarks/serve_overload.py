@@ -11,7 +11,7 @@ with the same question, a timeout closes the connection (as a trainer's client d
 goes on with the next question. All clients take their questions from one shared sequence. Printed per
 client count:
 
-- goodput: requests answered within the window (``--overload-s``), per second of it, and against
+- goodput: requests answered within the window (``--seconds``), per second of it, and against
   the 16-client run's (answers still in flight when the window closes count in answered/sent, not in
   the goodput: dividing every answer by the time the last one took would let each row's tail of up
   to a deadline move its goodput by 10-20%);
@@ -190,9 +190,10 @@ def one_count(
     sampler.start()
     wall = load.run()
     left = scrape(server.url)
+    stopped = time.monotonic()
     if rollout:
-        sender.join()
-    idle_s = wait_idle(server.url)
+        sender.join()  # the rollout has no timeout: the server is idle once it is answered
+    idle_s = time.monotonic() - stopped + wait_idle(server.url)
     done.set()
     sampler.join()
     after = scrape(server.url)
