@@ -33,7 +33,7 @@ from tests.serve.serve_harness import (  # noqa: E402
 from tests.serve.test_overload import in_background, join  # noqa: E402
 
 DEADLINE_S = 3.0
-TARGET_S = 1.0
+TARGET_S = 2.0
 JSON = {"Content-Type": "application/json"}
 
 
