@@ -70,22 +70,14 @@ def probability(default: float) -> Any:
 _QUIET_AT_DEFAULT = "quiet_at_default"
 
 
-def quiet_at_default(
-    default: Any,
-    *,
-    low: float | None = None,
-    high: float | None = None,
-    above: float | None = None,
-    below: float | None = None,
-) -> Any:
+def quiet_at_default(default: Any, **bounds: float | None) -> Any:
     """A dataclass field for a setting added after runs were fingerprinted: its default behaves as
     before the setting existed, and :func:`fingerprinted` leaves it out there, so those runs keep
-    their fingerprints. Declared on the field itself, a new setting needs no second list. A range
-    (as :func:`bounded` takes it) is checked and shown in schemas like a bounded field's."""
-    metadata: dict[str, Any] = {_QUIET_AT_DEFAULT: True}
-    if (low, high, above, below) != (None, None, None, None):
-        metadata[_RANGE] = (low, high, above, below)
-    return dataclasses.field(default=default, metadata=metadata)
+    their fingerprints. Declared on the field itself, a new setting needs no second list.
+    ``bounds`` (``low``, ``high``, ``above``, ``below``) declare its range as :func:`bounded` does:
+    checked, and shown in schemas, like a bounded field's."""
+    ranged = bounded(default, **bounds).metadata if bounds else {}
+    return dataclasses.field(default=default, metadata={**ranged, _QUIET_AT_DEFAULT: True})
 
 
 def fingerprinted(cfg: Any) -> dict[str, Any]:

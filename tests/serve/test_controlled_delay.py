@@ -97,6 +97,20 @@ def test_the_estimate_follows_fresh_batches_within_a_few():
     assert cost is not None and cost.seconds(1) < 0.25 * STALE.seconds(1)
 
 
+def held_run():
+    """A batch function that records each batch and holds the one of ``["blocker"]`` until the
+    gate opens; its results are the questions upper-cased."""
+    gate, ran = threading.Event(), []
+
+    def run(key, questions, stop):
+        ran.append(list(questions))
+        if questions == ["blocker"]:
+            gate.wait(10)
+        return [q.upper() for q in questions]
+
+    return gate, ran, run
+
+
 def _batcher(run, *, max_batch: int = 4, target_s: float = 0.2, interval_s: float = 0.2) -> MicroBatcher:
     return MicroBatcher(
         run, max_batch, 0.0, 100, Metrics(), ControlledDelay(target_s=target_s, interval_s=interval_s)
@@ -112,13 +126,7 @@ async def _until(check, what: str, timeout: float = 10.0) -> None:
 
 
 def test_under_overload_the_newest_go_first_those_left_past_the_target_are_sent_back_bulk_waits():
-    gate, ran = threading.Event(), []
-
-    def run(key, questions, stop):
-        ran.append(list(questions))
-        if questions == ["blocker"]:
-            gate.wait(10)
-        return [q.upper() for q in questions]
+    gate, ran, run = held_run()
 
     async def scenario() -> dict:
         batcher = _batcher(run)
@@ -159,13 +167,7 @@ def test_under_overload_the_newest_go_first_those_left_past_the_target_are_sent_
 
 
 def test_under_overload_what_cannot_meet_the_target_is_refused_at_once_and_a_rollout_is_not():
-    gate, ran = threading.Event(), []
-
-    def run(key, questions, stop):
-        ran.append(list(questions))
-        if questions == ["blocker"]:
-            gate.wait(10)
-        return list(questions)
+    gate, ran, run = held_run()
 
     async def scenario() -> dict:
         batcher = _batcher(run)
@@ -196,5 +198,5 @@ def test_under_overload_what_cannot_meet_the_target_is_refused_at_once_and_a_rol
     out = asyncio.run(scenario())
     assert out["refused_in"] < 0.5  # at once: not queued
     assert out["queued"] == 1 + 8  # the waiting one and the rollout
-    assert out["results"][2] == [f"bulk{i}" for i in range(8)]
+    assert out["results"][2] == [f"BULK{i}" for i in range(8)]
     assert not any("refused" in batch for batch in ran)
