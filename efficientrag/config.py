@@ -36,8 +36,19 @@ class ConfigError(EfficientRAGError, ValueError):
 
 
 class SettingError(EfficientRAGError, ValueError):
-    """A config field's value is out of its range. The message starts with the field's name; the
-    loader puts the section in front (``efficientrag.tag_threshold=2: ...``)."""
+    """A config field's value is out of its range, or fields that do not go together. The message
+    starts with a field's name; the loader puts the section in front (``efficientrag.tag_threshold=2:
+    ...``). ``fields`` names the settings the refusal is about, so a caller can point at them (the
+    server names the request's setting) without reading the message.
+
+    Args:
+        message: What is wrong, starting with a field's name.
+        fields: The settings involved, the first the one the message starts with.
+    """
+
+    def __init__(self, message: str, *, fields: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.fields = tuple(fields)
 
 
 _RANGE = "range"
@@ -107,25 +118,25 @@ def check_settings(cfg: Any) -> None:
     for name, choices, is_probability, limits in _declarations(type(cfg)):
         value = getattr(cfg, name)
         if choices and value not in choices:
-            raise SettingError(f"{name} must be one of {list(choices)}, got {value!r}")
+            raise SettingError(f"{name} must be one of {list(choices)}, got {value!r}", fields=(name,))
         if value is None:
             continue
         if is_probability:
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
             if not number or not 0.0 <= value <= 1.0:
                 shown = f"{value:g}" if number else repr(value)
-                raise SettingError(f"{name}={shown}: a probability, must be in [0, 1]")
+                raise SettingError(f"{name}={shown}: a probability, must be in [0, 1]", fields=(name,))
         low, high, above, below = limits
         if low is not None and high is not None and not low <= value <= high:
-            raise SettingError(f"{name} must lie in [{low:g}, {high:g}], got {value}")
+            raise SettingError(f"{name} must lie in [{low:g}, {high:g}], got {value}", fields=(name,))
         if low is not None and value < low:
-            raise SettingError(f"{name} must be >= {low:g}, got {value}")
+            raise SettingError(f"{name} must be >= {low:g}, got {value}", fields=(name,))
         if high is not None and value > high:
-            raise SettingError(f"{name} must be <= {high:g}, got {value}")
+            raise SettingError(f"{name} must be <= {high:g}, got {value}", fields=(name,))
         if above is not None and value <= above:
-            raise SettingError(f"{name} must be > {above:g}, got {value}")
+            raise SettingError(f"{name} must be > {above:g}, got {value}", fields=(name,))
         if below is not None and value >= below:
-            raise SettingError(f"{name} must be < {below:g}, got {value}")
+            raise SettingError(f"{name} must be < {below:g}, got {value}", fields=(name,))
 
 
 _NO_LIMITS = (None, None, None, None)

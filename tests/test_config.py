@@ -245,3 +245,28 @@ def test_a_declared_range_becomes_json_schema_bounds():
     assert schema_bounds(_Ranged, "fraction") == {"minimum": 0.0, "maximum": 1.0}
     assert schema_bounds(_Ranged, "limit") == {"minimum": 1, "maximum": 10}
     assert schema_bounds(_Ranged, "mode") == {}
+
+
+@pytest.mark.parametrize(
+    ("settings", "fields"),
+    [
+        ({"budget_policy": "rerank"}, ("budget_policy", "chunk_budget")),
+        ({"chunk_budget": 1, "floor_k": 2}, ("chunk_budget", "floor_k")),
+        ({"fill_budget": True}, ("fill_budget", "chunk_budget")),
+        ({"fill_from": "labeled"}, ("fill_from", "fill_budget")),
+        ({"rank_weight": 0.5}, ("rank_weight", "chunk_budget", "budget_policy", "fill_from")),
+        ({"pair_budget": 3, "top_k": 5}, ("pair_budget", "top_k", "first_top_k")),
+        ({"hop_calibration": [[1.0, 0.0]]}, ("hop_calibration", "chunk_budget", "budget_policy", "fill_from")),
+        ({"rank_weight": -1.0}, ("rank_weight",)),
+        ({"pair_budget": 0}, ("pair_budget",)),
+    ],
+)
+def test_every_loop_config_refusal_is_a_setting_error_naming_its_fields(settings, fields):
+    """Range and cross-field checks alike: one error family, and the settings involved named
+    structurally (the server points at the request's own setting from them)."""
+    from efficientrag.pipeline.config import EfficientRAGConfig
+
+    with pytest.raises(SettingError) as refused:
+        EfficientRAGConfig(**settings)
+    assert refused.value.fields == fields and isinstance(refused.value, ValueError)
+    assert str(refused.value).startswith(fields[0])

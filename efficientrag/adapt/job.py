@@ -31,6 +31,7 @@ from efficientrag.adapt.mix import Ratio, mix_training_sets
 from efficientrag.adapt.pseudo_rows import build_pseudo_sets, pseudo_scoring_sets, write_pseudo_sets
 from efficientrag.adapt.self_training import Question, read_questions, record_decisions, rows_from_decisions
 from efficientrag.adapt.validation import read_validation
+from efficientrag.atomic import write_json_atomic
 from efficientrag.config import save_config, to_dict
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
@@ -123,7 +124,7 @@ def run_adapt(cfg: AdaptConfig, *, extra_sets: Sequence[ScoringSet] = ()) -> dic
     summary["method"] = method_stage(cfg, judge, result)
     timings["method_choice"] = time.perf_counter() - t0
     summary["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
-    (work / "adapt.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    write_json_atomic(work / "adapt.json", summary, indent=2)
     return summary
 
 
@@ -209,7 +210,7 @@ def stage_seconds(folder: Path, spent: float) -> float:
     path = folder / "seconds.json"
     before = json.loads(path.read_text(encoding="utf-8"))["seconds"] if path.is_file() else 0.0
     folder.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"seconds": before + spent}), encoding="utf-8")
+    write_json_atomic(path, {"seconds": before + spent})
     return before + spent
 
 
@@ -289,7 +290,7 @@ def self_rows_stage(cfg: AdaptConfig, decisions: Path, qcorpus: Corpus) -> tuple
     for split in (TRAIN, VALIDATION):
         write_jsonl(out / "labeler" / f"{split}.jsonl", labeler[split])
         write_jsonl(out / "filter" / f"{split}.jsonl", filt[split])
-    (out / "counts.json").write_text(json.dumps(counts, indent=2), encoding="utf-8")
+    write_json_atomic(out / "counts.json", counts, indent=2)
     return out, counts
 
 
@@ -415,7 +416,7 @@ def finetune_stage(
         counts = json.loads(marker.read_text(encoding="utf-8"))
     else:
         counts = mix_training_sets(original, sources, data, cfg.mix, ratio)
-        marker.write_text(json.dumps(counts, indent=2), encoding="utf-8")
+        write_json_atomic(marker, counts, indent=2)
     metrics = {}
     for kind, base in (("labeler", cfg.labeler_train), ("filter", cfg.filter_train)):
         tcfg = replace(base, model=kind, init_from=str(start[kind]))

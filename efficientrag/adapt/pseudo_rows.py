@@ -16,7 +16,6 @@ hops; with single-paragraph ones beside them, a choice made on them can see wher
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -29,6 +28,7 @@ from efficientrag.adapt.choice import PSEUDO_GROUP, ScoringSet
 from efficientrag.adapt.chunk_text import ChunkText, chunk_texts
 from efficientrag.adapt.links import LinkConfig, build_chains, mine_links, title_aliases
 from efficientrag.adapt.pseudo_questions import PseudoConfig, PseudoQuestion, make_question
+from efficientrag.atomic import write_json_atomic
 from efficientrag.config import bounded, check_settings
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
@@ -261,9 +261,7 @@ def write_pseudo_sets(sets: PseudoSets, out_dir: str | Path) -> dict[str, Any]:
         out / "pseudo_validation.jsonl", (ex.to_dict(with_raw=False) for ex in sets.validation_questions)
     )
     write_jsonl(out / "rejects.jsonl", sets.rejects)
-    tmp = out / "stats.json.tmp"
-    tmp.write_text(json.dumps(sets.stats, indent=2), encoding="utf-8")
-    tmp.replace(out / "stats.json")
+    write_json_atomic(out / "stats.json", sets.stats, indent=2)
     return sets.stats
 
 

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from efficientrag.config import bounded, check_settings, probability, quiet_at_default
+from efficientrag.config import SettingError, bounded, check_settings, probability, quiet_at_default
 
 # The same modes as efficientrag.models.export.QUANTIZE_MODES (a test keeps them equal); spelled
 # out here so loading a config does not import torch.
@@ -134,60 +134,80 @@ class EfficientRAGConfig:
     def __post_init__(self) -> None:
         check_settings(self)
         if self.budget_policy == "rerank" and self.chunk_budget is None:
-            raise ValueError(
-                "budget_policy=rerank keeps the chunk_budget best-scored chunks: set a chunk_budget"
+            raise SettingError(
+                "budget_policy=rerank keeps the chunk_budget best-scored chunks: set a chunk_budget",
+                fields=("budget_policy", "chunk_budget"),
             )
         if self.budget_policy == "rerank" and self.fill_budget:
-            raise ValueError(
+            raise SettingError(
                 "budget_policy=rerank already fills the chunk budget from every judged chunk: "
-                "drop fill_budget (and fill_from)"
+                "drop fill_budget (and fill_from)",
+                fields=("budget_policy", "fill_budget"),
             )
         if self.chunk_budget is not None and self.chunk_budget < self.floor_k:
-            raise ValueError(f"chunk_budget ({self.chunk_budget}) must be at least floor_k ({self.floor_k})")
+            raise SettingError(
+                f"chunk_budget ({self.chunk_budget}) must be at least floor_k ({self.floor_k})",
+                fields=("chunk_budget", "floor_k"),
+            )
         if self.fill_budget and self.chunk_budget is None:
-            raise ValueError("fill_budget needs a chunk_budget (the number of chunks to fill up to)")
+            raise SettingError(
+                "fill_budget needs a chunk_budget (the number of chunks to fill up to)",
+                fields=("fill_budget", "chunk_budget"),
+            )
         if self.fill_from != "first_hits" and not self.fill_budget:
-            raise ValueError(f"fill_from={self.fill_from!r} only applies with fill_budget=true")
+            raise SettingError(
+                f"fill_from={self.fill_from!r} only applies with fill_budget=true",
+                fields=("fill_from", "fill_budget"),
+            )
         if self.rank_weight > 0 and not self.budget_ranks:
-            raise ValueError(
+            raise SettingError(
                 "rank_weight only applies where the chunk budget ranks chunks: set a chunk_budget with "
-                "budget_policy=best or rerank, or fill_from=labeled"
+                "budget_policy=best or rerank, or fill_from=labeled",
+                fields=("rank_weight", "chunk_budget", "budget_policy", "fill_from"),
             )
         self._check_calibration()
         if self.pair_budget is not None and self.pair_budget < self.first_hop_judged:
-            raise ValueError(
+            raise SettingError(
                 f"pair_budget ({self.pair_budget}) must cover the first hop's {self.first_hop_judged} pairs "
-                "(the question's own hits, all judged)"
+                "(the question's own hits, all judged)",
+                fields=("pair_budget", "top_k", "first_top_k"),
             )
         if self.first_hop_reranker is not None and self.first_hop_k <= self.top_k:
-            raise ValueError(
+            raise SettingError(
                 f"first_hop_reranker picks the best top_k ({self.top_k}) of the question's first_top_k hits: "
-                f"set first_top_k above top_k (got {self.first_top_k})"
+                f"set first_top_k above top_k (got {self.first_top_k})",
+                fields=("first_hop_reranker", "first_top_k", "top_k"),
             )
         if self.floor_k > self.first_hop_judged:
             which = (
                 "first_top_k" if self.first_top_k is not None and self.first_hop_reranker is None else "top_k"
             )
-            raise ValueError(
-                f"floor_k ({self.floor_k}) cannot exceed the first hop's hits ({which}={self.first_hop_judged})"
+            raise SettingError(
+                f"floor_k ({self.floor_k}) cannot exceed the first hop's hits ({which}={self.first_hop_judged})",
+                fields=("floor_k", which),
             )
 
     def _check_calibration(self) -> None:
         if self.hop_calibration is None:
             return
         if not self.budget_ranks:
-            raise ValueError(
+            raise SettingError(
                 "hop_calibration only applies where the chunk budget ranks chunks: set a chunk_budget "
-                "with budget_policy=best or rerank, or fill_from=labeled"
+                "with budget_policy=best or rerank, or fill_from=labeled",
+                fields=("hop_calibration", "chunk_budget", "budget_policy", "fill_from"),
             )
         if not self.hop_calibration:
-            raise ValueError("hop_calibration needs one [a, b] or [a, b, c] entry per hop (or null: none)")
+            raise SettingError(
+                "hop_calibration needs one [a, b] or [a, b, c] entry per hop (or null: none)",
+                fields=("hop_calibration",),
+            )
         for h, entry in enumerate(self.hop_calibration):
             ok = len(entry) in (2, 3) and all(isinstance(x, (int, float)) and math.isfinite(x) for x in entry)
             if not ok or entry[0] <= 0:
-                raise ValueError(
+                raise SettingError(
                     f"hop_calibration[{h}] must be [a, b] or [a, b, c] with finite numbers and a > 0 (the "
-                    f"Labeler's order kept), got {entry!r}"
+                    f"Labeler's order kept), got {entry!r}",
+                    fields=("hop_calibration",),
                 )
 
     @property

@@ -10,13 +10,12 @@ come from an allow-list and go through ``EfficientRAGConfig``'s own checks.
 from __future__ import annotations
 
 import dataclasses
-import re
 import typing
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from efficientrag.config import attribute_docs, schema_bounds
+from efficientrag.config import SettingError, attribute_docs, schema_bounds
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG
 from efficientrag.pipeline.inputs import check_questions
@@ -187,9 +186,9 @@ def settings_config(
             raise RequestError(422, f"{field}.{name}", f"at most {cap} on this server, got {chosen[name]}")
     try:
         config = dataclasses.replace(base, **chosen)
-    except ValueError as exc:
-        # The config names what it refused: one setting of the request named alone is the field;
-        # a combination of several is the settings as a whole.
-        named = [name for name in chosen if re.search(rf"\b{name}\b", str(exc))]
+    except SettingError as exc:
+        # The config names the settings it refused: where one of them is the request's own, that is
+        # the field; a combination the request set several of is the settings as a whole.
+        named = [name for name in exc.fields if name in chosen]
         raise RequestError(422, f"{field}.{named[0]}" if len(named) == 1 else field, str(exc)) from None
     return tuple(sorted(chosen.items())), config
