@@ -30,7 +30,7 @@ from retrieval_rerank import LOOP_VARIANTS
 
 from efficientrag.config import from_dict, parse_override
 from efficientrag.jsonl import read_jsonl
-from efficientrag.pipeline.budget import REPLAYABLE, Judgements, choose_chunks, judgements_from_trace
+from efficientrag.pipeline.budget import REPLAYABLE_SETTINGS, Judgements, choose_chunks, judgements_from_trace
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.metrics import all_gold, oracle_recall, protocol_score
 
@@ -38,7 +38,7 @@ from efficientrag.retrieval.metrics import all_gold, oracle_recall, protocol_sco
 VARIANTS = {
     name: changes
     for name, changes in LOOP_VARIANTS.items()
-    if all(c.split("=", 1)[0] in REPLAYABLE for c in changes)
+    if all(c.split("=", 1)[0] in REPLAYABLE_SETTINGS for c in changes)
 }
 
 
@@ -97,7 +97,7 @@ def read_run(folder: Path) -> RecordedRun:
 
 
 def with_changes(cfg: EfficientRAGConfig, changes: Sequence[str]) -> EfficientRAGConfig:
-    """``cfg`` with ``key=value`` changes, each among ``REPLAYABLE`` (checked by the config itself).
+    """``cfg`` with ``key=value`` changes, each among ``REPLAYABLE_SETTINGS`` (checked by the config itself).
 
     Args:
         cfg: The run's own setting.
@@ -107,10 +107,10 @@ def with_changes(cfg: EfficientRAGConfig, changes: Sequence[str]) -> EfficientRA
         The changed setting.
     """
     parsed = dict(parse_override(c) for c in changes)
-    other = sorted(set(parsed) - set(REPLAYABLE))
+    other = sorted(set(parsed) - set(REPLAYABLE_SETTINGS))
     if other:
         raise ValueError(
-            f"{other[0]!r} changes the loop's hops; a replay may change only {', '.join(REPLAYABLE)}"
+            f"{other[0]!r} changes the loop's hops; a replay may change only {', '.join(REPLAYABLE_SETTINGS)}"
         )
     changed = dataclasses.replace(cfg, **parsed)
     if changed.chunk_budget is not None and changed.budget_policy == "first":
@@ -126,7 +126,7 @@ def replay(run: RecordedRun, cfg: EfficientRAGConfig) -> dict[str, float]:
 
     Args:
         run: The recorded run.
-        cfg: The setting to replay (the run's own, changed only in ``REPLAYABLE`` keys).
+        cfg: The setting to replay (the run's own, changed only in ``REPLAYABLE_SETTINGS`` keys).
 
     Returns:
         ``{"recall", "all_gold", "num_chunks"}``.

@@ -15,7 +15,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, Union, get_args, get_origin
 
@@ -53,6 +53,27 @@ class SettingError(EfficientRAGError, ValueError):
 
 _RANGE = "range"
 _PROBABILITY = "probability"
+_QUIET_AT_DEFAULT = "quiet_at_default"
+_ROLES = "roles"
+
+# A setting's roles, declared on its field (``roles=`` of the helpers below) and read back by
+# :func:`settings_with`, so that no list elsewhere names the settings that play one.
+EXPOSED_OVER_HTTP = "exposed_over_http"  # a request to the server may set it for itself
+REPLAYABLE = "replayable"  # a replay of a run's traces may change it (the hops stay the same)
+ANSWER_ONLY = "answer_only"  # it decides only the answer call, not what is retrieved
+RESET_FOR_RERANKER = "reset_for_reranker"  # the reranker derived from a loop sets it to its default
+ROLES = frozenset({EXPOSED_OVER_HTTP, REPLAYABLE, ANSWER_ONLY, RESET_FOR_RERANKER})
+
+
+def setting(default: Any, *, roles: Iterable[str] = ()) -> Any:
+    """A dataclass field whose roles sit beside its default (:func:`settings_with` reads them); for
+    a setting with no range. The range helpers below take ``roles`` too.
+
+    Args:
+        default: The default value.
+        roles: Some of :data:`ROLES`.
+    """
+    return dataclasses.field(default=default, metadata=_roles_metadata(roles))
 
 
 def bounded(
@@ -62,33 +83,54 @@ def bounded(
     high: float | None = None,
     above: float | None = None,
     below: float | None = None,
+    roles: Iterable[str] = (),
 ) -> Any:
     """A dataclass field for a number whose range sits beside its default: unless None, it must lie
     in [low, high], above ``above`` and below ``below`` (None: no limit there). The class's
     ``__post_init__`` calls :func:`check_settings`, so a bad value fails when the config is built,
     from YAML or in Python, and the message names the field. A subclass that only changes the
-    default keeps the range its base declared."""
-    return dataclasses.field(default=default, metadata={_RANGE: (low, high, above, below)})
+    default keeps the range its base declared. ``roles``: as :func:`setting` takes them."""
+    metadata = {_RANGE: (low, high, above, below), **_roles_metadata(roles)}
+    return dataclasses.field(default=default, metadata=metadata)
 
 
-def probability(default: float) -> Any:
+def probability(default: float, *, roles: Iterable[str] = ()) -> Any:
     """A dataclass field holding a probability (a threshold on one, or a fraction of rows), checked
     by :func:`check_settings` to lie in [0, 1]: a threshold of 2 would fail nowhere else, it would
-    just keep nothing."""
-    return dataclasses.field(default=default, metadata={_PROBABILITY: True, _RANGE: (0.0, 1.0, None, None)})
+    just keep nothing. ``roles``: as :func:`setting` takes them."""
+    metadata = {_PROBABILITY: True, _RANGE: (0.0, 1.0, None, None), **_roles_metadata(roles)}
+    return dataclasses.field(default=default, metadata=metadata)
 
 
-_QUIET_AT_DEFAULT = "quiet_at_default"
-
-
-def quiet_at_default(default: Any, **bounds: float | None) -> Any:
+def quiet_at_default(default: Any, *, roles: Iterable[str] = (), **bounds: float | None) -> Any:
     """A dataclass field for a setting added after runs were fingerprinted: its default behaves as
     before the setting existed, and :func:`fingerprinted` leaves it out there, so those runs keep
     their fingerprints. Declared on the field itself, a new setting needs no second list.
     ``bounds`` (``low``, ``high``, ``above``, ``below``) declare its range as :func:`bounded` does:
-    checked, and shown in schemas, like a bounded field's."""
-    ranged = bounded(default, **bounds).metadata if bounds else {}
-    return dataclasses.field(default=default, metadata={**ranged, _QUIET_AT_DEFAULT: True})
+    checked, and shown in schemas, like a bounded field's. ``roles``: as :func:`setting` takes them."""
+    declared = bounded(default, roles=roles, **bounds) if bounds else setting(default, roles=roles)
+    return dataclasses.field(default=default, metadata={**declared.metadata, _QUIET_AT_DEFAULT: True})
+
+
+def _roles_metadata(roles: Iterable[str]) -> dict[str, frozenset[str]]:
+    chosen = frozenset(roles)
+    unknown = sorted(chosen - ROLES)
+    if unknown:
+        raise ConfigError(f"unknown setting role(s) {unknown}; known: {sorted(ROLES)}")
+    return {_ROLES: chosen} if chosen else {}
+
+
+@functools.cache
+def settings_with(cls: type, role: str) -> tuple[str, ...]:
+    """The fields of config class ``cls`` that declare ``role``, in declaration order.
+
+    Args:
+        cls: A config dataclass.
+        role: One of :data:`ROLES`.
+    """
+    if role not in ROLES:
+        raise ConfigError(f"unknown setting role {role!r}; known: {sorted(ROLES)}")
+    return tuple(f.name for f in dataclasses.fields(cls) if role in (_declared(cls, f.name, _ROLES) or ()))
 
 
 def fingerprinted(cfg: Any) -> dict[str, Any]:

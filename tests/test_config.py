@@ -8,6 +8,7 @@ from efficientrag.config import (
     SettingError,
     bounded,
     check_settings,
+    fingerprinted,
     load_config,
     parse_override,
     probability,
@@ -256,7 +257,10 @@ def test_a_declared_range_becomes_json_schema_bounds():
         ({"fill_from": "labeled"}, ("fill_from", "fill_budget")),
         ({"rank_weight": 0.5}, ("rank_weight", "chunk_budget", "budget_policy", "fill_from")),
         ({"pair_budget": 3, "top_k": 5}, ("pair_budget", "top_k", "first_top_k")),
-        ({"hop_calibration": [[1.0, 0.0]]}, ("hop_calibration", "chunk_budget", "budget_policy", "fill_from")),
+        (
+            {"hop_calibration": [[1.0, 0.0]]},
+            ("hop_calibration", "chunk_budget", "budget_policy", "fill_from"),
+        ),
         ({"rank_weight": -1.0}, ("rank_weight",)),
         ({"pair_budget": 0}, ("pair_budget",)),
     ],
@@ -270,3 +274,57 @@ def test_every_loop_config_refusal_is_a_setting_error_naming_its_fields(settings
         EfficientRAGConfig(**settings)
     assert refused.value.fields == fields and isinstance(refused.value, ValueError)
     assert str(refused.value).startswith(fields[0])
+
+
+def test_a_settings_roles_live_on_its_field_and_every_list_is_read_from_them():
+    """A new setting declares its roles where it is declared; the lists that play one are read
+    back in declaration order, whatever helper (range, probability, quiet) made the field."""
+    from efficientrag.config import (
+        ANSWER_ONLY,
+        EXPOSED_OVER_HTTP,
+        REPLAYABLE,
+        quiet_at_default,
+        setting,
+        settings_with,
+    )
+
+    @dataclass
+    class WithRoles:
+        plain: str = setting("a", roles=[EXPOSED_OVER_HTTP])
+        ranged: int = bounded(3, low=1, roles=[EXPOSED_OVER_HTTP, REPLAYABLE])
+        chance: float = probability(0.5, roles=[REPLAYABLE])
+        later: float = quiet_at_default(0.0, low=0.0, roles=[EXPOSED_OVER_HTTP])
+        none: int = 1
+
+        def __post_init__(self) -> None:
+            check_settings(self)
+
+    assert settings_with(WithRoles, EXPOSED_OVER_HTTP) == ("plain", "ranged", "later")
+    assert settings_with(WithRoles, REPLAYABLE) == ("ranged", "chance")
+    assert settings_with(WithRoles, ANSWER_ONLY) == ()
+    with pytest.raises(SettingError, match="later must be >= 0"):
+        WithRoles(later=-1.0)  # the role and the range compose
+    assert fingerprinted(WithRoles()) == {"plain": "a", "ranged": 3, "chance": 0.5, "none": 1}
+    with pytest.raises(ConfigError, match="unknown setting role"):
+        setting(1, roles=["exposed"])
+    with pytest.raises(ConfigError, match="unknown setting role"):
+        settings_with(WithRoles, "speed")
+
+
+def test_the_loops_derived_lists():
+    from efficientrag.adapt.method_choice import rerank_settings
+    from efficientrag.config import RESET_FOR_RERANKER, settings_with
+    from efficientrag.pipeline.budget import REPLAYABLE_SETTINGS
+    from efficientrag.pipeline.config import ANSWER_SETTINGS, EfficientRAGConfig
+
+    assert ANSWER_SETTINGS == ("answer_top_k", "answer_max_new_tokens")
+    assert set(REPLAYABLE_SETTINGS) == {"chunk_budget", "budget_policy", "fill_budget", "fill_from",
+                                        "rank_weight", "hop_calibration"}  # fmt: skip
+    loop = EfficientRAGConfig(floor_k=2, chunk_budget=6, budget_policy="best", fill_budget=True,
+                              fill_from="labeled", rank_weight=0.5, pair_budget=40,
+                              hop_calibration=[[1.0, 0.0]])  # fmt: skip
+    contained = rerank_settings(loop, 7, 20)["loop_rerank"]
+    fresh = EfficientRAGConfig()
+    for name in settings_with(EfficientRAGConfig, RESET_FOR_RERANKER):
+        assert getattr(contained, name) == getattr(fresh, name), name
+    assert (contained.budget_policy, contained.chunk_budget, contained.first_top_k) == ("rerank", 7, 20)

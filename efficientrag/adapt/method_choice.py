@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from efficientrag.adapt.choice import Judge, best_index, combined_score
-from efficientrag.config import bounded, check_settings, to_dict
+from efficientrag.config import RESET_FOR_RERANKER, bounded, check_settings, settings_with, to_dict
 from efficientrag.data.split import VALIDATION, split_of
 from efficientrag.eval.record_scores import mean, question_scores
 from efficientrag.pipeline.budget import choose_chunks, judgements_from_trace
@@ -77,18 +77,14 @@ def rerank_settings(loop: EfficientRAGConfig, budget: int, top_n: int) -> dict[s
         budget: Chunks per question.
         top_n: The question's hits judged at the first hop.
     """
+    defaults = {f.name: f.default for f in fields(EfficientRAGConfig)}
+    reset = {name: defaults[name] for name in settings_with(EfficientRAGConfig, RESET_FOR_RERANKER)}
     contained = replace(
         loop,
+        **reset,
         budget_policy="rerank",
         chunk_budget=max(budget, 1),
         first_top_k=max(top_n, loop.top_k),
-        first_hop_reranker=None,
-        floor_k=0,
-        fill_budget=False,
-        fill_from="first_hits",
-        rank_weight=0.0,
-        hop_calibration=None,
-        pair_budget=None,
     )
     return {LABELER_RERANK: replace(contained, max_hops=1), LOOP_RERANK: contained}
 

@@ -15,13 +15,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from efficientrag.config import REPLAYABLE, settings_with
 from efficientrag.pipeline.calibration import calibrate
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.trace import HitRecord
 
 # The settings a replay may change: they decide only this last step, never a hop ("best" and
 # "rerank" both let every hop run, so a replay may move between them).
-REPLAYABLE = ("chunk_budget", "budget_policy", "fill_budget", "fill_from", "rank_weight", "hop_calibration")
+# What a replay of a run's traces may change: the settings that decide only which judged chunks
+# are kept (the hops stay what the traces recorded).
+REPLAYABLE_SETTINGS = settings_with(EfficientRAGConfig, REPLAYABLE)
 
 
 @dataclass

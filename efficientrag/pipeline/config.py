@@ -6,7 +6,19 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from efficientrag.config import SettingError, bounded, check_settings, probability, quiet_at_default
+from efficientrag.config import (
+    ANSWER_ONLY,
+    EXPOSED_OVER_HTTP,
+    REPLAYABLE,
+    RESET_FOR_RERANKER,
+    SettingError,
+    bounded,
+    check_settings,
+    probability,
+    quiet_at_default,
+    setting,
+    settings_with,
+)
 
 # The same modes as efficientrag.models.export.QUANTIZE_MODES (a test keeps them equal); spelled
 # out here so loading a config does not import torch.
@@ -74,62 +86,68 @@ class EfficientRAGConfig:
 
     labeler: str | None = None
     filter: str | None = None
-    top_k: int = bounded(10, low=1)
+    top_k: int = bounded(10, low=1, roles=[EXPOSED_OVER_HTTP])
     # The first hop searches the question itself: this many hits there (None: top_k). Wider, the
     # Labeler ranks more of the question's own hits (the chunk budget keeps the surest, and in branch
     # mode the next hops start from the most probable max_branches), at the cost of labeling them.
-    first_top_k: int | None = bounded(None, low=1)
+    first_top_k: int | None = bounded(None, low=1, roles=[EXPOSED_OVER_HTTP])
     # A cross-encoder reranks the question's own first_top_k hits, and the Labeler judges its best
     # top_k (the floor is its top floor_k): a retrieve-then-rerank first hop the loop hops on from.
-    first_hop_reranker: str | None = None
-    max_hops: int = bounded(4, low=1)
+    first_hop_reranker: str | None = setting(None, roles=[RESET_FOR_RERANKER])
+    max_hops: int = bounded(4, low=1, roles=[EXPOSED_OVER_HTTP])
     # "merged": one next query per question and hop from all Continue chunks (official code);
     # "branch": one next query per Continue chunk (the paper's Figure 3), at most max_branches.
-    query_mode: Literal["merged", "branch"] = "merged"
-    max_branches: int = bounded(4, low=1)
-    tag_threshold: float = probability(0.5)
-    token_threshold: float = probability(0.5)
-    filter_threshold: float = probability(0.5)
+    query_mode: Literal["merged", "branch"] = setting("merged", roles=[EXPOSED_OVER_HTTP])
+    max_branches: int = bounded(4, low=1, roles=[EXPOSED_OVER_HTTP])
+    tag_threshold: float = probability(0.5, roles=[EXPOSED_OVER_HTTP])
+    token_threshold: float = probability(0.5, roles=[EXPOSED_OVER_HTTP])
+    filter_threshold: float = probability(0.5, roles=[EXPOSED_OVER_HTTP])
     # At most this many chunks per question (None: no budget). budget_policy "first" stops adding
     # once the budget is full (the loop ends early); "best" lets the loop run and keeps the
     # chunk_budget chunks with the highest Continue probability (floor chunks first).
-    chunk_budget: int | None = bounded(None, low=1)
+    chunk_budget: int | None = bounded(None, low=1, roles=[EXPOSED_OVER_HTTP, REPLAYABLE])
     # "rerank" is "best" over every judged chunk, not only the Continue ones: with floor_k=0 its
     # first hop alone is labeler_rerank of the question's first_top_k hits, and a chunk that a later
     # hop judges takes a place only from a kept chunk it outscores. The hits past top_k are judged
     # for the budget only, so the hops are those of the same loop without first_top_k.
-    budget_policy: Literal["first", "best", "rerank"] = "first"
+    budget_policy: Literal["first", "best", "rerank"] = setting(
+        "first", roles=[EXPOSED_OVER_HTTP, REPLAYABLE]
+    )
     # The first hop's top floor_k hits of the question are kept whatever their tag, so the result
     # always contains Direct-R@floor_k and the loop can only add to it (0: off). They are still
     # labeled, and spawn next-hop queries only when tagged Continue.
-    floor_k: int = bounded(0, low=0)
+    floor_k: int = bounded(0, low=0, roles=[EXPOSED_OVER_HTTP, RESET_FOR_RERANKER])
     # With a chunk_budget: a question whose loop keeps fewer chunks than the budget gets the rest
     # (by default from its own first-hop hits, best ranked first, so the result holds
     # Direct-R@(floor_k + the unspent budget) beside the loop's chunks), and every question costs
     # the same number of chunks.
-    fill_budget: bool = False
+    fill_budget: bool = setting(False, roles=[EXPOSED_OVER_HTTP, REPLAYABLE, RESET_FOR_RERANKER])
     # What fills it: "first_hits", the question's own first-hop hits in the search's order, so the
     # result holds Direct-R's next ranks; "labeled", every other chunk the Labeler judged at any hop
     # (tagged Terminate, or cut by the budget), most probable first: its own ranking of all it read.
-    fill_from: Literal["first_hits", "labeled"] = quiet_at_default("first_hits")
+    fill_from: Literal["first_hits", "labeled"] = quiet_at_default(
+        "first_hits", roles=[EXPOSED_OVER_HTTP, REPLAYABLE, RESET_FOR_RERANKER]
+    )
     # Where the budget ranks chunks, each one's score is its Continue probability plus
     # rank_weight / (1 + its best rank in any query's hits): a chunk some query's search put first
     # gains rank_weight, one at rank 9 a tenth of it. 0: the Labeler's probability alone.
-    rank_weight: float = quiet_at_default(0.0, low=0.0)
+    rank_weight: float = quiet_at_default(
+        0.0, low=0.0, roles=[EXPOSED_OVER_HTTP, REPLAYABLE, RESET_FOR_RERANKER]
+    )
     # A later hop's query is the Filter's, not the question: the same Continue probability there
     # need not mean the same chance of gold. Per hop, [a, b] puts each probability on one scale
     # (Platt scaling, a > 0 so each hop's own order stays) before the budget compares chunks found
     # at different hops; [a, b, c] adds c * log(1 + the chunk's rank in its query's hits), the
     # search's order fused with the Labeler's. The last entry serves deeper hops. None: the raw
     # probabilities.
-    hop_calibration: list[list[float]] | None = quiet_at_default(None)
+    hop_calibration: list[list[float]] | None = quiet_at_default(None, roles=[REPLAYABLE, RESET_FOR_RERANKER])
     # Labeler pairs per question at most, counted from the first hop; later hops judge what is left,
     # best-ranked hits first, and a question stops hopping once it is spent. None: no bound.
-    pair_budget: int | None = quiet_at_default(None, low=1)
+    pair_budget: int | None = quiet_at_default(None, low=1, roles=[EXPOSED_OVER_HTTP, RESET_FOR_RERANKER])
     # The one answer call (``efficientrag eval`` with eval.answer=true) reads this many of the kept
     # chunks (None: every chunk the loop kept, the paper) and writes at most answer_max_new_tokens.
-    answer_top_k: int | None = bounded(None, low=1)
-    answer_max_new_tokens: int = bounded(128, low=1)
+    answer_top_k: int | None = bounded(None, low=1, roles=[ANSWER_ONLY])
+    answer_max_new_tokens: int = bounded(128, low=1, roles=[ANSWER_ONLY])
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -243,4 +261,4 @@ class EfficientRAGConfig:
 
 
 # Settings that shape only the answer call made after retrieval (a retrieval-only run never reads them).
-ANSWER_SETTINGS = ("answer_top_k", "answer_max_new_tokens")
+ANSWER_SETTINGS = settings_with(EfficientRAGConfig, ANSWER_ONLY)

@@ -9,28 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from efficientrag.config import SettingError, bounded, check_settings
+from efficientrag.config import EXPOSED_OVER_HTTP, SettingError, bounded, check_settings, settings_with
 from efficientrag.experiment.config import ExperimentConfig
+from efficientrag.pipeline.config import EfficientRAGConfig
 
-# The loop settings a request may change for itself (efficientrag.serve.requests checks them). None
-# of them names a file, a model folder, a device or a backend.
-ALLOWED_SETTINGS = (
-    "top_k",
-    "first_top_k",
-    "max_hops",
-    "chunk_budget",
-    "budget_policy",
-    "floor_k",
-    "fill_budget",
-    "fill_from",
-    "rank_weight",
-    "pair_budget",
-    "query_mode",
-    "max_branches",
-    "tag_threshold",
-    "token_threshold",
-    "filter_threshold",
-)
+# The loop settings a request may change for itself, as ``EfficientRAGConfig`` declares them
+# (efficientrag.serve.requests checks them). None of them names a file, a model folder, a device or a
+# backend.
+ALLOWED_SETTINGS = settings_with(EfficientRAGConfig, EXPOSED_OVER_HTTP)
 
 
 @dataclass
