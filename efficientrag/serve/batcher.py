@@ -69,6 +69,8 @@ log = logging.getLogger(__name__)
 RunBatch = Callable[[Hashable, list[str], Callable[[], bool]], list[Any]]
 
 GONE, DEADLINE = "gone", "deadline"
+# Why a queued request left without being computed, beside those: sent back under overload.
+SENT_BACK = "sent_back"
 # Caller kinds: a deadline of its own; none and few questions; none and many (a rollout's batch).
 TIMED, OPEN, BULK = "timed", "open", "bulk"
 
@@ -282,7 +284,7 @@ class MicroBatcher:
         for caller in late:
             if any(j.started for j in caller.jobs) or caller.future is None or caller.future.done():
                 continue
-            self._drop(caller, "shed")
+            self._drop(caller, SENT_BACK)
             self.delay.refused(now)
             caller.future.set_exception(
                 Shed(
@@ -314,7 +316,7 @@ class MicroBatcher:
                 dropped += len(job.questions)
         if dropped:
             self._set_queued(self._queued - dropped)
-            if reason != "shed":  # sent back with a 503, counted among the errors
+            if reason != SENT_BACK:  # sent back with a 503, counted among the errors
                 self.metrics.abandoned.labels("queued", reason).inc(dropped)
 
     def _set_queued(self, n: int) -> None:
