@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from efficientrag.errors import InvalidArgumentError
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
@@ -40,7 +42,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
     """Open a temp file for writing; on a clean exit it replaces ``path`` (on an error it is removed)."""
     if mode not in ("w", "wb"):
-        raise ValueError(f"atomic_open writes whole files: mode must be 'w' or 'wb', got {mode!r}")
+        raise InvalidArgumentError(f"atomic_open writes whole files: mode must be 'w' or 'wb', got {mode!r}")
     with atomic_path(path) as tmp, tmp.open(mode, **({"encoding": "utf-8"} if mode == "w" else {})) as fh:
         yield fh
 

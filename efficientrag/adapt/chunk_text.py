@@ -17,6 +17,7 @@ import spacy
 from spacy.language import Language
 
 from efficientrag.data.schema import Chunk
+from efficientrag.errors import InvalidArgumentError
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class ChunkText:
         for start, end in self.sentences:
             if start <= position < end:
                 return start, end
-        raise ValueError(f"chunk {self.id}: word {position} is not in the text part")
+        raise InvalidArgumentError(f"chunk {self.id}: word {position} is not in the text part")
 
 
 @lru_cache(maxsize=1)

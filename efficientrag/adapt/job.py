@@ -36,6 +36,7 @@ from efficientrag.config import save_config, to_dict
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 from efficientrag.data.split import TRAIN, VALIDATION
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.experiment.run_binding import loop_fingerprint
 from efficientrag.fingerprint import file_digest
 from efficientrag.jsonl import read_jsonl, write_jsonl
@@ -255,7 +256,7 @@ def pseudo_stage(
         )
         return None, sets.stats
     if not sets.labeler[TRAIN]:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{cfg.corpus}: no pseudo question could be made ({sets.stats['links']} title links; "
             f"rejects: {sets.stats['rejects']}); the corpus needs paragraphs that name other paragraphs' titles"
         )
@@ -283,7 +284,7 @@ def self_rows_stage(cfg: AdaptConfig, decisions: Path, qcorpus: Corpus) -> tuple
     labeler, filt, counts = rows_from_decisions(decisions, st, view)
     _enough_continue_rows(cfg, decisions, counts)
     if not labeler[TRAIN]:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"self-training kept no row from {decisions} at continue_threshold={st.continue_threshold}, "
             f"terminate_threshold={st.terminate_threshold}: lower the thresholds"
         )
@@ -307,7 +308,7 @@ def _enough_continue_rows(cfg: AdaptConfig, decisions: Path, counts: dict[str, A
         )
     else:
         why = f"few pairs reached self_train.continue_threshold={st.continue_threshold}"
-    raise ValueError(
+    raise InvalidArgumentError(
         f"self-training found {n} Continue rows in {decisions}, fewer than the "
         f"self_train.min_continue_rows={st.min_continue_rows} it needs: {why}. Fine-tuning on "
         "(almost) only Terminate rows would teach the models to stop early, so nothing was fine-tuned. "
@@ -328,7 +329,7 @@ def candidates_stage(
     """Fine-tune one model pair per candidate ratio (each in its own folder), score them, keep the
     best. Returns its models, ``[its ratio]`` (what later stages use) and the stage's record."""
     if len(ratios) > 1 and not judge:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"mix.ratios lists {len(ratios)} candidates ({', '.join(r.name for r in ratios)}) but there "
             "is no question to choose with (the corpus gave no pseudo-validation question): pass "
             "--validation questions with gold ids, or one ratio (mix.ratios=[2.0])"

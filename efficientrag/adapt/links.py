@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from efficientrag.adapt.chunk_text import ChunkText
 from efficientrag.config import bounded, check_settings
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.synth.phrases import is_content
 from efficientrag.text.words import split_words
 
@@ -179,9 +180,9 @@ def build_chains(
     ``max_extensions`` links out of its target to a third chunk with a title of its own.
     ``titles`` maps chunk ids to titles."""
     if max_hops not in (2, 3):
-        raise ValueError(f"max_hops must be 2 or 3, got {max_hops}")
+        raise InvalidArgumentError(f"max_hops must be 2 or 3, got {max_hops}")
     if max_extensions < 0:
-        raise ValueError(f"max_extensions must be >= 0, got {max_extensions}")
+        raise InvalidArgumentError(f"max_extensions must be >= 0, got {max_extensions}")
     links = list(links)
     out_of: dict[str, list[Link]] = defaultdict(list)
     for link in links:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from efficientrag.config import bounded, check_settings
+from efficientrag.config import SettingError, bounded, check_settings
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.jsonl import write_jsonl
 from efficientrag.models.inputs import KINDS as MODELS
 from efficientrag.synth.merge import PARTS, read_unique_rows
@@ -64,15 +65,15 @@ class MixConfig:
 
     def __post_init__(self) -> None:
         if not self.ratios:
-            raise ValueError(
+            raise SettingError(
                 "mix.ratios needs at least one ratio (e.g. [1.0, 2.0]; one value: a fixed ratio)"
             )
         check_settings(self)
         old = [r for r in (self.labeler_ratio, self.filter_ratio) if r is not None]
         if min([*self.ratios, *old]) < 0:
-            raise ValueError("mix.ratios, labeler_ratio and filter_ratio must be >= 0")
+            raise SettingError("mix.ratios, labeler_ratio and filter_ratio must be >= 0")
         if len(set(self.ratios)) != len(self.ratios):
-            raise ValueError(f"mix.ratios lists a ratio twice: {self.ratios}")
+            raise SettingError(f"mix.ratios lists a ratio twice: {self.ratios}")
 
     def candidates(self) -> list[Ratio]:
         if self.labeler_ratio is not None or self.filter_ratio is not None:
@@ -110,7 +111,7 @@ def mix_training_sets(
     if ratio is None:
         only = cfg.candidates()
         if len(only) > 1:
-            raise ValueError(f"mix.ratios has {len(only)} candidates: say which one to mix with")
+            raise InvalidArgumentError(f"mix.ratios has {len(only)} candidates: say which one to mix with")
         ratio = only[0]
     out = Path(out_dir)
     counts: dict[str, dict[str, dict[str, int]]] = {}

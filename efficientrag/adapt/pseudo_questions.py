@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from efficientrag.adapt.chunk_text import ChunkText
 from efficientrag.adapt.links import Chain, title_aliases
-from efficientrag.config import bounded, check_settings
+from efficientrag.config import SettingError, bounded, check_settings
 from efficientrag.models.inputs import filter_words
 from efficientrag.synth.phrases import is_content, is_punct, loose_key
 from efficientrag.synth.records import Reject
@@ -56,7 +56,7 @@ class PseudoConfig:
     def __post_init__(self) -> None:
         check_settings(self)
         if self.min_clue_content > self.clue_words:
-            raise ValueError(f"min_clue_content {self.min_clue_content} > clue_words {self.clue_words}")
+            raise SettingError(f"min_clue_content {self.min_clue_content} > clue_words {self.clue_words}")
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,9 @@ from typing import Any, Literal
 from tqdm.auto import tqdm
 
 from efficientrag.adapt.link_agreement import LinkView
-from efficientrag.config import bounded, check_settings, probability
+from efficientrag.config import SettingError, bounded, check_settings, probability
 from efficientrag.data.split import TRAIN, VALIDATION, split_of
-from efficientrag.errors import DataFormatError
+from efficientrag.errors import DataFormatError, InvalidArgumentError
 from efficientrag.jsonl import JsonlAppender, drop_duplicate_ids, read_done_ids, read_jsonl
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
 from efficientrag.run_lock import folder_lock
@@ -62,7 +62,7 @@ class SelfTrainConfig:
     def __post_init__(self) -> None:
         check_settings(self)
         if not 0.0 <= self.terminate_threshold < self.continue_threshold <= 1.0:
-            raise ValueError(
+            raise SettingError(
                 f"need 0 <= terminate_threshold < continue_threshold <= 1, got "
                 f"{self.terminate_threshold} and {self.continue_threshold}"
             )
@@ -190,7 +190,7 @@ def rows_from_decisions(
     """(labeler rows, filter rows, counts), each by split (train / validation, by question).
     ``links``: the question corpus's links, needed with ``agreement: links``."""
     if cfg.agreement == "links" and links is None:
-        raise ValueError("agreement 'links' needs the question corpus's LinkView")
+        raise InvalidArgumentError("agreement 'links' needs the question corpus's LinkView")
     labeler: dict[str, list[dict[str, Any]]] = {TRAIN: [], VALIDATION: []}
     filt: dict[str, list[dict[str, Any]]] = {TRAIN: [], VALIDATION: []}
     counts: Counter[str] = Counter()

@@ -21,6 +21,7 @@ from efficientrag.baselines.prompts import PromptLibrary
 from efficientrag.baselines.prompts.config import PromptConfig
 from efficientrag.baselines.settings import Settings
 from efficientrag.data.schema import Chunk, Example
+from efficientrag.errors import OperationError
 from efficientrag.llm.generator import Generator, Prompt
 from efficientrag.retrieval.base import Retriever
 
@@ -154,7 +155,7 @@ class Method(ABC):
     def generator(self) -> Generator:
         if self._generator is None:
             if self._generator_source is None:
-                raise RuntimeError(f"method {self.name} was built without a generator")
+                raise OperationError(f"method {self.name} was built without a generator")
             self._generator = self._generator_source()  # type: ignore[operator]
         return self._generator
 

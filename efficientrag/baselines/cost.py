@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from efficientrag.baselines.base import Counters
+from efficientrag.errors import InvalidArgumentError, OperationError
 from efficientrag.llm.generator import Generation, Generator, Prompt
 from efficientrag.retrieval.base import Hit, Retriever
 
@@ -39,7 +40,7 @@ class CostLedger:
     ) -> list[Generation]:
         """One batched generate call; ``owners[i]`` is the question ``prompts[i]`` belongs to."""
         if len(owners) != len(prompts):
-            raise ValueError(f"{len(owners)} owners for {len(prompts)} prompts")
+            raise InvalidArgumentError(f"{len(owners)} owners for {len(prompts)} prompts")
         if not prompts:
             return []
         start = time.perf_counter()
@@ -48,7 +49,7 @@ class CostLedger:
         )
         elapsed = time.perf_counter() - start
         if len(gens) != len(prompts):
-            raise RuntimeError(
+            raise OperationError(
                 f"generator {generator.name} returned {len(gens)} generations for {len(prompts)} prompts"
             )
         gens = [_with_prefill(p, g) for p, g in zip(prompts, gens, strict=True)]
@@ -67,7 +68,7 @@ class CostLedger:
     ) -> list[list[Hit]]:
         """One batched search; every query is one retrieval call of its question."""
         if len(owners) != len(queries):
-            raise ValueError(f"{len(owners)} owners for {len(queries)} queries")
+            raise InvalidArgumentError(f"{len(owners)} owners for {len(queries)} queries")
         if not queries:
             return []
         start = time.perf_counter()

@@ -54,6 +54,7 @@ from efficientrag.baselines.active.sentences import (
     tokens_before,
 )
 from efficientrag.config import bounded
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.llm.generator import GeneratorCapabilityError
 
 
@@ -241,7 +242,7 @@ def calibrated(cfg: DraginConfig) -> DraginConfig:
     assert cfg.theta_calibration
     cal = ThetaCalibration.load(cfg.theta_calibration)
     if cal.variant != cfg.variant:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{cfg.theta_calibration}: calibrated for DRAGIN variant {cal.variant!r}, but this run uses "
             f"{cfg.variant!r}; the two score on different scales, calibrate again"
         )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from efficientrag.baselines.answering import answer_if_asked
 from efficientrag.baselines.base import Counters, GeneratorSource, Method, Prediction, SharedSettings
 from efficientrag.data.schema import Example
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.llm.generator import Generator
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.trace import trace_to_dicts
@@ -58,7 +59,9 @@ class EfficientRAGRetrieval(Method):
         )
         if rag is None:
             if retriever is None:
-                raise ValueError("EfficientRAGRetrieval needs a retriever or a built EfficientRAG (rag=)")
+                raise InvalidArgumentError(
+                    "EfficientRAGRetrieval needs a retriever or a built EfficientRAG (rag=)"
+                )
             from efficientrag.pipeline.efficientrag import EfficientRAG
 
             rag = EfficientRAG.from_config(retriever, self.cfg)

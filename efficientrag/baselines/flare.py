@@ -33,6 +33,7 @@ from efficientrag.baselines.base import Prediction
 from efficientrag.baselines.prompts.continuation import InstructPromptBuilder, PromptBuilder, question_prompt
 from efficientrag.config import bounded
 from efficientrag.data.schema import Example
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.llm.generator import Generation, Generator, GeneratorCapabilityError
 
 
@@ -101,7 +102,7 @@ def flare_triggers(
     if rule == "mean_one_minus_p":
         mean = sum(1.0 - p for p in probs) / len(probs)
         return mean >= theta if inclusive else mean > theta
-    raise ValueError(f"unknown trigger rule {rule!r}")
+    raise InvalidArgumentError(f"unknown trigger rule {rule!r}")
 
 
 class Flare(ActiveMethod):

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from efficientrag.baselines.base import Prediction, Runnable
 from efficientrag.baselines.config import JudgeConfig
 from efficientrag.data.schema import Example
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.llm.errors import LLMError, LLMOutputError
 from efficientrag.llm.json_output import parse_json_output
 
@@ -70,7 +71,7 @@ def verdict_response_format(constrain: str) -> dict[str, Any] | None:
         return {"type": "json_object", "schema": VERDICT_SCHEMA}
     if constrain == "none":
         return None
-    raise ValueError(f"unknown judge constraint {constrain!r}")
+    raise InvalidArgumentError(f"unknown judge constraint {constrain!r}")
 
 
 def parse_verdict(text: str | None) -> bool | None:
@@ -127,7 +128,7 @@ class JudgeVerdict:
 class LLMJudge:
     def __init__(self, cfg: JudgeConfig, *, client: LLMClient | None = None) -> None:
         if not cfg.llm.model:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "baselines.judge.llm.model is empty: name the judge model (and baselines.judge.llm.base_url "
                 "for a local server), or set baselines.judge.enabled=false"
             )

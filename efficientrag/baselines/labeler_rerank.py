@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal
 from efficientrag.baselines.rerank import RankFusion, Rerank
 from efficientrag.config import bounded
 from efficientrag.data.schema import Chunk
+from efficientrag.errors import InvalidArgumentError
 
 
 @dataclass
@@ -60,7 +61,7 @@ class LabelerRerank(Rerank):
         from efficientrag.models import Labeler
 
         if not self.cfg.labeler:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{self.section_key()}.labeler is empty: set it to a trained Labeler folder "
                 "(`efficientrag train labeler` writes one to its output_dir/best)"
             )

@@ -23,6 +23,7 @@ from efficientrag.baselines.self_ask import SelfAsk
 from efficientrag.baselines.sr_rag import SRRAG
 from efficientrag.baselines.treehop import TreeHopRetrieval
 from efficientrag.baselines.wo_rag import WoRAG
+from efficientrag.errors import InvalidArgumentError
 
 METHODS: dict[str, type[Method]] = {
     # The EfficientRAG paper's baselines, and EfficientRAG itself.
@@ -58,7 +59,7 @@ def check_method_name(name: str) -> str:
     """The registered name of a method; an unknown one fails before any work starts."""
     key = canonical_method_name(name)
     if key not in METHODS:
-        raise ValueError(f"unknown method {name!r}; known methods: {', '.join(sorted(METHODS))}")
+        raise InvalidArgumentError(f"unknown method {name!r}; known methods: {', '.join(sorted(METHODS))}")
     return key
 
 

@@ -24,6 +24,7 @@ from efficientrag.baselines.base import Counters, Method, Prediction
 from efficientrag.baselines.settings import Settings
 from efficientrag.config import bounded
 from efficientrag.data.schema import Chunk, Example
+from efficientrag.errors import InvalidArgumentError
 
 
 @dataclass
@@ -83,7 +84,7 @@ class Rerank(Method):
 
     def setup(self) -> None:
         if self.retriever is None:
-            raise ValueError(f"{self.name} needs a retriever: it reranks the question's own hits")
+            raise InvalidArgumentError(f"{self.name} needs a retriever: it reranks the question's own hits")
         self.scorer = self.load_scorer()
 
     def load_scorer(self) -> Any:
@@ -93,14 +94,14 @@ class Rerank(Method):
         from efficientrag.models.flashrank import FlashRankScorer, flashrank_model
 
         if not self.cfg.model:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{self.section_key()}.model is empty: set it to a cross-encoder folder "
                 "(`efficientrag train reranker` writes one to its output_dir/best)"
             )
         name = flashrank_model(self.cfg.model)
         if name is not None:
             if self.cfg.quantize != "none":
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"{self.section_key()}.quantize={self.cfg.quantize} casts a torch cross-encoder; "
                     "FlashRank models run on ONNX Runtime at their own precision: set it to none"
                 )

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from efficientrag.baselines.answering import answer_if_asked
 from efficientrag.baselines.base import Counters, Method, Prediction, SharedSettings
 from efficientrag.data.schema import Example
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.treehop.config import TreeHopRetrievalConfig
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ class TreeHopRetrieval(Method):
         """Built from ``cfg`` (``model`` names the trained folder) unless :meth:`over` gave one."""
         if self.treehop is None:
             if self.retriever is None:
-                raise ValueError(
+                raise InvalidArgumentError(
                     "TreeHopRetrieval needs a dense retriever to search (or TreeHopRetrieval.over)"
                 )
             from efficientrag.treehop.retriever import TreeHopRetriever

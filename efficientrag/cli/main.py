@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from efficientrag.cli.parser import STANDALONE, add_verbose, build_parser
 from efficientrag.config import ConfigError, parse_args_with_overrides
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.eval.interrupts import RunInterrupted, report_interrupt
 from efficientrag.retrieval.errors import BackendUnavailableError
 from efficientrag.run_lock import FolderLockedError
@@ -62,7 +63,9 @@ def command_main(command: str, argv: Sequence[str] | None = None, *, prog: str |
         The exit status, as :func:`main` returns it.
     """
     if command not in STANDALONE:
-        raise ValueError(f"no standalone entry for command {command!r}; known: {sorted(STANDALONE)}")
+        raise InvalidArgumentError(
+            f"no standalone entry for command {command!r}; known: {sorted(STANDALONE)}"
+        )
     help_text, add_args = STANDALONE[command]
     parser = argparse.ArgumentParser(prog=prog or f"efficientrag {command}", description=help_text)
     add_verbose(parser)

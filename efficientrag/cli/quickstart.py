@@ -6,6 +6,7 @@ import argparse
 
 from efficientrag.cli.command_config import command_overrides
 from efficientrag.config import load_config
+from efficientrag.errors import InvalidArgumentError
 
 
 def cmd_quickstart(args: argparse.Namespace) -> int:
@@ -25,7 +26,7 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     from efficientrag.quickstart.job import QuickstartConfig, run_quickstart
 
     if args.dataset and args.dataset != "toy" and not args.data:
-        raise ValueError(f"--dataset {args.dataset} needs --data PATH (the dataset file)")
+        raise InvalidArgumentError(f"--dataset {args.dataset} needs --data PATH (the dataset file)")
     cfg = load_config(QuickstartConfig, args.config, command_overrides(args, QuickstartConfig))
     summary = run_quickstart(cfg)
     print()

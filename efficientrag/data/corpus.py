@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.data.schema import Chunk
-from efficientrag.errors import DataFormatError
+from efficientrag.errors import DataFormatError, InvalidArgumentError
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.text.validity import text_problem
 
@@ -34,11 +34,11 @@ class Corpus:
         self._index: dict[str, int] = {}
         for i, chunk in enumerate(self.chunks):
             if not chunk.id.strip():
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"chunk {i} has an empty id {chunk.id!r}; every chunk needs an id of its own"
                 )
             if chunk.id in self._index:
-                raise ValueError(f"duplicate chunk id {chunk.id!r} in corpus")
+                raise InvalidArgumentError(f"duplicate chunk id {chunk.id!r} in corpus")
             self._index[chunk.id] = i
         self._fingerprint: str | None = None
 

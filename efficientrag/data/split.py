@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import hashlib
 
+from efficientrag.errors import InvalidArgumentError
+
 TRAIN = "train"
 VALIDATION = "validation"
 
 
 def split_of(question_id: str, *, validation_ratio: float, seed: int = 0) -> str:
     if not 0.0 <= validation_ratio <= 1.0:
-        raise ValueError(f"validation_ratio must be in [0, 1], got {validation_ratio}")
+        raise InvalidArgumentError(f"validation_ratio must be in [0, 1], got {validation_ratio}")
     digest = hashlib.sha256(f"{seed}\x00{question_id}".encode()).digest()
     u = int.from_bytes(digest[:8], "big") / 2**64
     return VALIDATION if u < validation_ratio else TRAIN

@@ -12,6 +12,8 @@ import random
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from efficientrag.errors import OperationError
+
 _ONSETS = ["b", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "st", "th"]
 _VOWELS = ["a", "e", "i", "o", "u", "a", "e", "ai", "ou"]
 _CODAS = ["", "", "", "", "n", "r", "l", "s", "m"]
@@ -154,7 +156,7 @@ class World:
 
     def _add(self, entity: Entity) -> None:
         if entity.name in self.entities:
-            raise RuntimeError(f"toy world name clash: {entity.name!r}")
+            raise OperationError(f"toy world name clash: {entity.name!r}")
         self.entities[entity.name] = entity
 
     def _title(self) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 
 from efficientrag.data.toy_entities import World
 from efficientrag.data.toy_questions import MAKERS, QUESTION_TYPES, QuestionSpec
+from efficientrag.errors import InvalidArgumentError, OperationError
 from efficientrag.jsonl import write_jsonl
 
 DEFAULT_TYPE_MIX = {"bridge": 0.4, "compositional": 0.25, "comparison": 0.25, "bridge_comparison": 0.1}
@@ -35,9 +36,9 @@ def _type_counts(num_questions: int, mix: dict[str, float]) -> dict[str, int]:
     """Largest-remainder split of ``num_questions`` by ``mix`` (exact, deterministic)."""
     unknown = [t for t in mix if t not in QUESTION_TYPES]
     if unknown:
-        raise ValueError(f"unknown toy question type(s) {unknown}; known: {list(QUESTION_TYPES)}")
+        raise InvalidArgumentError(f"unknown toy question type(s) {unknown}; known: {list(QUESTION_TYPES)}")
     if any(w < 0 for w in mix.values()) or sum(mix.values()) <= 0:
-        raise ValueError(f"type_mix weights must be >= 0 with a positive sum, got {mix}")
+        raise InvalidArgumentError(f"type_mix weights must be >= 0 with a positive sum, got {mix}")
     total = sum(mix.values())
     exact = {t: num_questions * mix.get(t, 0.0) / total for t in QUESTION_TYPES}
     counts = {t: int(x) for t, x in exact.items()}
@@ -137,9 +138,9 @@ def generate_toy_world(
         ValueError: ``num_questions`` < 1, ``paragraphs_per_question`` < 4, or a bad ``type_mix``.
     """
     if num_questions < 1:
-        raise ValueError(f"num_questions must be >= 1, got {num_questions}")
+        raise InvalidArgumentError(f"num_questions must be >= 1, got {num_questions}")
     if paragraphs_per_question < 4:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"paragraphs_per_question must be >= 4 (bridge-comparison has 4 gold), got {paragraphs_per_question}"
         )
     counts = _type_counts(num_questions, dict(type_mix) if type_mix is not None else DEFAULT_TYPE_MIX)
@@ -156,7 +157,7 @@ def generate_toy_world(
             if spec is not None and spec.question not in seen and _valid(spec):
                 break
         else:
-            raise RuntimeError(f"could not draw a new {qtype} question after 500 tries (world too small?)")
+            raise OperationError(f"could not draw a new {qtype} question after 500 tries (world too small?)")
         seen.add(spec.question)
         qid = f"{qtype}__toy{seed}_{i:05d}"
         records.append(_record(spec, world, rng, qid, paragraphs_per_question, step_id))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.data.split import TRAIN, VALIDATION
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
 
@@ -62,7 +63,9 @@ def write_pair_rows(decisions: str | Path, out: str | Path) -> dict[str, int]:
     out = Path(out)
     labeler, filt, counts = rows_from_pairs(decisions)
     if not labeler:
-        raise ValueError(f"{decisions}: the teacher's loop met no (query, chunk) pair; check the questions")
+        raise InvalidArgumentError(
+            f"{decisions}: the teacher's loop met no (query, chunk) pair; check the questions"
+        )
     for kind, rows in (("labeler", labeler), ("filter", filt)):
         write_jsonl(out / kind / f"{TRAIN}.jsonl", rows)
         write_jsonl(out / kind / f"{VALIDATION}.jsonl", [])

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from efficientrag.errors import InvalidArgumentError
+
 
 def value_at(curve: Mapping[float, float], k: float) -> float:
     """The curve at ``k``, linear between measured cut-offs; outside them, an error rather than an
     extrapolation nobody measured."""
     if not curve:
-        raise ValueError("empty curve")
+        raise InvalidArgumentError("empty curve")
     xs = sorted(curve)
     if k < xs[0] or k > xs[-1]:
-        raise ValueError(f"k={k:g} is outside the measured cut-offs {xs[0]:g}..{xs[-1]:g}")
+        raise InvalidArgumentError(f"k={k:g} is outside the measured cut-offs {xs[0]:g}..{xs[-1]:g}")
     for lo, hi in zip(xs, xs[1:], strict=False):
         if lo <= k <= hi:
             if hi == lo:

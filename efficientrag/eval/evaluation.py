@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.eval.runner import run_method
 from efficientrag.experiment.run_binding import PREDICTIONS_FILE, run_fingerprint
 
@@ -134,7 +135,7 @@ def evaluate(
     check_bindable(run_dir, {"data": examples_digest(pooled.examples)}, resume=resume, only=("data",))
     examples = select_examples(cfg, pooled.examples)
     if not examples:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"no questions to evaluate in {cfg.data.path or cfg.data.dataset} after eval.limit / ids files "
             "(to ask one question of a corpus, use `efficientrag retrieve -q ...`)"
         )

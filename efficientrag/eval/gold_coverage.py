@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from efficientrag.data.schema import Example
+from efficientrag.errors import InvalidArgumentError
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +26,7 @@ def check_gold_coverage(retriever: Any, examples: Sequence[Example]) -> list[str
     missing = missing_ids(gold)
     where = getattr(retriever, "location", type(retriever).__name__)
     if len(missing) == len(gold):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{where} holds none of the {len(gold)} gold chunk ids of the evaluated questions (e.g. "
             f"{missing[0]!r}): it was filled from another corpus; index this dataset's corpus into it"
         )

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.pipeline.trace import HitRecord
 from efficientrag.retrieval.metrics import tally_fates as _tally
 
@@ -70,7 +71,7 @@ def gold_fate(predictions: str | Path) -> dict[str, int]:
             rec = json.loads(line)
             where = f"{path}:{lineno} (id {rec.get('id')!r})"
             if "trace" not in rec or "hops" not in (rec["trace"] or {}):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"{where}: field 'trace.hops' missing; gold fate needs an EfficientRAG run's predictions"
                 )
             fates.append(fate_of_record(rec, where=where))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from efficientrag.config import to_dict
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.eval.evaluation import RunSummary
 from efficientrag.eval.runner import run_method
 from efficientrag.experiment.run_binding import index_and_data, loop_fingerprint, resumable
@@ -135,7 +136,7 @@ def _loaded_from(model: Any) -> Path:
     """The folder a loaded Labeler/Filter came from (through a prediction cache, if any)."""
     source = getattr(getattr(model, "model", model), "source", None)
     if source is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{type(model).__name__}: a model not loaded from a folder cannot bind its results to its "
             "weights; load it with from_pretrained or pass its folder in the EfficientRAG config"
         )

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from efficientrag.errors import InvalidArgumentError
+
 # A resampled mean this close to 0 counts as 0: summing the same differences in another order
 # leaves a rounding residue of about 1e-16, which must not decide "at or above".
 _ZERO = 1e-12
@@ -78,16 +80,18 @@ def paired_bootstrap(
             resample or a confidence outside (0, 1).
     """
     if len(a) != len(b):
-        raise ValueError(f"paired_bootstrap: {len(a)} scores against {len(b)}; pair each question once")
+        raise InvalidArgumentError(
+            f"paired_bootstrap: {len(a)} scores against {len(b)}; pair each question once"
+        )
     if len(a) == 0:  # a NumPy array has no truth value
-        raise ValueError("paired_bootstrap: no questions to compare")
+        raise InvalidArgumentError("paired_bootstrap: no questions to compare")
     if resamples < 1:
-        raise ValueError(f"paired_bootstrap: resamples must be at least 1, got {resamples}")
+        raise InvalidArgumentError(f"paired_bootstrap: resamples must be at least 1, got {resamples}")
     if not 0.0 < confidence < 1.0:
-        raise ValueError(f"paired_bootstrap: confidence must be in (0, 1), got {confidence}")
+        raise InvalidArgumentError(f"paired_bootstrap: confidence must be in (0, 1), got {confidence}")
     diffs = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     if not np.all(np.isfinite(diffs)):
-        raise ValueError("paired_bootstrap: a score is not a finite number")
+        raise InvalidArgumentError("paired_bootstrap: a score is not a finite number")
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(diffs), size=(resamples, len(diffs)))
     means = diffs[draws].mean(axis=1)

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.text.normalize import normalize_answer
 
 SPECIAL = frozenset({"yes", "no", "noanswer"})
@@ -64,7 +65,7 @@ def score_answer(prediction: str | None, answers: Sequence[str]) -> QAScores:
     """Best EM / F1 / contained of ``prediction`` over ``answers`` (a None prediction scores 0)."""
     golds = [a for a in answers if isinstance(a, str)]
     if not golds:
-        raise ValueError("cannot score an answer against an example without gold answers")
+        raise InvalidArgumentError("cannot score an answer against an example without gold answers")
     pred = prediction or ""
     return QAScores(
         em=float(max(exact_match(pred, g) for g in golds)),

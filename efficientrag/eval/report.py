@@ -24,6 +24,7 @@ import yaml
 from efficientrag.atomic import write_text_atomic
 from efficientrag.baselines.cost import latency_s
 from efficientrag.baselines.registry import METHODS
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.eval.paper_numbers import PaperNumber, all_numbers, lookup
 from efficientrag.eval.paper_numbers.dragin import model_variant
 from efficientrag.eval.plots import Point, plot_quality_vs_calls, plot_recall_vs_chunks
@@ -95,7 +96,7 @@ def load_run(path: str | Path) -> Run:
     fingerprint = read_fingerprint(path)
     recorded = summary.get("fingerprint_id")
     if fingerprint is not None and recorded and recorded != fingerprint_id(fingerprint):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{path}: summary.json was written under other inputs than run.json records "
             "(an interrupted rerun?); run the same `efficientrag eval` command again to rebuild it"
         )
@@ -138,7 +139,7 @@ def write_report(
         ValueError: No run folder was given.
     """
     if not run_dirs:
-        raise ValueError("write_report needs at least one run folder")
+        raise InvalidArgumentError("write_report needs at least one run folder")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     runs = [load_run(p) for p in run_dirs]

@@ -14,6 +14,7 @@ from typing import Any
 
 from efficientrag.baselines.base import Prediction
 from efficientrag.data.schema import Example
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.eval.qa_metrics import score_answer
 from efficientrag.retrieval.metrics import score_at_ks, score_retrieval
 
@@ -76,7 +77,7 @@ def _views(pred: Prediction, ex: Example, verdicts: dict[str, Any]) -> dict[str,
         ids = [str(i) for i in view.get("chunk_ids") or []]
         missing = [i for i in ids if i not in texts]
         if missing:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"view {name!r} of example {ex.id} names chunks the prediction lacks: {missing[:3]}"
             )
         if ex.gold_chunk_ids:

@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from efficientrag.errors import InvalidArgumentError
+
 T = TypeVar("T")
 
 
@@ -26,7 +28,7 @@ def time_methods(
         ValueError: No items.
     """
     if not items:
-        raise ValueError("time_methods: nothing to time")
+        raise InvalidArgumentError("time_methods: nothing to time")
     batches = [list(items[i : i + batch_size]) for i in range(0, len(items), batch_size)]
     out = {}
     for name, run in methods.items():

@@ -14,6 +14,7 @@ from efficientrag.baselines.registry import METHODS, check_method_name, register
 from efficientrag.config import ConfigError
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.experiment.config import ExperimentConfig
 from efficientrag.experiment.prepared_data import corpus_label, prepare_data
 from efficientrag.fingerprint import folder_digest
@@ -32,7 +33,9 @@ def search_backend(cfg: ExperimentConfig, corpus: Corpus | None) -> Retriever:
     if backend_of(cfg.retriever.kind).holds_chunks:
         return load_retriever(cfg.retriever, corpus, cfg.index_dir, corpus_name=corpus_label(cfg.data))
     if corpus is None:
-        raise ValueError(f"retriever.kind={cfg.retriever.kind} needs the corpus to build or check its index")
+        raise InvalidArgumentError(
+            f"retriever.kind={cfg.retriever.kind} needs the corpus to build or check its index"
+        )
     return build_retriever(cfg.retriever, corpus, cfg.index_dir)
 
 

@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.llm.errors import LLMOutputError
 from efficientrag.llm.json_output import parse_json_output
 
@@ -76,7 +77,7 @@ def extract_answer(text: str | None, style: AnswerStyle = "auto") -> str:
 
 def extract_answer_detailed(text: str | None, style: AnswerStyle = "auto") -> ExtractedAnswer:
     if style not in STYLES:
-        raise ValueError(f"answer style must be one of {STYLES}, got {style!r}")
+        raise InvalidArgumentError(f"answer style must be one of {STYLES}, got {style!r}")
     if text is None or not text.strip():
         return ExtractedAnswer("", "empty")
     if style == "raw":

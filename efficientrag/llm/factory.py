@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.llm.generator import Generator
 from efficientrag.llm.generator_config import GeneratorConfig
 
@@ -17,4 +18,4 @@ def make_generator(cfg: GeneratorConfig) -> Generator:
         from efficientrag.llm.openai_generator import OpenAIGenerator
 
         return OpenAIGenerator(cfg.openai)
-    raise ValueError(f"generator.backend must be 'hf' or 'openai', got {cfg.backend!r}")
+    raise InvalidArgumentError(f"generator.backend must be 'hf' or 'openai', got {cfg.backend!r}")

@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from efficientrag.errors import EfficientRAGError
+from efficientrag.errors import EfficientRAGError, InvalidArgumentError
 
 Message = Mapping[str, str]
 Prompt = str | Sequence[Message]
@@ -94,11 +94,13 @@ class AttentionView:
     def __post_init__(self) -> None:
         n = len(self.token_ids)
         if self.weights.shape != (n, n):
-            raise ValueError(f"attention weights have shape {self.weights.shape}, expected ({n}, {n})")
+            raise InvalidArgumentError(
+                f"attention weights have shape {self.weights.shape}, expected ({n}, {n})"
+            )
         if len(self.tokens) != n or len(self.offsets) != n:
-            raise ValueError("tokens, offsets and token_ids must have one entry per position")
+            raise InvalidArgumentError("tokens, offsets and token_ids must have one entry per position")
         if not 0 <= self.prompt_length <= n:
-            raise ValueError(f"prompt_length {self.prompt_length} outside [0, {n}]")
+            raise InvalidArgumentError(f"prompt_length {self.prompt_length} outside [0, {n}]")
 
     def __len__(self) -> int:
         return len(self.token_ids)
@@ -326,16 +328,16 @@ def check_prompts(prompts: Sequence[Prompt]) -> list[Prompt]:
 
 def check_generation_args(max_new_tokens: int, stop: Sequence[str] | None, temperature: float) -> list[str]:
     if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+        raise InvalidArgumentError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
     if temperature < 0:
-        raise ValueError(f"temperature must be >= 0, got {temperature}")
+        raise InvalidArgumentError(f"temperature must be >= 0, got {temperature}")
     if stop is None:
         return []
     if isinstance(stop, str):
         stop = [stop]
     stops = list(stop)
     if any(not isinstance(s, str) or not s for s in stops):
-        raise ValueError(f"stop sequences must be non-empty strings, got {stops!r}")
+        raise InvalidArgumentError(f"stop sequences must be non-empty strings, got {stops!r}")
     return stops
 
 

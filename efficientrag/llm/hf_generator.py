@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from efficientrag.errors import InvalidArgumentError, OperationError
 from efficientrag.hub import check_gguf, resolve_model_path
 from efficientrag.llm.generator import (
     AttentionView,
@@ -107,7 +108,9 @@ class HFGenerator(GeneratorBase):
         elif self._eos_ids:
             self._pad_id = self._eos_ids[0]
         else:
-            raise ValueError(f"{self.name}: the tokenizer has neither a pad nor an end-of-sequence token")
+            raise InvalidArgumentError(
+                f"{self.name}: the tokenizer has neither a pad nor an end-of-sequence token"
+            )
         self.checkpoint_generation_config = model.generation_config
         self.model.generation_config = neutral_generation_config(model, self._eos_ids, self._pad_id)
         self.max_positions = max_positions(model)
@@ -122,7 +125,7 @@ class HFGenerator(GeneratorBase):
     @classmethod
     def from_config(cls, cfg: HFGeneratorConfig) -> HFGenerator:
         if not cfg.model:
-            raise ValueError("generator.hf.model is empty: set a local folder or a hub model name")
+            raise InvalidArgumentError("generator.hf.model is empty: set a local folder or a hub model name")
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -148,7 +151,7 @@ class HFGenerator(GeneratorBase):
         if device is not None:
             model = model.to(device)
         if model.config.is_encoder_decoder:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{cfg.model}: an encoder-decoder model; the generator needs a causal (decoder-only) LM"
             )
         return cls(model, tokenizer, cfg)
@@ -165,7 +168,7 @@ class HFGenerator(GeneratorBase):
             reason = (
                 "use_chat_template is off" if not self.cfg.use_chat_template else "it has no chat template"
             )
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{self.name} cannot take a chat-message prompt because {reason}; pass a plain string "
                 "prompt instead (it is continued as raw text)"
             )
@@ -191,7 +194,7 @@ class HFGenerator(GeneratorBase):
             pieces = self._pieces([], ids, skip_special=False)[1]
             offsets = spans(pieces)
         if not ids:
-            raise ValueError("prompt encodes to zero tokens; give the model some text to continue")
+            raise InvalidArgumentError("prompt encodes to zero tokens; give the model some text to continue")
         return EncodedPrompt(text, ids, offsets)
 
     # -- generation ---------------------------------------------------------------------------------
@@ -202,7 +205,7 @@ class HFGenerator(GeneratorBase):
         encoded = [self.encode(p) for p in req.prompts]
         for i, enc in enumerate(encoded):
             if self.max_positions and len(enc.ids) + req.max_new_tokens > self.max_positions:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"prompts[{i}] has {len(enc.ids)} tokens; with max_new_tokens={req.max_new_tokens} that exceeds "
                     f"the model's {self.max_positions} positions. Shorten the prompt (fewer documents or "
                     "exemplars) or lower max_new_tokens."
@@ -374,7 +377,9 @@ class HFGenerator(GeneratorBase):
         out = {}
         for tok, value in logit_bias.items():
             if isinstance(tok, bool) or not isinstance(tok, int) or not 0 <= tok < vocab:
-                raise ValueError(f"logit_bias key {tok!r} is not a token id of {self.name} (0..{vocab - 1})")
+                raise InvalidArgumentError(
+                    f"logit_bias key {tok!r} is not a token id of {self.name} (0..{vocab - 1})"
+                )
             out[tok] = float(value)
         return out
 
@@ -440,7 +445,7 @@ class HFGenerator(GeneratorBase):
                     handle.remove()
         self.counters.add(attention_passes=1, attention_tokens=len(ids))
         if not captured or captured[-1] is None:
-            raise RuntimeError(
+            raise OperationError(
                 f"{self.name}: the last attention layer returned no weights even in eager mode; load the model "
                 "with generator.hf.attn_implementation=eager"
             )

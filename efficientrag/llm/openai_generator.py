@@ -22,6 +22,7 @@ import math
 from collections.abc import Mapping
 
 from efficientrag.closing import Closing
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.llm.client import LLMClient
 from efficientrag.llm.generator import (
     Generation,
@@ -162,9 +163,9 @@ class OpenAIGenerator(Closing, GeneratorBase):
         out = {}
         for tok, value in logit_bias.items():
             if isinstance(tok, bool) or not isinstance(tok, int) or tok < 0:
-                raise ValueError(f"logit_bias key {tok!r} is not a token id")
+                raise InvalidArgumentError(f"logit_bias key {tok!r} is not a token id")
             if not -100.0 <= float(value) <= 100.0:
-                raise ValueError(f"logit_bias value {value} for token {tok} is outside [-100, 100]")
+                raise InvalidArgumentError(f"logit_bias value {value} for token {tok} is outside [-100, 100]")
             out[str(tok)] = float(value)
         return out
 

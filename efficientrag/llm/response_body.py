@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.llm.errors import MalformedResponseError
 from efficientrag.llm.response import LLMResponse, TokenLogprob, TokenUsage
 
@@ -59,7 +60,7 @@ def _completion_logprobs(raw: Any) -> list[TokenLogprob] | None:
     values = raw.get("token_logprobs") or []
     tops = raw.get("top_logprobs") or [None] * len(tokens)
     if len(values) != len(tokens) or len(tops) != len(tokens):
-        raise ValueError("logprobs arrays have different lengths")
+        raise InvalidArgumentError("logprobs arrays have different lengths")
     out = []
     for tok, lp, top in zip(tokens, values, tops, strict=True):
         # The first token of an echoed prompt has no logprob; vLLM and OpenAI send null there.

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from efficientrag.atomic import write_text_atomic
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.llm.config import ModelPrice
 from efficientrag.llm.response import TokenUsage
 
@@ -290,7 +291,7 @@ def add_run_to_usage_file(path: str | os.PathLike[str], model: str, run: Mapping
             with open(path, encoding="utf-8") as fh:
                 old = json.load(fh)
             if not isinstance(old, dict):
-                raise ValueError(f"expected a JSON object, got {type(old).__name__}")
+                raise InvalidArgumentError(f"expected a JSON object, got {type(old).__name__}")
             runs = list(old.get("runs") or [{k: old[k] for k in ("model", "stages", "total") if k in old}])
         except ValueError as exc:  # JSONDecodeError is a ValueError
             os.replace(path, path + ".unreadable")

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from transformers import AutoConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.models.inputs import KINDS, TAGS
 
 POOLINGS = ("mean", "first", "pair")  # tag-head pooling (Labeler)
@@ -75,7 +76,7 @@ class WordClassifierConfig(PreTrainedConfig):
         if self.kind not in KINDS:
             raise TypeError(f"{type(self).__name__} is abstract: use LabelerConfig or FilterConfig")
         if isinstance(self.encoder_config, dict) and "model_type" not in self.encoder_config:
-            raise ValueError(f"{self.model_type} config: 'encoder_config' has no 'model_type'")
+            raise InvalidArgumentError(f"{self.model_type} config: 'encoder_config' has no 'model_type'")
         if self.token_labels is None:
             self.token_labels = list(TOKEN_LABELS[self.kind])
         if self.tag_labels is None:
@@ -89,21 +90,23 @@ class WordClassifierConfig(PreTrainedConfig):
     def _check(self) -> None:
         where = f"{self.model_type} config"
         if self.pooling not in POOLINGS:
-            raise ValueError(f"{where}: 'pooling' must be one of {POOLINGS}, got {self.pooling!r}")
+            raise InvalidArgumentError(f"{where}: 'pooling' must be one of {POOLINGS}, got {self.pooling!r}")
         if self.word_aggregation not in WORD_AGGREGATIONS:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{where}: 'word_aggregation' must be one of {WORD_AGGREGATIONS}, got {self.word_aggregation!r}"
             )
         if not isinstance(self.max_length, int) or self.max_length < 8:
-            raise ValueError(f"{where}: 'max_length' must be an integer >= 8, got {self.max_length!r}")
+            raise InvalidArgumentError(
+                f"{where}: 'max_length' must be an integer >= 8, got {self.max_length!r}"
+            )
         if not 0.0 <= float(self.dropout) < 1.0:
-            raise ValueError(f"{where}: 'dropout' must be in [0, 1), got {self.dropout!r}")
+            raise InvalidArgumentError(f"{where}: 'dropout' must be in [0, 1), got {self.dropout!r}")
         if len(self.token_labels or []) != 2:
-            raise ValueError(f"{where}: 'token_labels' needs 2 names, got {self.token_labels!r}")
+            raise InvalidArgumentError(f"{where}: 'token_labels' needs 2 names, got {self.token_labels!r}")
         if self.has_tag_head and len(self.tag_labels or []) != 2:
-            raise ValueError(f"{where}: 'tag_labels' needs 2 names, got {self.tag_labels!r}")
+            raise InvalidArgumentError(f"{where}: 'tag_labels' needs 2 names, got {self.tag_labels!r}")
         if self.format_version > FORMAT_VERSION:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{where}: format_version {self.format_version} is newer than this efficientrag "
                 f"understands ({FORMAT_VERSION}); upgrade efficientrag"
             )

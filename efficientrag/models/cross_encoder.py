@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.hub import download_model_folder, looks_like_repo_id
 from efficientrag.models.flashrank import flashrank_folder, flashrank_model
 from efficientrag.models.model_folder import CONFIG_FILE, check_safetensors
@@ -61,7 +62,7 @@ def check_cross_encoder_folder(path: str | Path) -> Path:
     if not weights.is_file():
         pickled = [name for name in PICKLE_WEIGHTS if (folder / name).is_file()]
         if pickled:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{folder}: its weights are pickled ({pickled[0]}), which this package never loads; "
                 f"save them as {WEIGHTS_FILE} (model.save_pretrained(folder, safe_serialization=True))"
             )
@@ -89,7 +90,7 @@ def load_cross_encoder(
         ValueError: An unknown ``quantize``.
     """
     if quantize not in ("none", "bf16"):
-        raise ValueError(f"a cross-encoder's quantize must be 'none' or 'bf16', got {quantize!r}")
+        raise InvalidArgumentError(f"a cross-encoder's quantize must be 'none' or 'bf16', got {quantize!r}")
     folder = check_cross_encoder_folder(path)
     from sentence_transformers import CrossEncoder
 

@@ -41,6 +41,7 @@ from typing import Any, Literal
 import torch
 
 from efficientrag.cpu import available_cores
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.models.inputs import SEG_QUERY, SEG_TARGET
 from efficientrag.models.modeling import TokenClassifierNetwork
 
@@ -52,7 +53,7 @@ TORCH_MODES: tuple[str, ...] = ("none", "int8", "bf16")
 
 def check_quantize_mode(mode: str) -> None:
     if mode not in QUANTIZE_MODES:
-        raise ValueError(f"quantize must be one of {', '.join(QUANTIZE_MODES)}, got {mode!r}")
+        raise InvalidArgumentError(f"quantize must be one of {', '.join(QUANTIZE_MODES)}, got {mode!r}")
 
 
 def resolve_quantize(mode: str, device: str | torch.device | None = None) -> str:
@@ -90,7 +91,7 @@ def quantize_network(network: torch.nn.Module, mode: str) -> torch.nn.Module:
     check_quantize_mode(mode)
     mode = resolve_quantize(mode, next(iter(network.parameters())).device if mode == "auto" else None)
     if mode not in TORCH_MODES:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"quantize={mode!r} runs the network through ONNX Runtime: use WordClassifier.quantize({mode!r})"
         )
     if mode == "none":
@@ -106,7 +107,7 @@ def quantize_network(network: torch.nn.Module, mode: str) -> torch.nn.Module:
             )
         return network.eval().to(torch.bfloat16)
     if devices - {"cpu"}:
-        raise ValueError(f"int8 quantization runs on CPU only; the model is on {sorted(devices)}")
+        raise InvalidArgumentError(f"int8 quantization runs on CPU only; the model is on {sorted(devices)}")
     network.eval()
     with warnings.catch_warnings():
         # torch.ao's eager quantization is deprecated in favour of torchao, which is not a
@@ -219,14 +220,16 @@ def onnx_network(
 ) -> OnnxNetwork:
     """An ORT session running ``network`` (``mode`` ``"onnx"``: fp32, ``"onnx-int8"``: int8 weights)."""
     if mode not in ONNX_MODES:
-        raise ValueError(f"ONNX Runtime mode must be one of {', '.join(ONNX_MODES)}, got {mode!r}")
+        raise InvalidArgumentError(f"ONNX Runtime mode must be one of {', '.join(ONNX_MODES)}, got {mode!r}")
     require_onnx()
     devices = {p.device.type for p in network.parameters()}
     if devices - {"cpu"}:
-        raise ValueError(f"the ONNX Runtime backend runs on CPU only; the model is on {sorted(devices)}")
+        raise InvalidArgumentError(
+            f"the ONNX Runtime backend runs on CPU only; the model is on {sorted(devices)}"
+        )
     dtypes = {p.dtype for p in network.parameters()}
     if dtypes != {torch.float32}:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"the ONNX Runtime backend exports float32 models; this one is {sorted(map(str, dtypes))}"
         )
     folder = Path(cache_dir).expanduser() if cache_dir is not None else cache_root()

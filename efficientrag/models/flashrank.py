@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.hub import hub_offline
 
 PREFIX = "flashrank:"
@@ -56,9 +57,11 @@ def flashrank_folder(name: str) -> Path:
     config = _flashrank_config()
     if name not in config.model_file_map:
         known = ", ".join(sorted(set(config.model_file_map) - set(config.listwise_rankers)))
-        raise ValueError(f"{PREFIX}{name}: FlashRank has no such model (its pairwise models: {known})")
+        raise InvalidArgumentError(
+            f"{PREFIX}{name}: FlashRank has no such model (its pairwise models: {known})"
+        )
     if name in config.listwise_rankers:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{PREFIX}{name} is a listwise LLM ranker: it orders passages without a score per pair; "
             "choose a pairwise FlashRank model"
         )

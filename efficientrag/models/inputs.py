@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.record_fields import JsonRecord
 
 # The model kinds: every table keyed by kind (configs, networks, training presets, the CLI) reads this.
@@ -59,11 +60,11 @@ class LabelerRow(JsonRecord):
 
     def __post_init__(self) -> None:
         if len(self.labels) != len(self.chunk_words):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"row {self.id}: {len(self.labels)} labels for {len(self.chunk_words)} chunk words"
             )
         if self.tag not in TAGS:
-            raise ValueError(f"row {self.id}: tag must be one of {TAGS}, got {self.tag!r}")
+            raise InvalidArgumentError(f"row {self.id}: tag must be one of {TAGS}, got {self.tag!r}")
 
 
 @dataclass
@@ -79,7 +80,9 @@ class FilterRow(JsonRecord):
 
     def __post_init__(self) -> None:
         if len(self.labels) != len(self.words):
-            raise ValueError(f"row {self.id}: {len(self.labels)} labels for {len(self.words)} words")
+            raise InvalidArgumentError(
+                f"row {self.id}: {len(self.labels)} labels for {len(self.words)} words"
+            )
 
 
 # The training row of each model kind.

@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from torch import nn
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.models.modeling import MODEL_CLASSES
 
 M = TypeVar("M")
@@ -30,7 +31,9 @@ def uniform_layers(depth: int, teacher_depth: int) -> list[int]:
     2, 5), which gives every student layer a teacher span of about the same work to stand in for.
     """
     if not 1 <= depth <= teacher_depth:
-        raise ValueError(f"student depth must be in 1..{teacher_depth} (the teacher's layers), got {depth}")
+        raise InvalidArgumentError(
+            f"student depth must be in 1..{teacher_depth} (the teacher's layers), got {depth}"
+        )
     return [int((i + 1) * teacher_depth / depth + 0.5) - 1 for i in range(depth)]
 
 
@@ -39,14 +42,16 @@ def encoder_layer_path(backbone: nn.Module) -> str:
     DeBERTa, ``layers`` for ModernBERT): the one ``ModuleList`` as long as ``num_hidden_layers``."""
     depth = getattr(backbone.config, "num_hidden_layers", None)
     if not isinstance(depth, int) or depth < 1:
-        raise ValueError(f"{type(backbone.config).__name__} has no num_hidden_layers: cannot select layers")
+        raise InvalidArgumentError(
+            f"{type(backbone.config).__name__} has no num_hidden_layers: cannot select layers"
+        )
     found = [
         name
         for name, module in backbone.named_modules()
         if isinstance(module, nn.ModuleList) and len(module) == depth and re.search(r"layers?$", name)
     ]
     if len(found) != 1:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"cannot tell which module of {type(backbone).__name__} holds its {depth} layers "
             f"(candidates: {found or 'none'})"
         )
@@ -57,14 +62,16 @@ def check_layers(layers: Sequence[int], teacher_depth: int) -> list[int]:
     """``layers`` as a list, refused unless increasing, distinct and inside the teacher."""
     chosen = [int(i) for i in layers]
     if not chosen:
-        raise ValueError("student_layers is empty: name at least one teacher layer to keep")
+        raise InvalidArgumentError("student_layers is empty: name at least one teacher layer to keep")
     bad = [i for i in chosen if not 0 <= i < teacher_depth]
     if bad:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"student_layers {chosen}: {bad} not in 0..{teacher_depth - 1} (the teacher's layers)"
         )
     if chosen != sorted(set(chosen)):
-        raise ValueError(f"student_layers {chosen} must be increasing and distinct (the teacher's order)")
+        raise InvalidArgumentError(
+            f"student_layers {chosen} must be increasing and distinct (the teacher's order)"
+        )
     return chosen
 
 

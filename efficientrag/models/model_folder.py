@@ -15,6 +15,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from efficientrag.atomic import atomic_folder
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.hub import download_model_folder, looks_like_repo_id
 from efficientrag.models.card import CARD_FILE, TRAIN_CONFIG_FILE, TrainingRecord, write_model_card
 from efficientrag.models.configuration import CONFIG_CLASSES, MODEL_TYPES
@@ -61,7 +62,7 @@ def check_safetensors(path: Path) -> None:
         with safe_open(str(path), framework="pt") as fh:
             fh.keys()
     except (SafetensorError, OSError) as err:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{path}: incomplete or corrupt safetensors file ({err}); copy it again or retrain the model"
         ) from None
 
@@ -73,7 +74,7 @@ def load_network(folder: Path, kind: str) -> TokenClassifierNetwork:
     try:
         config = CONFIG_CLASSES[kind].from_pretrained(str(folder), local_files_only=True)
     except ValueError as err:
-        raise ValueError(f"{config_path}: {err}") from err
+        raise InvalidArgumentError(f"{config_path}: {err}") from err
     mismatch = f"{folder / WEIGHTS_FILES[0]} does not match the network described by {config_path}"
     try:
         network, info = MODEL_CLASSES[kind].from_pretrained(
@@ -86,13 +87,13 @@ def load_network(folder: Path, kind: str) -> TokenClassifierNetwork:
     except RuntimeError as err:
         if "mismatched" not in str(err):
             raise
-        raise ValueError(f"{mismatch}: tensor shapes differ") from err
+        raise InvalidArgumentError(f"{mismatch}: tensor shapes differ") from err
     # transformers only warns about these and leaves the weights random; a shared model must not.
     wrong = {k: sorted(v)[:5] for k, v in info.items() if k != "error_msgs" and v}
     if wrong or info.get("error_msgs"):
-        raise ValueError(f"{mismatch}: {wrong or info['error_msgs']}")
+        raise InvalidArgumentError(f"{mismatch}: {wrong or info['error_msgs']}")
     if network.config.kind != kind:
-        raise ValueError(f"{folder} holds a {network.config.kind!r} model, not a {kind!r} model")
+        raise InvalidArgumentError(f"{folder} holds a {network.config.kind!r} model, not a {kind!r} model")
     return network.eval()
 
 
@@ -131,7 +132,7 @@ def _check_saved_folder(folder: Path, kind: str) -> None:
         )
     saved_kind = _saved_kind(config_path, kind)
     if saved_kind != kind:
-        raise ValueError(f"{folder} holds a {saved_kind!r} model, not a {kind!r} model")
+        raise InvalidArgumentError(f"{folder} holds a {saved_kind!r} model, not a {kind!r} model")
     if not any((folder / f).is_file() for f in WEIGHTS_FILES):
         raise FileNotFoundError(
             f"{folder / WEIGHTS_FILES[0]} not found (weights are read from safetensors only)"
@@ -142,10 +143,10 @@ def _saved_kind(config_path: Path, kind: str) -> str:
     try:
         model_type = json.loads(config_path.read_text(encoding="utf-8")).get("model_type")
     except (json.JSONDecodeError, AttributeError) as err:
-        raise ValueError(f"{config_path}: not a JSON object ({err})") from err
+        raise InvalidArgumentError(f"{config_path}: not a JSON object ({err})") from err
     if model_type not in MODEL_TYPES:
         expected = CONFIG_CLASSES[kind].model_type
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{config_path}: model_type {model_type!r} is not an efficientrag model (expected {expected!r}); "
             f"to train a {kind} on this encoder use {kind.capitalize()}.from_backbone"
         )

@@ -28,6 +28,7 @@ from transformers import AutoModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.models.configuration import FilterConfig, LabelerConfig, WordClassifierConfig
 from efficientrag.models.inputs import IGNORE_INDEX, SEG_QUERY, SEG_TARGET, TAG_TERMINATE, TAGS
 
@@ -68,7 +69,7 @@ class TokenClassifierNetwork(PreTrainedModel):
         super().__init__(config)
         if backbone is None:
             if config.encoder_config is None:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"{config.model_type} config has no 'encoder_config' to build the encoder from"
                 )
             backbone = AutoModel.from_config(config.encoder_config, trust_remote_code=False)
@@ -161,7 +162,7 @@ class TokenClassifierNetwork(PreTrainedModel):
             return states[:, 0]
         if self.pooling == "pair":
             if segment_ids is None:
-                raise ValueError("pair pooling needs segment_ids (the collator provides them)")
+                raise InvalidArgumentError("pair pooling needs segment_ids (the collator provides them)")
             q = _masked_mean(states, segment_ids == SEG_QUERY)
             c = _masked_mean(states, segment_ids == SEG_TARGET)
             return torch.cat([q, c, q * c, (q - c).abs()], dim=-1)
@@ -208,7 +209,7 @@ def _hidden_size(config) -> int:
         value = getattr(config, name, None)
         if isinstance(value, int) and value > 0:
             return value
-    raise ValueError(f"cannot tell the hidden size of backbone config {type(config).__name__}")
+    raise InvalidArgumentError(f"cannot tell the hidden size of backbone config {type(config).__name__}")
 
 
 # -- training loss ---------------------------------------------------------------------------------

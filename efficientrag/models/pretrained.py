@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import torch
 from transformers import AutoModel
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.hub import hub_offline, resolve_model_path
 from efficientrag.models.card import CARD_FILE, MODEL_NAME_SLOT, TrainingRecord
 from efficientrag.models.configuration import CONFIG_CLASSES
@@ -147,7 +148,7 @@ class PretrainedMixin:
             ValueError: The model was quantized to int8 or cast to bf16 (save the float model).
         """
         if is_quantized(self.network) or is_bf16(self.network):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"this {self.kind} was quantized for inference ({self.backend}) and cannot be saved; save "
                 "the float model and quantize it again after loading"
             )
@@ -202,4 +203,6 @@ def _check_max_length(config: Any, max_length: int) -> None:
     limit = getattr(config, "max_position_embeddings", None)
     relative = getattr(config, "position_biased_input", True) is False
     if limit and not relative and max_length > limit:
-        raise ValueError(f"max_length {max_length} exceeds the backbone's max_position_embeddings ({limit})")
+        raise InvalidArgumentError(
+            f"max_length {max_length} exceeds the backbone's max_position_embeddings ({limit})"
+        )

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.models.configuration import WORD_AGGREGATIONS
 from efficientrag.models.inputs import IGNORE_INDEX, SEG_OTHER, SEG_QUERY, SEG_TARGET
 
@@ -64,7 +65,7 @@ def encode_words(
     pair = queries is not None
     qs = [list(q) for q in queries] if queries is not None else None
     if qs is not None and len(qs) != len(targets):
-        raise ValueError(f"{len(qs)} queries for {len(targets)} target word lists")
+        raise InvalidArgumentError(f"{len(qs)} queries for {len(targets)} target word lists")
     if not targets:
         return []
     encodings = _encode(tokenizer, qs, targets)
@@ -90,7 +91,7 @@ def encode_words(
                 q = [qs[j][:keep_q]] if qs is not None else None
                 enc = _encode(tokenizer, q, [targets[j][:keep_t]])[0]
             if len(enc.ids) > max_length:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"max_length {max_length} is too small for this tokenizer's special tokens alone"
                 )
             item = _to_input(enc, pair, len(targets[j]))
@@ -151,7 +152,7 @@ def _fit_words(enc, pair: bool, max_length: int, n_target: int, n_query: int) ->
             q_counts[w] += 1
     budget = max_length - special
     if budget <= 0:
-        raise ValueError(f"max_length {max_length} leaves no room after {special} special tokens")
+        raise InvalidArgumentError(f"max_length {max_length} leaves no room after {special} special tokens")
     keep_q = n_query
     q_len = int(q_counts.sum())
     if pair and q_len >= budget:
@@ -186,7 +187,7 @@ def prepare_word_tokenizer(
     tokenizer: PreTrainedTokenizerBase, *, source: str = ""
 ) -> PreTrainedTokenizerBase:
     if not getattr(tokenizer, "is_fast", False):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"tokenizer {source or type(tokenizer).__name__} is not a fast (tokenizers-backed) tokenizer; "
             "word-level labels need word_ids(). Save the tokenizer with a tokenizer.json."
         )
@@ -305,7 +306,7 @@ def word_scores(
     by truncation, or words a tokenizer encodes to nothing) get 0.0.
     """
     if how not in WORD_AGGREGATIONS:
-        raise ValueError(f"word aggregation must be one of {WORD_AGGREGATIONS}, got {how!r}")
+        raise InvalidArgumentError(f"word aggregation must be one of {WORD_AGGREGATIONS}, got {how!r}")
     probs = probs.float()
     batch = probs.shape[0]
     n_slots = max(int(n_slots), 1)

@@ -19,6 +19,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.models.configuration import WordClassifierConfig
 from efficientrag.models.export import (
     OnnxNetwork,
@@ -65,7 +66,7 @@ class WordClassifier(PretrainedMixin, ABC, Generic[P]):
             ValueError: The network is of the other kind.
         """
         if network.config.kind != self.kind:
-            raise ValueError(f"{type(self).__name__} cannot hold a {network.config.kind!r} network")
+            raise InvalidArgumentError(f"{type(self).__name__} cannot hold a {network.config.kind!r} network")
         self.network = network
         self.tokenizer = tokenizer
         self.source = source  # the folder it was loaded from, if any
@@ -106,7 +107,7 @@ class WordClassifier(PretrainedMixin, ABC, Generic[P]):
             device = "cuda" if torch.cuda.is_available() else "cpu"
         if (is_quantized(self.network) or self.onnx is not None) and torch.device(device).type != "cpu":
             what = "an int8-quantized" if self.onnx is None else "an ONNX Runtime"
-            raise ValueError(f"{what} {self.kind} runs on CPU only, not on {device}")
+            raise InvalidArgumentError(f"{what} {self.kind} runs on CPU only, not on {device}")
         self.network.to(device)
         return self
 
@@ -134,19 +135,19 @@ class WordClassifier(PretrainedMixin, ABC, Generic[P]):
             return self
         if mode == "bf16":
             if self.onnx is not None or is_quantized(self.network):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"this {self.kind} already runs as {self.backend}; bf16 casts the float torch "
                     "network: load the model again to use it"
                 )
             quantize_network(self.network, mode)
             return self
         if self.device.type != "cpu":
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"quantize={mode!r} runs on CPU only; this {self.kind} is on {self.device} (set device=cpu)"
             )
         if mode == "int8":
             if self.onnx is not None:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"this {self.kind} already predicts through ONNX Runtime ({self.onnx.mode}); "
                     "int8 applies to the torch network: load the model again to use it"
                 )
@@ -154,7 +155,7 @@ class WordClassifier(PretrainedMixin, ABC, Generic[P]):
             return self
         if is_quantized(self.network) or is_bf16(self.network):
             state = "int8-quantized" if is_quantized(self.network) else "cast to bfloat16"
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"this {self.kind}'s torch network is {state}; ONNX Runtime exports the float "
                 "network: load the model again"
             )
@@ -198,7 +199,7 @@ class WordClassifier(PretrainedMixin, ABC, Generic[P]):
         """
         pad = self.tokenizer.pad_token_id
         if pad is None:
-            raise ValueError(f"tokenizer of {self.config.encoder_name!r} has no pad token")
+            raise InvalidArgumentError(f"tokenizer of {self.config.encoder_name!r} has no pad token")
         return Collator(pad, pad_to=pad_to, compat_labels=compat_labels)
 
     def predict(

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from efficientrag.errors import InvalidArgumentError
+
 _EPS = 1e-6
 # A hop's pair is fitted only from this many judgements with both classes present (at least
 # MIN_EACH of each); deeper hops with fewer share the pair of the hops before them.
@@ -119,7 +121,7 @@ def fit_hop_calibration(
         positives = sum(i.gold for i in items)
         if len(items) < MIN_JUDGEMENTS or min(positives, len(items) - positives) < MIN_EACH:
             if hop == 0:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"calibration: the first hop has {len(items)} judgements ({positives} gold); it needs "
                     f"{MIN_JUDGEMENTS} with at least {MIN_EACH} gold and {MIN_EACH} not"
                 )

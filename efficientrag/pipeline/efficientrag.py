@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from efficientrag.data.schema import Chunk
-from efficientrag.errors import EfficientRAGError
+from efficientrag.errors import EfficientRAGError, InvalidArgumentError
 from efficientrag.models.inputs import filter_words
 from efficientrag.pipeline.budget import choose_chunks
 from efficientrag.pipeline.config import EfficientRAGConfig
@@ -146,7 +146,7 @@ class EfficientRAG:
             ValueError: The config does not name both models.
         """
         if not config.labeler or not config.filter:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "EfficientRAG needs trained models: set efficientrag.labeler and efficientrag.filter to the "
                 "folders written by `efficientrag train labeler|filter` (their best/ subfolder)"
             )

@@ -27,6 +27,7 @@ except ImportError as exc:
 
 from efficientrag.config import from_dict as config_from_dict
 from efficientrag.config import same_named
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.pipeline.adapters import groups, kept_chunks, load_rag
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG, RetrievalResult
@@ -82,7 +83,7 @@ class EfficientRAGRetriever:
         if rag is not None:
             given = [k for k, v in {**paths, "retriever": retriever, "settings": settings}.items() if v]
             if given:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"EfficientRAGRetriever: pass rag= or folders and settings, not both ({given})"
                 )
             self.labeler = self.filter = self.index_dir = self.corpus = None
@@ -151,7 +152,7 @@ class EfficientRAGRetriever:
     def to_dict(self) -> dict[str, Any]:
         """Paths and settings only: the YAML of a saved pipeline never holds a weight."""
         if self.labeler is None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "EfficientRAGRetriever built with rag= cannot be serialized; build it from "
                 "labeler=, filter=, index_dir= (and corpus=) to save the pipeline"
             )
@@ -166,7 +167,7 @@ def _check_paths(paths: Mapping[str, str | Path | None]) -> None:
     """Folders and files that must exist are checked at construction, naming the argument."""
     for name in ("labeler", "filter", "index_dir"):
         if paths[name] is None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"EfficientRAGRetriever needs {name}= (or rag=, an EfficientRAG built in Python)"
             )
     for name in ("labeler", "filter"):

@@ -13,6 +13,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.text.validity import text_problem
 
@@ -61,22 +62,22 @@ def check_questions(questions: Sequence[object], *, source: str = "questions") -
     for i, q in enumerate(questions):
         if not isinstance(q, str):
             where = source if len(questions) == 1 else f"{source}[{i}]"
-            raise ValueError(f"{where}: a question must be a string, got {type(q).__name__}")
+            raise InvalidArgumentError(f"{where}: a question must be a string, got {type(q).__name__}")
         problem = text_problem(q)
         if problem == "empty":
             empty.append(i)
         elif problem is not None:
             where = source if len(questions) == 1 else f"{source}[{i}]"
-            raise ValueError(f"{where}: {problem}")
+            raise InvalidArgumentError(f"{where}: {problem}")
     if len(questions) == 1 and empty:
-        raise ValueError(f"{source}: the question is empty")
+        raise InvalidArgumentError(f"{source}: the question is empty")
     if len(empty) == 1:
-        raise ValueError(f"{source}[{empty[0]}]: the question is empty")
+        raise InvalidArgumentError(f"{source}[{empty[0]}]: the question is empty")
     if empty:
         # Every empty one is named (up to EMPTY_QUESTIONS_SHOWN), so one run shows all to fix.
         shown = ", ".join(f"{source}[{i}]" for i in empty[:EMPTY_QUESTIONS_SHOWN])
         more = f" and {len(empty) - EMPTY_QUESTIONS_SHOWN} more" if len(empty) > EMPTY_QUESTIONS_SHOWN else ""
-        raise ValueError(f"{len(empty)} questions are empty: {shown}{more}")
+        raise InvalidArgumentError(f"{len(empty)} questions are empty: {shown}{more}")
 
 
 def load_model(name: str, model: Any, config: EfficientRAGConfig) -> Any:
@@ -126,7 +127,7 @@ def check_loaded_path(name: str, model: Any, config: EfficientRAGConfig) -> None
 
     mode, runs_as = resolve_quantize(config.quantize, config.device), loaded_path(model)
     if mode != "none" and runs_as is not None and runs_as != mode:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"EfficientRAG: quantize={config.quantize!r} ({mode}) but the {name} given runs as quantize={runs_as!r}: "
             f"quantize applies to models loaded from folders; pass the folder, call .quantize({mode!r}) "
             f"on the loaded {name}, or set quantize to match it"

@@ -15,13 +15,15 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from efficientrag.errors import InvalidArgumentError
+
 
 class CachedPredictor:
     """Wraps a Labeler or Filter (anything with ``predict(items, **kw)``); same interface."""
 
     def __init__(self, model: Any, max_items: int = 500_000) -> None:
         if max_items < 1:
-            raise ValueError(f"max_items must be >= 1, got {max_items}")
+            raise InvalidArgumentError(f"max_items must be >= 1, got {max_items}")
         self.model = model
         self.max_items = max_items
         self.hits = 0

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE
 
 
@@ -94,7 +95,9 @@ class HitRecord:
         """
         missing = [k for k in ("id", "score", "seen") if k not in row]
         if missing:
-            raise ValueError(f"{where}: field {missing[0]!r} missing; not an EfficientRAG trace hit")
+            raise InvalidArgumentError(
+                f"{where}: field {missing[0]!r} missing; not an EfficientRAG trace hit"
+            )
         return cls(
             id=row["id"],
             score=row["score"],

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.atomic import write_text_atomic
-from efficientrag.config import ConfigError, from_dict, save_config
+from efficientrag.config import ConfigError, SettingError, from_dict, save_config
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
@@ -89,14 +89,14 @@ class QuickstartConfig:
 
     def __post_init__(self) -> None:
         if not 0.0 < self.eval_ratio < 1.0:
-            raise ValueError(f"eval_ratio must be in (0, 1), got {self.eval_ratio}")
+            raise SettingError(f"eval_ratio must be in (0, 1), got {self.eval_ratio}")
         if self.labeler.model not in ("", "labeler") or self.filter.model not in ("", "filter"):
-            raise ValueError("labeler.model / filter.model cannot be changed in a quickstart config")
+            raise SettingError("labeler.model / filter.model cannot be changed in a quickstart config")
         self.labeler.model, self.filter.model = "labeler", "filter"  # type: ignore[assignment]
         unset = SynthConfig()
         for key, own in _OWN_SYNTH_KEYS.items():
             if getattr(self.synth, key) != getattr(unset, key):
-                raise ValueError(f"synth.{key} is set by the quickstart from '{own}'; set {own} instead")
+                raise SettingError(f"synth.{key} is set by the quickstart from '{own}'; set {own} instead")
 
 
 @dataclass

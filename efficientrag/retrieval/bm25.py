@@ -20,6 +20,7 @@ import bm25s
 import numpy as np
 
 from efficientrag.data.corpus import Corpus
+from efficientrag.errors import InvalidArgumentError, OperationError
 from efficientrag.retrieval.base import Hit
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.retrieval.errors import IndexNotFoundError
@@ -39,12 +40,12 @@ def resolve_stemmer(name: str) -> tuple[str | None, Any]:
     except ImportError:
         if name == "auto":
             return None, None
-        raise RuntimeError(f"bm25_stemmer={name!r} needs PyStemmer: pip install PyStemmer") from None
+        raise OperationError(f"bm25_stemmer={name!r} needs PyStemmer: pip install PyStemmer") from None
     language = "english" if name == "auto" else name
     try:
         return language, Stemmer.Stemmer(language)
     except KeyError:
-        raise ValueError(f"PyStemmer has no stemmer for {language!r}") from None
+        raise InvalidArgumentError(f"PyStemmer has no stemmer for {language!r}") from None
 
 
 class BM25Retriever:
@@ -119,7 +120,7 @@ class BM25Retriever:
         """
         cfg = cfg or RetrieverConfig(kind="bm25")
         if len(corpus) == 0:
-            raise ValueError("cannot index an empty corpus")
+            raise InvalidArgumentError("cannot index an empty corpus")
         settings = cls.settings_from(cfg)
         _, stem = resolve_stemmer(settings["stemmer"] or "none")
         tokens = bm25s.tokenize(

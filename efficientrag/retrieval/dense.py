@@ -22,6 +22,7 @@ import faiss
 import numpy as np
 
 from efficientrag.data.corpus import Corpus
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.retrieval.base import Hit
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.retrieval.embedding_store import EmbeddingStore, StoreSpec
@@ -64,7 +65,9 @@ class DenseRetriever:
 
     def __init__(self, corpus: Corpus, encoder: Encoder, index: faiss.Index, meta: dict[str, Any]) -> None:
         if index.ntotal != len(corpus):
-            raise ValueError(f"index has {index.ntotal} rows but the corpus has {len(corpus)} chunks")
+            raise InvalidArgumentError(
+                f"index has {index.ntotal} rows but the corpus has {len(corpus)} chunks"
+            )
         self.corpus = corpus
         self.encoder = encoder
         self.index = index
@@ -112,7 +115,7 @@ class DenseRetriever:
         """
         cfg = cfg or RetrieverConfig()
         if len(corpus) == 0:
-            raise ValueError("cannot index an empty corpus")
+            raise InvalidArgumentError("cannot index an empty corpus")
         encoder = encoder or Encoder.from_config(cfg, show_progress=show_progress)
         warn_over_limit(corpus, encoder)
         spec = StoreSpec.for_corpus(encoder, corpus, cfg.shard_size)

@@ -31,6 +31,7 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.retrieval.framework import MissingChunkIdError, _FrameworkSearch
 
 _SINGULAR = {"passages": "long_text", "indices": "index"}
@@ -75,7 +76,7 @@ class DSPySearch(_FrameworkSearch):
         max_concurrency: int = 8,
     ) -> None:
         if not id_key:
-            raise ValueError("DSPySearch needs an id_key: DSPy passages have no id of their own")
+            raise InvalidArgumentError("DSPySearch needs an id_key: DSPy passages have no id of their own")
         super().__init__(retriever, id_key=id_key, title_key=title_key, score_key=score_key)
         if not callable(retriever):
             raise TypeError(

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from efficientrag.atomic import atomic_open, write_json_atomic
 from efficientrag.data.corpus import Corpus
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.retrieval.errors import IndexMismatchError
 from efficientrag.retrieval.meta import read_json
 
@@ -193,7 +194,9 @@ class EmbeddingStore:
             ValueError: The corpus size differs from the spec's, or the encoder returned a wrong shape.
         """
         if len(corpus) != self.spec.corpus_size:
-            raise ValueError(f"corpus has {len(corpus)} chunks, the store expects {self.spec.corpus_size}")
+            raise InvalidArgumentError(
+                f"corpus has {len(corpus)} chunks, the store expects {self.spec.corpus_size}"
+            )
         todo = self.missing_shards()
         pending = sum(self.rows(i)[1] - self.rows(i)[0] for i in todo)
         with tqdm(
@@ -208,7 +211,7 @@ class EmbeddingStore:
                 texts = [corpus[i].contents for i in range(start, stop)]
                 emb = encoder.encode_passages(texts, progress=bar)
                 if emb.shape != (stop - start, self.spec.dim):
-                    raise ValueError(
+                    raise InvalidArgumentError(
                         f"encoder returned shape {emb.shape} for shard {shard}, "
                         f"expected {(stop - start, self.spec.dim)}"
                     )

@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from efficientrag.config import same_named
 from efficientrag.data.corpus import Corpus
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.hub import MINILM_ALIASES, OFFLINE_DEFAULT_ENCODER, minilm_path, resolve_model_path
 from efficientrag.retrieval.config import RetrieverConfig
 
@@ -116,9 +117,13 @@ class Encoder:
         from sentence_transformers import SentenceTransformer
 
         if compute_dtype != "float32" and backend != "torch":
-            raise ValueError(f"compute_dtype={compute_dtype!r} needs backend='torch', got {backend!r}")
+            raise InvalidArgumentError(
+                f"compute_dtype={compute_dtype!r} needs backend='torch', got {backend!r}"
+            )
         if compute_dtype not in COMPUTE_DTYPES:
-            raise ValueError(f"compute_dtype must be float32, bfloat16 or float16, got {compute_dtype!r}")
+            raise InvalidArgumentError(
+                f"compute_dtype must be float32, bfloat16 or float16, got {compute_dtype!r}"
+            )
         if num_threads is not None:
             torch.set_num_threads(num_threads)
         self.name = canonical_encoder_name(name)

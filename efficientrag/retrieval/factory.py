@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.data.corpus import Corpus
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.retrieval.base import Retriever
 from efficientrag.retrieval.bm25 import BM25_DIR, BM25Retriever
 from efficientrag.retrieval.config import SEARCH_KINDS, RetrieverConfig
@@ -142,7 +143,9 @@ def load_retriever(
     index_dir = index_dir if index_dir is not None else cfg.index_dir
     backend = backend_of(cfg.kind)
     if corpus is None and not backend.holds_chunks:
-        raise ValueError(f"a {cfg.kind} index is searched with its corpus; pass the corpus it was built from")
+        raise InvalidArgumentError(
+            f"a {cfg.kind} index is searched with its corpus; pass the corpus it was built from"
+        )
     return backend.load(
         cfg, corpus, index_dir, encoder=encoder, show_progress=show_progress, corpus_name=corpus_name
     )
@@ -167,7 +170,7 @@ def _load_local(
     corpus_name: str | None,
 ) -> Retriever:
     if index_dir is None:
-        raise ValueError("load_retriever needs an index_dir (argument or cfg.index_dir)")
+        raise InvalidArgumentError("load_retriever needs an index_dir (argument or cfg.index_dir)")
     if cfg.kind == "hybrid":
         parts = [
             load_retriever(
@@ -278,7 +281,7 @@ def register_backend(backend: SearchBackend) -> None:
         ValueError: The kind is taken.
     """
     if backend.kind in BACKENDS:
-        raise ValueError(f"search backend {backend.kind!r} is already registered")
+        raise InvalidArgumentError(f"search backend {backend.kind!r} is already registered")
     BACKENDS[backend.kind] = backend
     SEARCH_KINDS.add(backend.kind)
 
@@ -291,7 +294,7 @@ def backend_of(kind: str) -> SearchBackend:
     """
     backend = BACKENDS.get(kind)
     if backend is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"retriever.kind {kind!r} is not a registered search backend ({', '.join(sorted(BACKENDS))})"
         )
     return backend

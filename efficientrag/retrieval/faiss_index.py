@@ -18,6 +18,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from efficientrag.atomic import atomic_path
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.retrieval.embedding_store import EmbeddingStore
 
@@ -54,7 +55,7 @@ def build_index(
         index.train(store.gather(sample))
         params = {"nlist": nlist, "train_size": n_train}
     else:
-        raise ValueError(f"unknown index_type {cfg.index_type!r}")
+        raise InvalidArgumentError(f"unknown index_type {cfg.index_type!r}")
     with tqdm(total=n, desc=f"Building {cfg.index_type} index", unit="row", disable=not show_progress) as bar:
         for _, shard in store.iter_shards():
             index.add(np.ascontiguousarray(shard, dtype=np.float32))

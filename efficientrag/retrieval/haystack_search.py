@@ -22,6 +22,7 @@ import asyncio
 import inspect
 from typing import Any
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.retrieval.framework import _FrameworkSearch
 
 
@@ -145,7 +146,7 @@ def _check_inputs(retriever: Any, text_embedder: Any) -> bool:
     params = inspect.signature(retriever.run).parameters
     if "query_embedding" in params:
         if text_embedder is None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"HaystackSearch: {name} searches by query_embedding; pass text_embedder= (the text embedder "
                 "whose model embedded the store's documents, e.g. SentenceTransformersTextEmbedder)"
             )
@@ -160,7 +161,7 @@ def _check_inputs(retriever: Any, text_embedder: Any) -> bool:
             f"HaystackSearch: {name}.run takes neither query nor query_embedding; is it a retriever?"
         )
     if text_embedder is not None:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"HaystackSearch: {name} searches by text (run(query=...)); it takes no text_embedder"
         )
     return False

@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 
 from efficientrag.data.corpus import Corpus
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.retrieval.base import Hit, Retriever
 
 
@@ -28,17 +29,19 @@ class HybridRetriever:
         weights: Sequence[float] | None = None,
     ) -> None:
         if len(retrievers) < 2:
-            raise ValueError("a hybrid retriever needs at least two retrievers")
+            raise InvalidArgumentError("a hybrid retriever needs at least two retrievers")
         if rrf_k < 0 or depth < 1:
-            raise ValueError(f"need rrf_k >= 0 and depth >= 1, got {rrf_k}, {depth}")
+            raise InvalidArgumentError(f"need rrf_k >= 0 and depth >= 1, got {rrf_k}, {depth}")
         weights = list(weights) if weights is not None else [1.0] * len(retrievers)
         if len(weights) != len(retrievers) or any(w < 0 for w in weights):
-            raise ValueError(f"need one non-negative weight per retriever, got {weights}")
+            raise InvalidArgumentError(f"need one non-negative weight per retriever, got {weights}")
         # Backends without an in-process corpus (Milvus, framework retrievers) cannot be compared.
         corpora = [c for c in (getattr(r, "corpus", None) for r in retrievers) if c is not None]
         sizes = {len(c) for c in corpora}
         if len(sizes) > 1:
-            raise ValueError(f"the fused retrievers index corpora of different sizes: {sorted(sizes)}")
+            raise InvalidArgumentError(
+                f"the fused retrievers index corpora of different sizes: {sorted(sizes)}"
+            )
         self.retrievers = list(retrievers)
         self.corpus: Corpus | None = corpora[0] if corpora else None
         self.rrf_k, self.depth, self.weights = rrf_k, depth, weights

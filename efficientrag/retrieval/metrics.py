@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.text.normalize import normalize_answer
 
 
@@ -38,7 +39,7 @@ def unique_in_order(ids: Iterable[str]) -> list[str]:
 def oracle_recall(retrieved_ids: Sequence[str], gold_ids: Sequence[str]) -> float:
     gold = set(gold_ids)
     if not gold:
-        raise ValueError("oracle recall is undefined for a question without gold chunks")
+        raise InvalidArgumentError("oracle recall is undefined for a question without gold chunks")
     return len(gold.intersection(retrieved_ids)) / len(gold)
 
 

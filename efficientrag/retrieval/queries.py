@@ -5,6 +5,8 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 
+from efficientrag.errors import InvalidArgumentError
+
 
 def check_search_args(queries: Sequence[str], k: int) -> tuple[list[str], int]:
     """The queries as a list, and ``k`` as an int. A bare string (which would be searched letter
@@ -15,9 +17,9 @@ def check_search_args(queries: Sequence[str], k: int) -> tuple[list[str], int]:
     try:
         k = operator.index(k)
     except TypeError:
-        raise ValueError(f"k must be an integer >= 0, got {k!r}") from None
+        raise InvalidArgumentError(f"k must be an integer >= 0, got {k!r}") from None
     if k < 0:
-        raise ValueError(f"k must be an integer >= 0, got {k}")
+        raise InvalidArgumentError(f"k must be an integer >= 0, got {k}")
     out = list(queries)
     for i, q in enumerate(out):
         if not isinstance(q, str):

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from efficientrag.closing import Closing
-from efficientrag.errors import EfficientRAGError
+from efficientrag.errors import EfficientRAGError, InvalidArgumentError
 from efficientrag.pipeline.efficientrag import RetrievalResult
 from efficientrag.pipeline.inputs import check_questions
 from efficientrag.serve.wire import result_from_json
@@ -74,7 +74,9 @@ class RemoteEfficientRAG(Closing):
         trace: bool = True,
     ) -> None:
         if batch_size < 1 or retries < 0:
-            raise ValueError(f"batch_size must be >= 1 and retries >= 0, got {batch_size}, {retries}")
+            raise InvalidArgumentError(
+                f"batch_size must be >= 1 and retries >= 0, got {batch_size}, {retries}"
+            )
         self.url = url.rstrip("/")
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}

@@ -13,6 +13,7 @@ import signal
 import socket
 from typing import Any
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.serve.config import ServeConfig
 
 log = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ def bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise ValueError(f"serve: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        raise InvalidArgumentError(f"serve: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock

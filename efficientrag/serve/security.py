@@ -19,6 +19,7 @@ import os
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.serve.errors import BODY_TOO_LARGE, RequestError
 from efficientrag.serve.metrics import API_PATHS, Metrics
 
@@ -35,7 +36,7 @@ def api_key_from_env() -> str | None:
     if value is None:
         return None
     if not value.strip():
-        raise ValueError(f"{API_KEY_ENV} is set but empty; unset it to serve without a token")
+        raise InvalidArgumentError(f"{API_KEY_ENV} is set but empty; unset it to serve without a token")
     return value.strip()
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from efficientrag.data.schema import Chunk
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.pipeline.adapters import kept_chunks
 from efficientrag.pipeline.efficientrag import RetrievalResult
 from efficientrag.pipeline.trace import HitRecord, Hop, trace_to_dicts
@@ -57,7 +58,9 @@ def result_from_json(row: Mapping[str, Any], *, where: str = "result") -> Retrie
         trace = [hop_from_json(h, where=f"{where}.trace[{i}]") for i, h in enumerate(row.get("trace") or [])]
         return RetrievalResult(row["question"], chunks, scores, trace, dict(row.get("counters") or {}))
     except (KeyError, TypeError) as exc:
-        raise ValueError(f"{where}: not an efficientrag result ({type(exc).__name__}: {exc})") from None
+        raise InvalidArgumentError(
+            f"{where}: not an efficientrag result ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def hop_from_json(row: Mapping[str, Any], *, where: str = "hop") -> Hop:

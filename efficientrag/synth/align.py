@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.synth.phrases import is_content, word_key
 from efficientrag.text.words import lemmatizer, split_words, word_lemmas
 
@@ -86,7 +87,7 @@ def align_words(
     source = list(source_words)
     n = len(source)
     if eligible is not None and len(eligible) != n:
-        raise ValueError(f"eligible has {len(eligible)} entries for {n} source words")
+        raise InvalidArgumentError(f"eligible has {len(eligible)} entries for {n} source words")
     ok = list(eligible) if eligible is not None else [True] * n
     matcher = _Matcher(targets, source, ok, use_lemmas=use_lemmas)
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.models.inputs import KINDS
 
@@ -21,7 +22,7 @@ PARTS = ("train", "validation")
 def merge_training_sets(sources: Sequence[str | Path], out_dir: str | Path) -> dict[str, dict[str, int]]:
     """Write ``out_dir/{labeler,filter}/{train,validation}.jsonl``; returns the row counts."""
     if not sources:
-        raise ValueError("merge_training_sets needs at least one synthesis output folder")
+        raise InvalidArgumentError("merge_training_sets needs at least one synthesis output folder")
     out = Path(out_dir)
     counts: dict[str, dict[str, int]] = {}
     for model in KINDS:
@@ -46,7 +47,7 @@ def read_unique_rows(path: Path, seen: dict[str, Path], missing_hint: str) -> li
     for row in read_jsonl(path):
         rid = str(row.get("id"))
         if rid in seen:
-            raise ValueError(f"{path}: row id {rid!r} is also in {seen[rid]}")
+            raise InvalidArgumentError(f"{path}: row id {rid!r} is also in {seen[rid]}")
         seen[rid] = path
         rows.append(row)
     return rows

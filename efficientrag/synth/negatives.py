@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.retrieval.base import Hit
 from efficientrag.synth.records import Reject
 from efficientrag.synth.teacher.evidence import YES_NO
@@ -42,7 +43,7 @@ def choose_negatives(
 ) -> list[NegativeChoice]:
     """Up to ``n`` negatives in rank order; each records what was skipped before it."""
     if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
+        raise InvalidArgumentError(f"n must be >= 1, got {n}")
     patterns = _answer_patterns(answers) if exclude_answer else []
     skipped_gold = skipped_answer = 0
     chosen: list[NegativeChoice] = []

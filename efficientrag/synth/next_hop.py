@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.models.inputs import INFO_MARK, INFO_SEP, QUERY_MARK, filter_words
 from efficientrag.synth.align import Alignment, align_words
 from efficientrag.synth.phrases import (
@@ -145,7 +146,7 @@ def _marker_mask(words: list[str], n_query: int, info_lengths: list[int]) -> lis
         mask.extend([False] * len(INFO_MARK))
         mask.extend([True] * length)
     if len(mask) != len(words):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"filter input has {len(words)} words, expected {len(mask)} ({INFO_SEP!r} format changed?)"
         )
     return mask

@@ -20,6 +20,7 @@ from typing import Any
 from efficientrag.config import save_config, to_dict
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.jsonl import read_records
 from efficientrag.retrieval.base import Retriever
 from efficientrag.synth.build import BuiltSets, build_rows, write_sets
@@ -86,7 +87,7 @@ async def run_synthesis_async(
     already hold them (and tests).
     """
     if (corpus is None) != (examples is None):
-        raise ValueError("pass both corpus and examples, or neither")
+        raise InvalidArgumentError("pass both corpus and examples, or neither")
     if corpus is None:
         from efficientrag.data.loader import load_data, report_skipped
 
@@ -116,7 +117,7 @@ class _Run:
         self.qids = [e.id for e in self.examples]
         self.by_id = {e.id: e for e in self.examples}
         if len(self.by_id) != len(self.qids):
-            raise ValueError("example ids are not unique")
+            raise InvalidArgumentError("example ids are not unique")
         self.retriever = retriever
         self.teacher = teacher
         self.out = Path(cfg.out_dir)

@@ -28,7 +28,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from efficientrag.atomic import write_text_atomic
-from efficientrag.errors import EfficientRAGError
+from efficientrag.errors import EfficientRAGError, InvalidArgumentError
 from efficientrag.jsonl import JsonlAppender, drop_duplicate_ids, read_records, write_jsonl
 from efficientrag.run_lock import FolderLockedError, folder_lock
 from efficientrag.synth.records import Reject
@@ -201,9 +201,9 @@ async def run_stage_async(
     """
     opts = replace(options or StageOptions(), **settings)
     if opts.concurrency < 1:
-        raise ValueError(f"stage {name}: concurrency must be >= 1, got {opts.concurrency}")
+        raise InvalidArgumentError(f"stage {name}: concurrency must be >= 1, got {opts.concurrency}")
     if opts.batch_size is not None and opts.batch_size < 1:
-        raise ValueError(f"stage {name}: batch_size must be >= 1, got {opts.batch_size}")
+        raise InvalidArgumentError(f"stage {name}: batch_size must be >= 1, got {opts.batch_size}")
     try:
         with folder_lock(out_dir, wait=opts.wait_for_lock, what="synthesis folder", hint=LOCK_HINT):
             return await _run_locked(name, inputs, fn, Path(out_dir), opts)

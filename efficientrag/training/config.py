@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from efficientrag.config import ConfigError, bounded, check_settings, load_config, probability
+from efficientrag.config import ConfigError, SettingError, bounded, check_settings, load_config, probability
 from efficientrag.models.inputs import KINDS
 
 # Keys that decide which batches the run sees, in which order, how steps are counted, and which
@@ -162,9 +162,9 @@ class TrainConfig:
     def __post_init__(self) -> None:
         check_settings(self)
         if self.epochs == 0 and self.max_steps == 0:
-            raise ValueError("set epochs or max_steps")
+            raise SettingError("set epochs or max_steps")
         if isinstance(self.class_weights, list) and len(self.class_weights) != 2:
-            raise ValueError(f"class_weights needs 2 values [negative, positive], got {self.class_weights}")
+            raise SettingError(f"class_weights needs 2 values [negative, positive], got {self.class_weights}")
         self._check_distillation()
 
     def _check_distillation(self) -> None:
@@ -173,17 +173,19 @@ class TrainConfig:
         student = bool(self.student_layers) or self.student_depth != 0
         if not self.teacher:
             if student:
-                raise ValueError("student_layers / student_depth need a teacher (a trained folder)")
+                raise SettingError("student_layers / student_depth need a teacher (a trained folder)")
             return
         if self.init_from:
-            raise ValueError("teacher and init_from exclude each other: the student starts from the teacher")
+            raise SettingError(
+                "teacher and init_from exclude each other: the student starts from the teacher"
+            )
         if bool(self.student_layers) == (self.student_depth != 0):
-            raise ValueError(
+            raise SettingError(
                 "with a teacher, set exactly one of student_layers (e.g. [1, 3, 5]) or student_depth (e.g. 3)"
             )
         weights = (self.distill_hard_weight, self.distill_soft_weight)
         if min(weights) < 0 or sum(weights) <= 0:
-            raise ValueError(
+            raise SettingError(
                 f"distill_hard_weight and distill_soft_weight must be >= 0, not both 0; got {weights}"
             )
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.data.errors import SkippedRecord
-from efficientrag.errors import DataFormatError, not_a_file
+from efficientrag.errors import DataFormatError, InvalidArgumentError, not_a_file
 from efficientrag.models.inputs import ROW_TYPES, FilterRow, LabelerRow
 
 SPLIT_FILES = {"train": "train.jsonl", "validation": "validation.jsonl"}
@@ -84,7 +84,7 @@ def read_rows(path: str | Path, kind: str, *, limit: int = 0, max_bad_fraction: 
         seen += 1
         try:
             if parse_error is not None:
-                raise ValueError(parse_error)
+                raise InvalidArgumentError(parse_error)
             row = parse_row(record, kind)
         except (KeyError, TypeError, ValueError) as exc:
             err = row_error(path, exc, line=lineno, record=record)
@@ -125,7 +125,7 @@ def nonblank_line_numbers(path: Path) -> list[int]:
 def _check_labels(row: LabelerRow | FilterRow) -> None:
     bad = [x for x in row.labels if x not in (0, 1)]
     if bad:
-        raise ValueError(f"labels must be 0/1, found {bad[0]!r}")
+        raise InvalidArgumentError(f"labels must be 0/1, found {bad[0]!r}")
     lists = (
         {"query_words": row.query_words, "chunk_words": row.chunk_words}
         if isinstance(row, LabelerRow)
@@ -134,4 +134,4 @@ def _check_labels(row: LabelerRow | FilterRow) -> None:
     for name, words in lists.items():
         odd = [w for w in words if not isinstance(w, str)]
         if odd:
-            raise ValueError(f"{name} must be strings, found {odd[0]!r}")
+            raise InvalidArgumentError(f"{name} must be strings, found {odd[0]!r}")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.models.layers import check_layers, keep_layers, uniform_layers
 from efficientrag.models.modeling import MODEL_INPUTS, LossParts
 from efficientrag.models.word_classifier import WordClassifier
@@ -70,7 +71,7 @@ def check_student_size(teacher_depth: int, layers: list[int], depth: int, *, tea
         if teacher_depth > 1
         else "a 1-layer teacher has no shallower student"
     )
-    raise ValueError(
+    raise InvalidArgumentError(
         f"a student of {student} is no smaller than its teacher{named} ({teacher_depth} layers) and would "
         f"run exactly as slow; {fix}"
     )

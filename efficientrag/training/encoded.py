@@ -30,7 +30,7 @@ from torch.utils.data import Dataset as TorchDataset
 
 from efficientrag.data.errors import SkippedRecord
 from efficientrag.data.readers.hub import is_saved_dataset
-from efficientrag.errors import DataFormatError, not_a_file
+from efficientrag.errors import DataFormatError, InvalidArgumentError, not_a_file
 from efficientrag.fingerprint import file_digest
 from efficientrag.models.inputs import ROW_TYPES
 from efficientrag.models.tokenization import EncodedInput
@@ -135,7 +135,9 @@ def positive_class_weights(sets: Sequence[EncodedDataset]) -> list[float]:
     """``N / (2 * count)`` per class over target words, as the official ``token_weight_avg.py``."""
     counts = sum((ds.label_counts() for ds in sets), np.zeros(2, dtype=np.float64))
     if (counts == 0).any():
-        raise ValueError(f"class_weights='auto' needs both classes in the training labels, counts {counts}")
+        raise InvalidArgumentError(
+            f"class_weights='auto' needs both classes in the training labels, counts {counts}"
+        )
     return (counts.sum() / (2.0 * counts)).tolist()
 
 
@@ -165,7 +167,7 @@ def prepare_split(
     keeps the first ``limit`` good rows (0 = all), as :func:`read_rows` does.
     """
     if kind not in ROW_TYPES:
-        raise ValueError(f"kind must be one of {sorted(ROW_TYPES)}, got {kind!r}")
+        raise InvalidArgumentError(f"kind must be one of {sorted(ROW_TYPES)}, got {kind!r}")
     folder = Path(folder)
     cache_root = Path(cache_dir) if cache_dir else Path(datasets.config.HF_DATASETS_CACHE) / "efficientrag"
     cache_root.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from efficientrag.config import bounded, check_settings
+from efficientrag.config import SettingError, bounded, check_settings
 from efficientrag.data.config import DataConfig
 from efficientrag.hub import OFFLINE_DEFAULT_ENCODER
 from efficientrag.retrieval.config import RetrieverConfig
@@ -106,16 +106,16 @@ class RerankerTrainConfig:
 
     def __post_init__(self) -> None:
         if not self.train_sets:
-            raise ValueError("train_sets is empty: name at least one training file")
+            raise SettingError("train_sets is empty: name at least one training file")
         check_settings(self)
         if self.top_negatives > self.negatives:
-            raise ValueError(
+            raise SettingError(
                 f"top_negatives ({self.top_negatives}) must be <= negatives ({self.negatives}): "
                 "it is how many of the negatives come from the top of the search"
             )
         if self.negatives > self.mine_depth:
-            raise ValueError(f"negatives ({self.negatives}) must be <= mine_depth ({self.mine_depth})")
+            raise SettingError(f"negatives ({self.negatives}) must be <= mine_depth ({self.mine_depth})")
         if self.eval_k > self.eval_top_n:
-            raise ValueError(f"eval_k ({self.eval_k}) must be <= eval_top_n ({self.eval_top_n})")
+            raise SettingError(f"eval_k ({self.eval_k}) must be <= eval_top_n ({self.eval_top_n})")
         if not self.backbone:
-            raise ValueError("backbone is empty: name the encoder to start from")
+            raise SettingError("backbone is empty: name the encoder to start from")

@@ -32,6 +32,7 @@ from efficientrag.atomic import write_text_atomic
 from efficientrag.config import to_dict
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.data.split import TRAIN, VALIDATION, split_of
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.fingerprint import json_digest
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.retrieval.fingerprint import retriever_fingerprint
@@ -214,7 +215,7 @@ def training_pairs(
     info["positives"] = sum(r["label"] for r in rows)
     if not any(r["label"] for r in rows):
         names = ", ".join(p.name for p in pools)
-        raise ValueError(
+        raise InvalidArgumentError(
             f"no training pairs with a gold chunk in {names}: the training files' questions have no "
             "gold_chunk_ids on the training side (check train_sets and validation_ratio)"
         )

@@ -15,6 +15,7 @@ import numpy as np
 from sentence_transformers.base.evaluation import BaseEvaluator
 
 from efficientrag.data.schema import Chunk, Example
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.retrieval.metrics import mean_scores, protocol_score, score_retrieval
 from efficientrag.training.pool import Pool
 
@@ -61,7 +62,7 @@ class RerankValidation(BaseEvaluator):
             results = pool.retriever.search([ex.question for ex in examples], top_n)
             self.searched[pool.name] = _Searched(examples, [[h.chunk for h in hits] for hits in results])
         if not self.searched:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "no validation question with gold chunks in any training file: raise validation_ratio "
                 "or check the files' gold annotations"
             )

@@ -14,6 +14,8 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from efficientrag.errors import InvalidArgumentError
+
 
 class LengthGroupedBatchSampler:
     def __init__(
@@ -27,7 +29,7 @@ class LengthGroupedBatchSampler:
         group_size: int = 50,
     ) -> None:
         if batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+            raise InvalidArgumentError(f"batch_size must be positive, got {batch_size}")
         self.lengths = np.asarray(lengths, dtype=np.int64)
         self.batch_size = batch_size
         self.drop_last = False

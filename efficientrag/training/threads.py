@@ -16,6 +16,7 @@ import os
 import torch
 
 from efficientrag.cpu import available_cores
+from efficientrag.errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ def configure_cpu_threads(requested: int = 0) -> int | None:
     launched on this machine (``LOCAL_WORLD_SIZE``, set by accelerate/torchrun; 1 otherwise).
     """
     if requested < 0:
-        raise ValueError(f"cpu_threads must be >= 0, got {requested}")
+        raise InvalidArgumentError(f"cpu_threads must be >= 0, got {requested}")
     if has_accelerator():
         return None
     local = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))

@@ -18,6 +18,8 @@ from typing import Any
 
 from accelerate import Accelerator
 
+from efficientrag.errors import InvalidArgumentError
+
 logger = logging.getLogger(__name__)
 
 PACKAGES = {
@@ -38,7 +40,7 @@ def available_trackers(names: list[str]) -> list[str]:
     for name in names:
         package = PACKAGES.get(name)
         if package is None:
-            raise ValueError(f"unknown tracker {name!r}; known: {sorted(PACKAGES)}")
+            raise InvalidArgumentError(f"unknown tracker {name!r}; known: {sorted(PACKAGES)}")
         if importlib.util.find_spec(package) is None and not (
             name == "tensorboard" and importlib.util.find_spec("tensorboardX") is not None
         ):

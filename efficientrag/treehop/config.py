@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from efficientrag.config import bounded, check_settings
+from efficientrag.config import SettingError, bounded, check_settings
 from efficientrag.data.config import DataConfig
 from efficientrag.retrieval.config import RetrieverConfig
 
@@ -168,10 +168,10 @@ class TreeHopTrainConfig:
     def __post_init__(self) -> None:
         check_settings(self)
         if not (self.own_negatives or self.in_batch_negatives):
-            raise ValueError("InfoNCE needs negatives: set own_negatives or in_batch_negatives")
+            raise SettingError("InfoNCE needs negatives: set own_negatives or in_batch_negatives")
         if not self.train_sets:
-            raise ValueError("train_sets is empty: name at least one training file")
+            raise SettingError("train_sets is empty: name at least one training file")
         if self.retriever.kind != "dense":
-            raise ValueError(
+            raise SettingError(
                 f"retriever.kind must be 'dense' (TreeHop updates embeddings), got {self.retriever.kind!r}"
             )

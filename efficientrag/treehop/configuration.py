@@ -12,6 +12,8 @@ from typing import Any, ClassVar
 
 from transformers import AutoConfig, PreTrainedConfig
 
+from efficientrag.errors import InvalidArgumentError
+
 TREEHOP_MODEL_TYPE = "efficientrag_treehop"
 FORMAT_VERSION = 1
 # Divisor of the gate's feature logits: sqrt of the gate width (the official code) or of the
@@ -73,17 +75,19 @@ class TreeHopConfig(PreTrainedConfig):
         for name in ("embed_dim", "gate_dim", "num_heads"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{where}: '{name}' must be a positive integer, got {value!r}")
+                raise InvalidArgumentError(f"{where}: '{name}' must be a positive integer, got {value!r}")
         if not isinstance(self.num_blocks, int) or self.num_blocks < 0:
-            raise ValueError(f"{where}: 'num_blocks' must be an integer >= 0, got {self.num_blocks!r}")
+            raise InvalidArgumentError(
+                f"{where}: 'num_blocks' must be an integer >= 0, got {self.num_blocks!r}"
+            )
         if self.score_scale not in SCORE_SCALES:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{where}: 'score_scale' must be one of {SCORE_SCALES}, got {self.score_scale!r}"
             )
         if not 0.0 <= float(self.dropout) < 1.0:
-            raise ValueError(f"{where}: 'dropout' must be in [0, 1), got {self.dropout!r}")
+            raise InvalidArgumentError(f"{where}: 'dropout' must be in [0, 1), got {self.dropout!r}")
         if self.format_version > FORMAT_VERSION:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{where}: format_version {self.format_version} is newer than this efficientrag "
                 f"understands ({FORMAT_VERSION}); upgrade efficientrag"
             )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.treehop.configuration import TreeHopConfig
 
 RULES = ("chunk", "sum", "difference")
@@ -21,7 +22,7 @@ class FixedUpdate:
         self, rule: str, *, embed_dim: int, encoder_name: str, encoder_normalize: bool = True
     ) -> None:
         if rule not in RULES:
-            raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+            raise InvalidArgumentError(f"rule must be one of {RULES}, got {rule!r}")
         self.rule = rule
         self.config = TreeHopConfig(
             embed_dim=embed_dim, encoder_name=encoder_name, encoder_normalize=encoder_normalize

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from efficientrag.atomic import atomic_folder
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.models.model_folder import locate_model_folder
 from efficientrag.treehop.configuration import TREEHOP_MODEL_TYPE, TreeHopConfig
 from efficientrag.treehop.modeling import TreeHopNetwork
@@ -109,9 +110,9 @@ class TreeHop:
         try:
             model_type = json.loads(config_path.read_text(encoding="utf-8")).get("model_type")
         except (json.JSONDecodeError, AttributeError) as err:
-            raise ValueError(f"{config_path}: not a JSON object ({err})") from err
+            raise InvalidArgumentError(f"{config_path}: not a JSON object ({err})") from err
         if model_type != TREEHOP_MODEL_TYPE:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{config_path}: model_type {model_type!r} is not a TreeHop model ({TREEHOP_MODEL_TYPE!r})"
             )
         if not (folder / WEIGHTS_FILE).is_file():
@@ -121,13 +122,13 @@ class TreeHop:
         try:
             config = TreeHopConfig.from_pretrained(str(folder), local_files_only=True)
         except ValueError as err:
-            raise ValueError(f"{config_path}: {err}") from err
+            raise InvalidArgumentError(f"{config_path}: {err}") from err
         network, info = TreeHopNetwork.from_pretrained(
             str(folder), config=config, local_files_only=True, use_safetensors=True, output_loading_info=True
         )
         wrong = {k: sorted(v)[:5] for k, v in info.items() if k != "error_msgs" and v}
         if wrong or info.get("error_msgs"):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{folder / WEIGHTS_FILE} does not match the network described by {config_path}: "
                 f"{wrong or info['error_msgs']}"
             )
@@ -183,7 +184,9 @@ class TreeHop:
         queries = np.asarray(queries, dtype=np.float32)
         chunks = np.asarray(chunks, dtype=np.float32)
         if queries.shape != chunks.shape or queries.ndim != 2:
-            raise ValueError(f"queries {queries.shape} and chunks {chunks.shape} must both be (n, dim)")
+            raise InvalidArgumentError(
+                f"queries {queries.shape} and chunks {chunks.shape} must both be (n, dim)"
+            )
         out = np.empty_like(queries)
         device = self.device
         with torch.inference_mode():

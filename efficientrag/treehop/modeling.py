@@ -20,6 +20,7 @@ from torch import nn
 from transformers import AutoModel, PreTrainedModel
 from transformers import initialization as init
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.treehop.configuration import TreeHopConfig
 
 
@@ -101,9 +102,11 @@ class TreeHopNetwork(PreTrainedModel):
             ValueError: The shapes differ, or the width is not ``embed_dim``.
         """
         if query.shape != chunk.shape:
-            raise ValueError(f"query {tuple(query.shape)} and chunk {tuple(chunk.shape)} must have one shape")
+            raise InvalidArgumentError(
+                f"query {tuple(query.shape)} and chunk {tuple(chunk.shape)} must have one shape"
+            )
         if query.shape[-1] != self.config.embed_dim:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"vectors of width {query.shape[-1]} given to a TreeHop network of embed_dim "
                 f"{self.config.embed_dim}"
             )

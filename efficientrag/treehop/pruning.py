@@ -24,6 +24,8 @@ from typing import Literal
 
 import numpy as np
 
+from efficientrag.errors import InvalidArgumentError
+
 PruningRule = Literal["top_k", "official", "none"]
 PRUNING_RULES = ("top_k", "official", "none")
 # The official code's stand-in score (and rank) for a redundant candidate.
@@ -53,7 +55,7 @@ def decide_layer(
     rows = np.asarray(rows, dtype=np.int64).ravel()
     scores = np.asarray(scores, dtype=np.float64).ravel()
     if rule not in PRUNING_RULES:
-        raise ValueError(f"pruning rule must be one of {PRUNING_RULES}, got {rule!r}")
+        raise InvalidArgumentError(f"pruning rule must be one of {PRUNING_RULES}, got {rule!r}")
     if rule == "official":
         return _official(rows, scores, seen, top_k, redundancy)
     return _intended(rows, scores, seen, top_k, prune=rule == "top_k", redundancy=redundancy)

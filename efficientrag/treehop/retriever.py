@@ -17,6 +17,7 @@ import numpy as np
 
 from efficientrag.config import ConfigError
 from efficientrag.data.schema import Chunk
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.pipeline.efficientrag import RetrievalResult
 from efficientrag.treehop.config import TreeHopRetrievalConfig
 from efficientrag.treehop.model import TreeHop
@@ -134,7 +135,7 @@ class TreeHopRetriever:
         else:
             q_vecs = np.asarray(question_vectors, dtype=np.float32)
             if q_vecs.shape != (len(questions), self.vectors.dim):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"question_vectors has shape {q_vecs.shape}, expected {(len(questions), self.vectors.dim)}"
                 )
         t_encode = (time.perf_counter() - t0) / len(questions)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from efficientrag.config import check_settings, probability
+from efficientrag.config import SettingError, check_settings, probability
 from efficientrag.text.words import split_words
 from efficientrag.treehop.retriever import TreeHopResult, TreeHopRetriever
 
@@ -30,7 +30,7 @@ class TagSettings:
     def __post_init__(self) -> None:
         check_settings(self)
         if not 0 <= self.floor_k <= self.chunk_budget or self.chunk_budget < 1:
-            raise ValueError(
+            raise SettingError(
                 f"need 0 <= floor_k <= chunk_budget and chunk_budget >= 1, got {self.floor_k}, {self.chunk_budget}"
             )
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from efficientrag.atomic import write_text_atomic
 from efficientrag.data.schema import Example
+from efficientrag.errors import InvalidArgumentError
 
 
 @dataclass
@@ -70,7 +71,7 @@ class ThetaCalibration:
         fields = {f.name for f in dataclasses.fields(cls)}
         missing = {"theta", "quantile", "variant", "scores"} - set(data)
         if missing:
-            raise ValueError(f"{path}: not a theta calibration (missing {sorted(missing)})")
+            raise InvalidArgumentError(f"{path}: not a theta calibration (missing {sorted(missing)})")
         return cls(**{k: v for k, v in data.items() if k in fields})
 
 
@@ -78,10 +79,12 @@ def theta_from_scores(scores: Sequence[float | None], quantile: float) -> float:
     """The ``quantile`` (0..1) of the per-question maxima, linear interpolation (numpy's default);
     questions without a score are left out."""
     if not 0.0 <= quantile <= 1.0:
-        raise ValueError(f"quantile must lie in [0, 1], got {quantile}")
+        raise InvalidArgumentError(f"quantile must lie in [0, 1], got {quantile}")
     finite = [float(s) for s in scores if s is not None and math.isfinite(s)]
     if not finite:
-        raise ValueError("no finite scores to calibrate on (did every first round generate nothing?)")
+        raise InvalidArgumentError(
+            "no finite scores to calibrate on (did every first round generate nothing?)"
+        )
     return float(np.quantile(finite, quantile))
 
 

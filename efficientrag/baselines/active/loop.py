@@ -29,6 +29,7 @@ from typing import Any
 
 from efficientrag.baselines.base import Counters, Prediction
 from efficientrag.data.schema import Chunk, Example
+from efficientrag.errors import InvalidArgumentError, OperationError
 from efficientrag.llm.answers import extract_answer_detailed
 from efficientrag.llm.generator import AttentionView, Generation, Generator
 from efficientrag.retrieval.base import Hit, Retriever
@@ -132,7 +133,7 @@ def drive(
 ) -> None:
     """Run every program to its end (see the module docstring)."""
     if len(programs) != len(sessions):
-        raise ValueError(f"{len(programs)} programs for {len(sessions)} sessions")
+        raise InvalidArgumentError(f"{len(programs)} programs for {len(sessions)} sessions")
     pending: dict[int, tuple[list[Request], bool]] = {}
 
     def advance(i: int, value: Any) -> None:
@@ -201,7 +202,7 @@ def _run_generates(
         )
         share = (time.perf_counter() - start) / len(group)
         if len(gens) != len(group):
-            raise RuntimeError(
+            raise OperationError(
                 f"generator {generator.name} returned {len(gens)} generations for {len(group)}"
             )
         for (i, j, r), g in zip(group, gens, strict=True):
@@ -227,7 +228,7 @@ def _run_retrieves(
     results: dict[tuple[int, int], Any],
 ) -> None:
     if items and retriever is None:
-        raise RuntimeError("a method asked for retrieval but was built without a retriever")
+        raise OperationError("a method asked for retrieval but was built without a retriever")
     for k, group in _groups(items, lambda r: r.k).items():
         queries = [q for _, _, r in group for q in r.queries]
         start = time.perf_counter()
@@ -252,7 +253,7 @@ def _run_attends(
 ) -> None:
     attend = getattr(generator, "attend", None)
     if items and attend is None:
-        raise RuntimeError(f"generator {generator.name} cannot compute attention over a given text")
+        raise OperationError(f"generator {generator.name} cannot compute attention over a given text")
     for per_head, group in _groups(items, lambda r: r.per_head).items():
         start = time.perf_counter()
         views: list[AttentionView] = attend([r.text for _, _, r in group], per_head=per_head)  # type: ignore[misc]

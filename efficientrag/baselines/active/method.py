@@ -30,7 +30,7 @@ from efficientrag.baselines.prompts.config import exemplar_family
 from efficientrag.baselines.prompts.continuation import ANSWER_PHRASE, PromptBuilder, RenderedPrompt
 from efficientrag.baselines.prompts.cot_exemplars import EXEMPLAR_SETS, exemplar_set, take
 from efficientrag.baselines.settings import Settings
-from efficientrag.config import bounded
+from efficientrag.config import SettingError, bounded
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.llm.generator import Generation, GeneratorCapabilityError
 
@@ -71,9 +71,9 @@ class ActiveCommon(Settings):
     def __post_init__(self) -> None:
         self.exemplars = exemplar_family(self.exemplars)
         if self.exemplars not in EXEMPLAR_CHOICES:
-            raise ValueError(f"exemplars must be one of {list(EXEMPLAR_CHOICES)}, got {self.exemplars!r}")
+            raise SettingError(f"exemplars must be one of {list(EXEMPLAR_CHOICES)}, got {self.exemplars!r}")
         if any(not isinstance(s, str) or not s for s in self.stop):
-            raise ValueError(f"stop sequences must be non-empty strings, got {self.stop!r}")
+            raise SettingError(f"stop sequences must be non-empty strings, got {self.stop!r}")
         super().__post_init__()
 
 

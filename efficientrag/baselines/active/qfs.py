@@ -19,6 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from efficientrag.errors import InvalidArgumentError
+
 _EDGE_PUNCT = re.compile(r"^[^\w]+|[^\w]+$")
 
 
@@ -81,7 +83,7 @@ def qfs_official(
 ) -> list[int]:
     """Indices of the words kept in the query, in text order."""
     if not hits:
-        raise ValueError("QFS needs at least one triggering word")
+        raise InvalidArgumentError("QFS needs at least one triggering word")
     forward = word_attention[list(hits)].mean(axis=0)
     hit_set = set(hits)
     candidates = [w for w in range(len(content)) if content[w] and w not in hit_set]

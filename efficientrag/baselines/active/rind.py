@@ -25,6 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from efficientrag.errors import InvalidArgumentError
+
 
 def rind_paper(
     entropies: Sequence[float], weights: np.ndarray, start: int, content: Sequence[bool]
@@ -33,9 +35,11 @@ def rind_paper(
     the attention matrix ``weights`` (``[seq, seq]``, row = query, heads averaged)."""
     n = len(entropies)
     if len(content) != n:
-        raise ValueError(f"{len(content)} indicator values for {n} tokens")
+        raise InvalidArgumentError(f"{len(content)} indicator values for {n} tokens")
     if start + n > weights.shape[0]:
-        raise ValueError(f"tokens {start}..{start + n} lie outside the {weights.shape[0]}-position attention")
+        raise InvalidArgumentError(
+            f"tokens {start}..{start + n} lie outside the {weights.shape[0]}-position attention"
+        )
     block = np.asarray(weights[start : start + n, start : start + n], dtype=np.float64)
     later = np.tril(block, k=-1)  # row j > column i: attention of a later output token to t_i
     a_max = later.max(axis=0) if n else np.zeros(0)

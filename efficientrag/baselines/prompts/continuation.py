@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from efficientrag.baselines.prompts.cot_exemplars import SEARCH_EXEMPLARS, CoTExemplar
 from efficientrag.data.schema import Chunk
+from efficientrag.errors import InvalidArgumentError
 
 CONTEXT_HEADER = "Context:"
 DOC_INSTRUCTION = (
@@ -79,7 +80,7 @@ class PromptBuilder:
         exemplar_docs: Sequence[Sequence[Chunk]] | None = None,
     ) -> None:
         if exemplar_docs is not None and len(exemplar_docs) != len(exemplars):
-            raise ValueError(f"{len(exemplar_docs)} document lists for {len(exemplars)} exemplars")
+            raise InvalidArgumentError(f"{len(exemplar_docs)} document lists for {len(exemplars)} exemplars")
         self.exemplars = tuple(exemplars)
         self.max_doc_words = max_doc_words
         self.exemplar_docs = exemplar_docs

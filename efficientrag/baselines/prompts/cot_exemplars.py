@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from efficientrag.errors import InvalidArgumentError
+
 
 @dataclass(frozen=True)
 class CoTExemplar:
@@ -20,7 +22,7 @@ class CoTExemplar:
 
     def __post_init__(self) -> None:
         if "So the answer is" not in self.answer:
-            raise ValueError(f"exemplar {self.question!r} must end with 'So the answer is ...'")
+            raise InvalidArgumentError(f"exemplar {self.question!r} must end with 'So the answer is ...'")
 
 
 E = CoTExemplar
@@ -311,10 +313,10 @@ def exemplar_set(name: str, dataset: str = "") -> tuple[CoTExemplar, ...]:
     try:
         return EXEMPLAR_SETS[name]
     except KeyError:
-        raise ValueError(f"no exemplar set {name!r}; known: {sorted(EXEMPLAR_SETS)}") from None
+        raise InvalidArgumentError(f"no exemplar set {name!r}; known: {sorted(EXEMPLAR_SETS)}") from None
 
 
 def take(exemplars: tuple[CoTExemplar, ...], n: int) -> tuple[CoTExemplar, ...]:
     if n > len(exemplars):
-        raise ValueError(f"{n} exemplars asked for, but the set has only {len(exemplars)}")
+        raise InvalidArgumentError(f"{n} exemplars asked for, but the set has only {len(exemplars)}")
     return exemplars[:n]

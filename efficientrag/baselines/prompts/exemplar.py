@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from efficientrag.errors import InvalidArgumentError
+
 
 @dataclass(frozen=True)
 class Exemplar:
@@ -24,8 +26,8 @@ class Exemplar:
 
     def __post_init__(self) -> None:
         if not self.question.strip() or not self.answer.strip():
-            raise ValueError("an exemplar needs a question and an answer")
+            raise InvalidArgumentError("an exemplar needs a question and an answer")
         if not self.steps:
-            raise ValueError(f"exemplar {self.question!r} has no sub-question steps")
+            raise InvalidArgumentError(f"exemplar {self.question!r} has no sub-question steps")
         if not self.documents:
-            raise ValueError(f"exemplar {self.question!r} has no documents")
+            raise InvalidArgumentError(f"exemplar {self.question!r} has no documents")

@@ -18,7 +18,7 @@ from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.readers.signature import check_signature
 from efficientrag.data.readers.source import SourceRecord
 from efficientrag.data.schema import Chunk, Example
-from efficientrag.errors import DataFormatError
+from efficientrag.errors import DataFormatError, InvalidArgumentError
 
 
 @dataclass
@@ -59,7 +59,7 @@ def collect(
     limit: int | None = None,
 ) -> ReadResult:
     if limit is not None and limit < 0:
-        raise ValueError(f"limit must be >= 0 or None, got {limit}")
+        raise InvalidArgumentError(f"limit must be >= 0 or None, got {limit}")
     result = ReadResult(dataset=dataset, path=str(path))
     first_seen: dict[str, str] = {}
     bad: list[DataFormatError] = []  # strict: the first bad records, reported together at the end

@@ -18,7 +18,7 @@ from efficientrag.data.readers.signature import check_signature
 from efficientrag.data.readers.source import SourceRecord, iter_records, read_text
 from efficientrag.data.readers.wiki_context import gold_and_chunks
 from efficientrag.data.schema import Chunk
-from efficientrag.errors import DataFormatError
+from efficientrag.errors import DataFormatError, InvalidArgumentError
 
 HotpotFormat = Literal["auto", "distractor", "ircot"]
 DATASET = "hotpotqa"
@@ -49,7 +49,7 @@ def read_hotpotqa(
         ValueError: ``format`` is none of the three.
     """
     if format not in ("auto", "distractor", "ircot"):
-        raise ValueError(f"format must be 'auto', 'distractor' or 'ircot', got {format!r}")
+        raise InvalidArgumentError(f"format must be 'auto', 'distractor' or 'ircot', got {format!r}")
     records = list(iter_records(path, read_text(path)))
     first = next((r for r in records if r.obj is not None), None)
     if first is not None:  # another benchmark's file is named as such, not as a format HotpotQA lacks

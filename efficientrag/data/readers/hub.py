@@ -23,7 +23,7 @@ from efficientrag.data.readers.musique import parse_musique
 from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.readers.source import SourceRecord
 from efficientrag.data.readers.twowiki import parse_2wiki
-from efficientrag.errors import DataFormatError, EfficientRAGError
+from efficientrag.errors import DataFormatError, EfficientRAGError, InvalidArgumentError
 
 HUB_PREFIX = "hub"
 # Default Hub copies (repository, config). HotpotQA's is the official one; for 2Wiki and MuSiQue
@@ -73,7 +73,7 @@ def hub_repo(dataset: str, path: str | Path) -> tuple[str, str | None]:
         return HUB_DEFAULTS[dataset]
     repo, _, config = text[len(HUB_PREFIX) + 1 :].partition(":")
     if not repo:
-        raise ValueError(f"empty Hub dataset name in {text!r}; write hub:owner/name or just hub")
+        raise InvalidArgumentError(f"empty Hub dataset name in {text!r}; write hub:owner/name or just hub")
     return repo, (config or None)
 
 
@@ -107,7 +107,9 @@ def read_datasets_source(
         DataFormatError: The saved folder lacks the split, or (``strict``) records are bad.
     """
     if dataset not in PARSERS:
-        raise ValueError(f"dataset {dataset!r} has no Hub reader; known: {', '.join(sorted(PARSERS))}")
+        raise InvalidArgumentError(
+            f"dataset {dataset!r} has no Hub reader; known: {', '.join(sorted(PARSERS))}"
+        )
     if is_saved_dataset(path):
         rows, label = load_saved_split(Path(path), split), f"{path}[{split}]"
     else:

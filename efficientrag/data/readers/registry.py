@@ -13,6 +13,7 @@ from efficientrag.data.readers.musique import read_musique
 from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.readers.toy import read_toy_world
 from efficientrag.data.readers.twowiki import read_2wiki
+from efficientrag.errors import InvalidArgumentError
 
 READERS: dict[str, Callable[..., ReadResult]] = {
     "hotpotqa": read_hotpotqa,
@@ -40,7 +41,7 @@ def canonical_dataset_name(name: str) -> str:
     key = ALIASES.get(key, key)
     if key not in READERS:
         known = sorted([*READERS, *ALIASES])
-        raise ValueError(f"unknown dataset {name!r}; known names: {', '.join(known)}")
+        raise InvalidArgumentError(f"unknown dataset {name!r}; known names: {', '.join(known)}")
     return key
 
 
@@ -71,5 +72,5 @@ def read_dataset(name: str, path: str | Path | None = None, **kwargs: Any) -> Re
     if key == "toy":
         return read_toy_world(path, **kwargs)
     if path is None:
-        raise ValueError(f"dataset {key!r} needs the path of its data file")
+        raise InvalidArgumentError(f"dataset {key!r} needs the path of its data file")
     return READERS[key](path, **kwargs)

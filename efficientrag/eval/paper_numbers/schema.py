@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from efficientrag.errors import InvalidArgumentError
+
 
 @dataclass(frozen=True)
 class PaperNumber:
@@ -46,7 +48,7 @@ def table(
         values = cells.replace("/", " ").replace("|", " ").split()
         expected = len(datasets) * len(metrics)
         if len(values) != expected:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{paper} {table} row {method}{variant}: {len(values)} cells, expected {expected}"
             )
         for d, dataset in enumerate(datasets):

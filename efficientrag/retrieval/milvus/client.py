@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.retrieval.errors import BackendUnavailableError
 from efficientrag.retrieval.milvus.config import MilvusConfig
 from efficientrag.retrieval.milvus.version import check_full_text, server_version
@@ -58,7 +59,9 @@ def resolve_uri(cfg: MilvusConfig, index_dir: str | Path | None) -> str:
     if cfg.uri:
         return cfg.uri
     if index_dir is None:
-        raise ValueError("retriever.kind=milvus needs retriever.milvus.uri (a .db file or http://host:19530)")
+        raise InvalidArgumentError(
+            "retriever.kind=milvus needs retriever.milvus.uri (a .db file or http://host:19530)"
+        )
     return str(Path(index_dir) / LITE_FILE)
 
 
@@ -99,7 +102,7 @@ def _connect_server(client_cls: Any, cfg: MilvusConfig, uri: str) -> Any:
 
 def _connect_lite(client_cls: Any, uri: str, *, create: bool) -> Any:
     if not uri.endswith(".db"):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"retriever.milvus.uri={uri!r} is neither a server (http://host:19530) nor a Milvus Lite "
             "file (a path ending in .db)"
         )

@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 
 from efficientrag.atomic import atomic_open
 from efficientrag.data.corpus import Corpus
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.retrieval.errors import CorpusMismatchError, IndexMismatchError, IndexNotFoundError
 from efficientrag.retrieval.milvus.config import MilvusConfig
@@ -224,7 +225,7 @@ def check_text_lengths(corpus: Corpus, cfg: MilvusConfig, where: str) -> None:
         ]
         if too_long:
             cid, n = too_long[0]
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{where}: chunk {cid!r} has a {field} of {n} bytes, over Milvus's VARCHAR limit of {limit} "
                 f"({len(too_long)} chunk(s) in all); split long chunks into passages before indexing"
             )

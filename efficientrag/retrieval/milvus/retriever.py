@@ -20,6 +20,7 @@ from typing import Any
 
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Chunk
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.retrieval.base import Hit
 from efficientrag.retrieval.chunk_text import chunk_from_stored
 from efficientrag.retrieval.config import RetrieverConfig
@@ -107,7 +108,7 @@ class MilvusRetriever:
         uri = resolve_uri(m, index_dir)
         location = describe_uri(uri, m)
         if len(corpus) == 0:
-            raise ValueError("cannot index an empty corpus")
+            raise InvalidArgumentError("cannot index an empty corpus")
         check_text_lengths(corpus, m, location)
         client = connect(m, uri, create=True)
         if rebuild and client.has_collection(m.collection):

@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from efficientrag.errors import InvalidArgumentError
+
 
 @dataclass(frozen=True)
 class SubQuestionShot:
@@ -76,7 +78,7 @@ class PromptSet:
     def __post_init__(self) -> None:
         for name in (*self.default_shapes, *(s for v in self.type_shapes.values() for s in v)):
             if name not in self.shapes:
-                raise ValueError(f"prompt set {self.dataset!r}: unknown shape {name!r}")
+                raise InvalidArgumentError(f"prompt set {self.dataset!r}: unknown shape {name!r}")
 
     def decompose_shots(self, qtype: str) -> list[DecomposeShot]:
         names = self.type_shapes.get(qtype, self.default_shapes)
