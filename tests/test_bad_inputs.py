@@ -147,7 +147,10 @@ def test_empty_questions_are_errors_that_name_the_question(tmp_path, tiny_models
     )
     assert summary["n"] == 2 and summary["num_failed"] == 1
     errors = [json.loads(line) for line in (tmp_path / "run" / "errors.jsonl").read_text().splitlines()]
-    assert errors[0]["id"] == "q1" and errors[0]["error"] == "InvalidArgumentError: questions: the question is empty"
+    assert (
+        errors[0]["id"] == "q1"
+        and errors[0]["error"] == "InvalidArgumentError: questions: the question is empty"
+    )
 
 
 def test_every_empty_question_of_a_file_is_named_up_to_twenty(tmp_path, capsys):

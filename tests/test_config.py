@@ -3,18 +3,9 @@ from typing import Literal
 
 import pytest
 
-from efficientrag.config import (
-    ConfigError,
-    SettingError,
-    bounded,
-    check_settings,
-    fingerprinted,
-    load_config,
-    parse_override,
-    probability,
-    schema_bounds,
-    to_dict,
-)
+from efficientrag.config import ConfigError, fingerprinted, load_config, parse_override, to_dict
+from efficientrag.errors import InvalidArgumentError
+from efficientrag.setting_fields import SettingError, bounded, check_settings, probability, schema_bounds
 
 
 @dataclass
@@ -279,7 +270,7 @@ def test_every_loop_config_refusal_is_a_setting_error_naming_its_fields(settings
 def test_a_settings_roles_live_on_its_field_and_every_list_is_read_from_them():
     """A new setting declares its roles where it is declared; the lists that play one are read
     back in declaration order, whatever helper (range, probability, quiet) made the field."""
-    from efficientrag.config import (
+    from efficientrag.setting_fields import (
         ANSWER_ONLY,
         EXPOSED_OVER_HTTP,
         REPLAYABLE,
@@ -305,17 +296,17 @@ def test_a_settings_roles_live_on_its_field_and_every_list_is_read_from_them():
     with pytest.raises(SettingError, match="later must be >= 0"):
         WithRoles(later=-1.0)  # the role and the range compose
     assert fingerprinted(WithRoles()) == {"plain": "a", "ranged": 3, "chance": 0.5, "none": 1}
-    with pytest.raises(ConfigError, match="unknown setting role"):
+    with pytest.raises(InvalidArgumentError, match="unknown setting role"):
         setting(1, roles=["exposed"])
-    with pytest.raises(ConfigError, match="unknown setting role"):
+    with pytest.raises(InvalidArgumentError, match="unknown setting role"):
         settings_with(WithRoles, "speed")
 
 
 def test_the_loops_derived_lists():
     from efficientrag.adapt.method_choice import rerank_settings
-    from efficientrag.config import RESET_FOR_RERANKER, settings_with
     from efficientrag.pipeline.budget import REPLAYABLE_SETTINGS
     from efficientrag.pipeline.config import ANSWER_SETTINGS, EfficientRAGConfig
+    from efficientrag.setting_fields import RESET_FOR_RERANKER, settings_with
 
     assert ANSWER_SETTINGS == ("answer_top_k", "answer_max_new_tokens")
     assert set(REPLAYABLE_SETTINGS) == {"chunk_budget", "budget_policy", "fill_budget", "fill_from",

@@ -73,10 +73,10 @@ def test_the_library_raises_no_bare_value_or_runtime_error():
 
 def test_public_entry_points_refuse_bad_input_within_the_family(tmp_path):
     from efficientrag import EfficientRAGConfig, RetrieverConfig
-    from efficientrag.config import SettingError
     from efficientrag.data import read_dataset
     from efficientrag.data.corpus import Corpus
     from efficientrag.errors import InvalidArgumentError
+    from efficientrag.setting_fields import SettingError
 
     calls = [
         lambda: EfficientRAGConfig(rank_weight=-1.0),

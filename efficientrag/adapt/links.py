@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from efficientrag.adapt.chunk_text import ChunkText
-from efficientrag.config import bounded, check_settings
 from efficientrag.errors import InvalidArgumentError
+from efficientrag.setting_fields import bounded, check_settings
 from efficientrag.synth.phrases import is_content
 from efficientrag.text.words import split_words
 

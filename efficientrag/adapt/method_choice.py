@@ -34,12 +34,13 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from efficientrag.adapt.choice import Judge, best_index, combined_score
-from efficientrag.config import RESET_FOR_RERANKER, bounded, check_settings, settings_with, to_dict
+from efficientrag.config import to_dict
 from efficientrag.data.split import VALIDATION, split_of
 from efficientrag.eval.record_scores import mean, question_scores
 from efficientrag.pipeline.budget import choose_chunks, judgements_from_trace
 from efficientrag.pipeline.calibration import fit_hop_calibration, judged_items
 from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.setting_fields import RESET_FOR_RERANKER, bounded, check_settings, settings_with
 
 log = logging.getLogger(__name__)
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from efficientrag.config import SettingError, bounded, check_settings
 from efficientrag.errors import InvalidArgumentError
 from efficientrag.jsonl import write_jsonl
 from efficientrag.models.inputs import KINDS as MODELS
+from efficientrag.setting_fields import SettingError, bounded, check_settings
 from efficientrag.synth.merge import PARTS, read_unique_rows
 
 _LAYOUT = "a training set folder holds labeler/ and filter/ with train.jsonl and validation.jsonl"

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 from efficientrag.adapt.chunk_text import ChunkText
 from efficientrag.adapt.links import Chain, title_aliases
-from efficientrag.config import SettingError, bounded, check_settings
 from efficientrag.models.inputs import filter_words
+from efficientrag.setting_fields import SettingError, bounded, check_settings
 from efficientrag.synth.phrases import is_content, is_punct, loose_key
 from efficientrag.synth.records import Reject
 from efficientrag.text.words import join_words, split_words

@@ -29,13 +29,13 @@ from efficientrag.adapt.chunk_text import ChunkText, chunk_texts
 from efficientrag.adapt.links import LinkConfig, build_chains, mine_links, title_aliases
 from efficientrag.adapt.pseudo_questions import PseudoConfig, PseudoQuestion, make_question
 from efficientrag.atomic import write_json_atomic
-from efficientrag.config import bounded, check_settings
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 from efficientrag.data.split import TRAIN, VALIDATION, split_of
 from efficientrag.jsonl import write_jsonl
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
 from efficientrag.retrieval.base import Retriever
+from efficientrag.setting_fields import bounded, check_settings
 from efficientrag.synth.negatives import choose_negatives
 from efficientrag.synth.records import Reject
 from efficientrag.text.words import join_words

@@ -25,12 +25,12 @@ from typing import Any, Literal
 from tqdm.auto import tqdm
 
 from efficientrag.adapt.link_agreement import LinkView
-from efficientrag.config import SettingError, bounded, check_settings, probability
 from efficientrag.data.split import TRAIN, VALIDATION, split_of
 from efficientrag.errors import DataFormatError, InvalidArgumentError
 from efficientrag.jsonl import JsonlAppender, drop_duplicate_ids, read_done_ids, read_jsonl
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
 from efficientrag.run_lock import folder_lock
+from efficientrag.setting_fields import SettingError, bounded, check_settings, probability
 from efficientrag.text.validity import text_problem
 
 SELF_DATASET = "self-training"

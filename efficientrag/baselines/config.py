@@ -19,8 +19,8 @@ from efficientrag.baselines.base import Method
 from efficientrag.baselines.prompts.config import PromptConfig
 from efficientrag.baselines.registry import METHODS
 from efficientrag.baselines.settings import Settings
-from efficientrag.config import bounded
 from efficientrag.llm.config import LLMConfig
+from efficientrag.setting_fields import bounded
 
 
 @dataclass

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from efficientrag.baselines.direct import Direct
 from efficientrag.baselines.prompts import PromptSet
 from efficientrag.baselines.settings import Settings
-from efficientrag.config import bounded
+from efficientrag.setting_fields import bounded
 
 
 @dataclass

@@ -17,10 +17,10 @@ from efficientrag.baselines.base import Method, Prediction
 from efficientrag.baselines.cost import CostLedger
 from efficientrag.baselines.replies import DECOMPOSE_PREFIX, answer_trace
 from efficientrag.baselines.settings import Settings
-from efficientrag.config import bounded
 from efficientrag.data.schema import Example
 from efficientrag.llm.errors import LLMOutputError
 from efficientrag.llm.json_output import parse_json_output
+from efficientrag.setting_fields import bounded
 
 LIST_KEYS = ("decomposed_questions", "sub_questions", "subquestions", "questions")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)]|#\d+:?|Q\d+:)\s*")

@@ -16,8 +16,8 @@ from efficientrag.baselines.replies import (
     read_json_field,
 )
 from efficientrag.baselines.settings import Settings
-from efficientrag.config import bounded
 from efficientrag.data.schema import Example
+from efficientrag.setting_fields import bounded
 
 
 @dataclass

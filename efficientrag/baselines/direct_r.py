@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from efficientrag.baselines.answering import answer_if_asked
 from efficientrag.baselines.base import Counters, Method, Prediction, SharedSettings
 from efficientrag.baselines.settings import Settings
-from efficientrag.config import bounded
 from efficientrag.data.schema import Example
 from efficientrag.retrieval.base import Retriever
+from efficientrag.setting_fields import bounded
 
 
 @dataclass

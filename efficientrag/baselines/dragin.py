@@ -53,9 +53,9 @@ from efficientrag.baselines.active.sentences import (
     sentence_spans,
     tokens_before,
 )
-from efficientrag.config import bounded
 from efficientrag.errors import InvalidArgumentError
 from efficientrag.llm.generator import GeneratorCapabilityError
+from efficientrag.setting_fields import bounded
 
 
 @dataclass

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from efficientrag.baselines.active.loop import Program, Session
 from efficientrag.baselines.active.method import ActiveCommon, ActiveMethod
-from efficientrag.config import bounded
+from efficientrag.setting_fields import bounded
 
 
 @dataclass

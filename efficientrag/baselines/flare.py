@@ -31,10 +31,10 @@ from efficientrag.baselines.active.queries import below, interleave, low_spans, 
 from efficientrag.baselines.active.sentences import tokens_through
 from efficientrag.baselines.base import Prediction
 from efficientrag.baselines.prompts.continuation import InstructPromptBuilder, PromptBuilder, question_prompt
-from efficientrag.config import bounded
 from efficientrag.data.schema import Example
 from efficientrag.errors import InvalidArgumentError
 from efficientrag.llm.generator import Generation, Generator, GeneratorCapabilityError
+from efficientrag.setting_fields import bounded
 
 
 @dataclass

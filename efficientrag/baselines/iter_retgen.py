@@ -22,9 +22,9 @@ from efficientrag.baselines.base import Method, Prediction
 from efficientrag.baselines.cost import CostLedger
 from efficientrag.baselines.replies import THOUGHT_PREFIX, answer_trace, read_answer, read_json_field
 from efficientrag.baselines.settings import Settings
-from efficientrag.config import bounded
 from efficientrag.data.schema import Example
 from efficientrag.retrieval.base import Hit
+from efficientrag.setting_fields import bounded
 
 LAST_ITERATION = "last_iteration"
 

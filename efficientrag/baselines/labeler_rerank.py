@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from efficientrag.baselines.rerank import RankFusion, Rerank
-from efficientrag.config import bounded
 from efficientrag.data.schema import Chunk
 from efficientrag.errors import InvalidArgumentError
+from efficientrag.setting_fields import bounded
 
 
 @dataclass

@@ -22,9 +22,9 @@ from typing import Any, ClassVar, Literal
 from efficientrag.baselines.answering import answer_if_asked
 from efficientrag.baselines.base import Counters, Method, Prediction
 from efficientrag.baselines.settings import Settings
-from efficientrag.config import bounded
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.errors import InvalidArgumentError
+from efficientrag.setting_fields import bounded
 
 
 @dataclass

@@ -26,11 +26,11 @@ from efficientrag.baselines.prompts import PromptSet
 from efficientrag.baselines.prompts import instructions as ins
 from efficientrag.baselines.replies import answer_trace, read_answer
 from efficientrag.baselines.settings import Settings
-from efficientrag.config import bounded
 from efficientrag.data.schema import Example
 from efficientrag.llm.answers import ExtractedAnswer
 from efficientrag.llm.generator import Generation
 from efficientrag.retrieval.base import Hit
+from efficientrag.setting_fields import bounded
 
 # Where a continuation must stop: before an intermediate answer (ours comes from retrieval), or
 # before the model starts inventing the next exemplar.

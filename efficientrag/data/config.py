@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from efficientrag.config import bounded, check_settings
 from efficientrag.data.toy_world import DEFAULT_TYPE_MIX
+from efficientrag.setting_fields import bounded, check_settings
 
 
 @dataclass

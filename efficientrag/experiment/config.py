@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from efficientrag.baselines.config import BaselinesConfig
-from efficientrag.config import bounded, check_settings
 from efficientrag.data.config import DataConfig
 from efficientrag.llm.generator_config import GeneratorConfig
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.config import RetrieverConfig
+from efficientrag.setting_fields import bounded, check_settings
 from efficientrag.treehop.config import TreeHopRetrievalConfig
 
 

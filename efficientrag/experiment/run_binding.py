@@ -231,7 +231,7 @@ def loop_fingerprint(
 ) -> dict[str, Any]:
     """The loop's settings as every fingerprint records them (a run's, a job stage's, a cache
     folder's): its model folders left out, and settings that change only speed, the
-    settings added later at their default (:func:`efficientrag.config.quiet_at_default`), and
+    settings added later at their default (:func:`efficientrag.setting_fields.quiet_at_default`), and
     (when nothing is answered) the answer call's.
 
     Args:

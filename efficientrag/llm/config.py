@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from efficientrag.config import bounded, check_settings
 from efficientrag.llm.errors import LLMConfigError
+from efficientrag.setting_fields import bounded, check_settings
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Local servers (vLLM, Ollama, llama.cpp) accept any key; the SDK insists on a non-empty one.

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from efficientrag.config import bounded, check_settings
 from efficientrag.llm.config import LLMConfig
+from efficientrag.setting_fields import bounded, check_settings
 
 
 @dataclass

@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from efficientrag.config import REPLAYABLE, settings_with
 from efficientrag.pipeline.calibration import calibrate
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.trace import HitRecord
+from efficientrag.setting_fields import REPLAYABLE, settings_with
 
 # The settings a replay may change: they decide only this last step, never a hop ("best" and
 # "rerank" both let every hop run, so a replay may move between them).

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from efficientrag.config import (
+from efficientrag.setting_fields import (
     ANSWER_ONLY,
     EXPOSED_OVER_HTTP,
     REPLAYABLE,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.atomic import write_text_atomic
-from efficientrag.config import ConfigError, SettingError, from_dict, save_config
+from efficientrag.config import ConfigError, from_dict, save_config
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
@@ -32,6 +32,7 @@ from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.quickstart.presets import preset_path, read_preset
 from efficientrag.retrieval.base import Retriever
 from efficientrag.retrieval.config import RetrieverConfig
+from efficientrag.setting_fields import SettingError
 from efficientrag.synth.config import SynthConfig
 from efficientrag.training.config import TrainConfig
 from efficientrag.training.run import train_model

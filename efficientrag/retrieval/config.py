@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from efficientrag.config import SettingError, bounded, check_settings
 from efficientrag.hub import OFFLINE_DEFAULT_ENCODER
 from efficientrag.retrieval.milvus.config import MilvusConfig
+from efficientrag.setting_fields import SettingError, bounded, check_settings
 
 # The search backends a config may name: the built-in ones, and each kind registered since
 # (efficientrag.retrieval.factory.register_backend adds it; the factory holds how each is built).

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from efficientrag.config import EXPOSED_OVER_HTTP, SettingError, bounded, check_settings, settings_with
 from efficientrag.experiment.config import ExperimentConfig
 from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.setting_fields import (
+    EXPOSED_OVER_HTTP,
+    SettingError,
+    bounded,
+    check_settings,
+    settings_with,
+)
 
 # The loop settings a request may change for itself, as ``EfficientRAGConfig`` declares them
 # (efficientrag.serve.requests checks them). None of them names a file, a model folder, a device or a

@@ -15,12 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from efficientrag.config import SettingError, attribute_docs, schema_bounds
+from efficientrag.config import attribute_docs
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG
 from efficientrag.pipeline.inputs import check_questions
 from efficientrag.serve.config import ALLOWED_SETTINGS, ServeConfig
 from efficientrag.serve.errors import RequestError
+from efficientrag.setting_fields import SettingError, schema_bounds
 from efficientrag.text.validity import text_problem
 from efficientrag.text.words import split_words
 

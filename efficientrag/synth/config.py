@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from efficientrag.config import SettingError, bounded, check_settings, probability
 from efficientrag.data.config import DataConfig
 from efficientrag.llm.config import LLMConfig
 from efficientrag.retrieval.config import RetrieverConfig
+from efficientrag.setting_fields import SettingError, bounded, check_settings, probability
 from efficientrag.synth.records import STAGES
 
 

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from efficientrag.config import ConfigError, SettingError, bounded, check_settings, load_config, probability
+from efficientrag.config import ConfigError, load_config
 from efficientrag.models.inputs import KINDS
+from efficientrag.setting_fields import SettingError, bounded, check_settings, probability
 
 # Keys that decide which batches the run sees, in which order, how steps are counted, and which
 # weights it started from. A resumed run must agree on them with the run that wrote the checkpoint,

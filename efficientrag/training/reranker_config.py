@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from efficientrag.config import SettingError, bounded, check_settings
 from efficientrag.data.config import DataConfig
 from efficientrag.hub import OFFLINE_DEFAULT_ENCODER
 from efficientrag.retrieval.config import RetrieverConfig
+from efficientrag.setting_fields import SettingError, bounded, check_settings
 
 # Keys that decide the run's pairs, their order and the schedule: a resumed run must agree with the
 # run that wrote the checkpoint on all of them.

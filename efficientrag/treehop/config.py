@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from efficientrag.config import SettingError, bounded, check_settings
 from efficientrag.data.config import DataConfig
 from efficientrag.retrieval.config import RetrieverConfig
+from efficientrag.setting_fields import SettingError, bounded, check_settings
 
 
 @dataclass

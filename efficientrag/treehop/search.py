@@ -19,7 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
-from efficientrag.config import bounded, check_settings
+from efficientrag.setting_fields import bounded, check_settings
 from efficientrag.treehop.pruning import LayerDecision, PruningRule, decide_layer
 
 UpdateFn = Callable[[np.ndarray, np.ndarray], np.ndarray]

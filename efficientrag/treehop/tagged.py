@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from efficientrag.config import SettingError, check_settings, probability
+from efficientrag.setting_fields import SettingError, check_settings, probability
 from efficientrag.text.words import split_words
 from efficientrag.treehop.retriever import TreeHopResult, TreeHopRetriever
 

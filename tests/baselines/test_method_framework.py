@@ -17,10 +17,11 @@ from efficientrag.baselines.flare import FlareConfig
 from efficientrag.baselines.iter_retgen import IterRetGenConfig
 from efficientrag.baselines.registry import METHODS, check_method_name, registered_name
 from efficientrag.baselines.settings import Settings
-from efficientrag.config import ConfigError, bounded, from_dict, load_config
+from efficientrag.config import ConfigError, from_dict, load_config
 from efficientrag.data.schema import Example
 from efficientrag.experiment.config import ExperimentConfig
 from efficientrag.experiment.run_binding import method_settings
+from efficientrag.setting_fields import bounded
 from efficientrag.testing.word_overlap import WordOverlapRetriever
 
 

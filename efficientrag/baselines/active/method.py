@@ -30,9 +30,9 @@ from efficientrag.baselines.prompts.config import exemplar_family
 from efficientrag.baselines.prompts.continuation import ANSWER_PHRASE, PromptBuilder, RenderedPrompt
 from efficientrag.baselines.prompts.cot_exemplars import EXEMPLAR_SETS, exemplar_set, take
 from efficientrag.baselines.settings import Settings
-from efficientrag.config import SettingError, bounded
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.llm.generator import Generation, GeneratorCapabilityError
+from efficientrag.setting_fields import SettingError, bounded
 
 EXEMPLAR_CHOICES = ("auto", *EXEMPLAR_SETS)
 # A step's generated pieces, how many of them to keep, whether they complete the answer sentence,

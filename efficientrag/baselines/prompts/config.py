@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from efficientrag.baselines.settings import Settings
-from efficientrag.config import SettingError, bounded
+from efficientrag.setting_fields import SettingError, bounded
 
 PROMPT_DATASETS = ("auto", "hotpotqa", "2wikimultihopqa", "musique", "toy", "generic")
 DATASET_ALIASES = {"2wiki": "2wikimultihopqa", "2wikimqa": "2wikimultihopqa", "hotpot": "hotpotqa"}

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from efficientrag.config import CHECK_ONLY, SettingError, bounded, check_settings
+from efficientrag.config import CHECK_ONLY
+from efficientrag.setting_fields import SettingError, bounded, check_settings
 
 # Milvus's own VARCHAR limit (bytes on a server; milvus-lite counts characters, a looser bound).
 VARCHAR_MAX = 65_535
