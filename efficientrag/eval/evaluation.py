@@ -112,7 +112,7 @@ def evaluate(
         efficientrag.eval.runner.RunAbortedError: the first questions all failed alike.
         efficientrag.eval.interrupts.RunInterrupted: SIGINT/SIGTERM (the batch in flight is written).
     """
-    from efficientrag.baselines.registry import METHODS, check_method_name
+    from efficientrag.baselines.registry import check_method_name
     from efficientrag.eval.gold_coverage import check_gold_coverage
     from efficientrag.experiment.assembly import (
         build_method,
@@ -121,7 +121,7 @@ def evaluate(
         select_examples,
     )
     from efficientrag.experiment.prepared_data import read_data
-    from efficientrag.experiment.run_binding import check_bindable, examples_digest
+    from efficientrag.experiment.run_binding import check_bindable
 
     # Everything that can be checked in a second is checked before the corpus is read and indexed.
     method_key = check_method_name(cfg.eval.method)
@@ -129,10 +129,7 @@ def evaluate(
     resume = cfg.eval.resume if resume is None else resume
     prepared = read_data(cfg)
     pooled = prepared.pooled
-    # A run folder bound to other questions is refused before the index is built or the work
-    # folder's data/ rewritten: a refused run leaves every file as it was.
-    run_dir = cfg.eval_dir(METHODS[method_key].run_name(cfg.eval.answer))
-    check_bindable(run_dir, {"data": examples_digest(pooled.examples)}, resume=resume, only=("data",))
+    refuse_other_questions(cfg, method_key, pooled, resume=resume)
     examples = select_examples(cfg, pooled.examples)
     if not examples:
         raise InvalidArgumentError(
@@ -163,6 +160,26 @@ def evaluate(
         wait_for_lock=wait_for_lock,
         progress=progress,
     )
+
+
+def refuse_other_questions(
+    cfg: ExperimentConfig, method_key: str, pooled: PooledDataset, *, resume: bool
+) -> None:
+    """Refuse a run folder bound to other questions before the index is built or the work folder's
+    data/ rewritten, so that a refused run leaves every file as it was (the whole fingerprint is
+    checked once the index is open).
+
+    Args:
+        cfg: The experiment.
+        method_key: The method's registered name.
+        pooled: The data read (not yet saved).
+        resume: Whether earlier predictions would be resumed (False: nothing to refuse).
+    """
+    from efficientrag.baselines.registry import METHODS
+    from efficientrag.experiment.run_binding import check_bindable, examples_digest
+
+    run_dir = cfg.eval_dir(METHODS[method_key].run_name(cfg.eval.answer))
+    check_bindable(run_dir, {"data": examples_digest(pooled.examples)}, resume=resume, only=("data",))
 
 
 def evaluate_method(
