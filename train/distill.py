@@ -4,8 +4,8 @@ teacher=RUN/best data_dir=SYNTH/<kind> [key=value ...] [--resume]` (docs/trainin
 
 import sys
 
+from efficientrag.cli.train import main
 from efficientrag.models.inputs import KINDS
-from efficientrag.training.script import main
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in KINDS:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from efficientrag.adapt.exit_choice import ExitChoiceConfig
 from efficientrag.adapt.method_choice import MethodChoiceConfig
 from efficientrag.adapt.mix import MixConfig
 from efficientrag.adapt.pseudo_rows import PseudoRowsConfig
@@ -59,6 +60,10 @@ class AdaptConfig:
     # After adapting: the loop, or its Labeler as a one-hop reranker (or the loop containing it),
     # whichever scores higher on the scoring sets (efficientrag/adapt/method_choice.py).
     method_choice: MethodChoiceConfig = field(default_factory=MethodChoiceConfig)
+    # Then, for the chosen method: the adapted Labeler's early-exit heads, fit on its training rows,
+    # and the exit_threshold that runs the fewest layers within tolerance of full depth on the same
+    # scoring sets (efficientrag/adapt/exit_choice.py). Off by default.
+    early_exit: ExitChoiceConfig = field(default_factory=ExitChoiceConfig)
     progress: bool = True
 
     def check(self) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from efficientrag.adapt.choice import VALIDATION_GROUP, Judge, ScoringSet, best_index
 from efficientrag.adapt.config import AdaptConfig
+from efficientrag.adapt.exit_choice import choose_exit
 from efficientrag.adapt.link_agreement import LinkView
 from efficientrag.adapt.method_choice import choose_method
 from efficientrag.adapt.mix import Ratio, mix_training_sets
@@ -40,6 +41,7 @@ from efficientrag.errors import InvalidArgumentError
 from efficientrag.experiment.run_binding import loop_fingerprint
 from efficientrag.fingerprint import file_digest
 from efficientrag.jsonl import read_jsonl, write_jsonl
+from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.training.fingerprint import fingerprint
 from efficientrag.training.run import brief_metrics
 
@@ -392,11 +394,29 @@ def method_stage(cfg: AdaptConfig, judge: Judge, models: dict[str, Path]) -> dic
     else:
         why = "method_choice.enabled=false" if judge else "no scoring set"
         record = {"chosen": "loop", "compared": False, "why": why}
+    if cfg.early_exit.enabled:
+        loop, record["early_exit"] = exit_stage(cfg, judge, models, loop)
     preset = Path(cfg.work_dir) / "retrieve.yaml"
     save_config({"retriever": cfg.retriever, "efficientrag": loop}, preset)
     record["preset"] = str(preset)
     record["efficientrag"] = to_dict(loop)
     return record
+
+
+def exit_stage(
+    cfg: AdaptConfig, judge: Judge, models: dict[str, Path], loop: EfficientRAGConfig
+) -> tuple[EfficientRAGConfig, dict[str, Any]]:
+    """The chosen method's ``exit_threshold`` (``exit_choice``), with exit heads fit for the adapted
+    Labeler on the rows it was fine-tuned on. The given Labeler's folder is the user's and is not
+    written to: kept, it runs at full depth."""
+    labeler = Path(models["labeler"])
+    rows = labeler.parent.parent / "train_data" / "labeler" / "train.jsonl"
+    if not judge:
+        return loop, {"chosen": None, "why": "no scoring set"}
+    if not labeler.resolve().is_relative_to(Path(cfg.work_dir).resolve()) or not rows.is_file():
+        why = "the given Labeler was kept; fit its heads with `efficientrag train exit-head` to use an exit"
+        return loop, {"chosen": None, "why": why}
+    return choose_exit(judge, models, loop, rows, cfg.early_exit, Path(cfg.work_dir) / "early_exit")
 
 
 def finetune_stage(

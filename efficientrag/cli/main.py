@@ -98,24 +98,30 @@ def _run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 
 def _delegate(argv: list[str]) -> int | None:
     """``efficientrag synth|train ...`` run the same entry as ``synth/run.py`` / ``train/*.py``
-    (``train reranker``: ``train/reranker.py``, the cross-encoder of the ``rerank`` method)."""
+    (``train reranker``: ``train/reranker.py``, the cross-encoder of the ``rerank`` method;
+    ``train exit-head``: the Labeler's early-exit head, :mod:`efficientrag.cli.exit_head`)."""
     if not argv or argv[0] not in _DELEGATED:
         return None
     if argv[0] == "synth":
-        from efficientrag.synth.script import main as synth_main
+        from efficientrag.cli.synth import main as synth_main
 
         return synth_main(argv[1:], prog="efficientrag synth")
     from efficientrag.models.inputs import KINDS
 
+    if len(argv) >= 2 and argv[1] == "exit-head":
+        from efficientrag.cli.exit_head import main as exit_head_main
+
+        return exit_head_main(argv[2:])
     if len(argv) >= 2 and argv[1] == "reranker":
-        from efficientrag.experiment.train_reranker import main as reranker_main
+        from efficientrag.cli.train_reranker import main as reranker_main
 
         return reranker_main(argv[2:], prog="efficientrag train reranker")
-    from efficientrag.training.script import main as train_main
+    from efficientrag.cli.train import main as train_main
 
     if len(argv) < 2 or argv[1] not in KINDS:
         print(
-            "usage: efficientrag train {labeler,filter,reranker} --config PRESET.yaml [--resume] [key=value ...]"
+            "usage: efficientrag train {labeler,filter,reranker,exit-head} --config PRESET.yaml [--resume] "
+            "[key=value ...]"
         )
         return 2
     try:

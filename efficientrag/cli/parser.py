@@ -145,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "train",
         help="train the labeler, the filter or the reranker (same as train/labeler.py, train/filter.py, "
-        "train/reranker.py)",
+        "train/reranker.py), or fit the labeler's early-exit head (train exit-head)",
     )
 
     _add_report_args(sub.add_parser("report", help=_REPORT_HELP))

@@ -83,6 +83,10 @@ def evaluate_efficientrag_run(
     }
     if rag_cfg.first_hop_reranker is not None:
         fingerprint["models"]["reranker"] = folder_digest(rag_cfg.first_hop_reranker)
+    if rag_cfg.exit_threshold is not None:
+        from efficientrag.models.early_exit import early_exit_digest
+
+        fingerprint["models"]["early_exit"] = early_exit_digest(folders[0])
     method = EfficientRAGRetrieval(None, None, rag=rag)
     meta = {**(meta or {}), "efficientrag": to_dict(rag_cfg)}
     return _run(method, examples, Path(out_dir), fingerprint, (), batch_size, progress, meta)

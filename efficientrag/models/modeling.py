@@ -145,28 +145,51 @@ class TokenClassifierNetwork(PreTrainedModel):
         Raises:
             ValueError: ``pair`` pooling without ``segment_ids``.
         """
+        states = self.backbone(
+            **self.backbone_inputs(input_ids, attention_mask, token_type_ids)
+        ).last_hidden_state
+        return self.read_heads(states, attention_mask, segment_ids)
+
+    def backbone_inputs(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> dict[str, torch.Tensor]:
+        """The encoder's keyword arguments: segment ids only for an encoder that takes them.
+
+        Args:
+            input_ids: Token ids, (batch, tokens).
+            attention_mask: 1 for real tokens, 0 for padding.
+            token_type_ids: Segment ids (dropped for an encoder that takes none).
+
+        Returns:
+            The keyword arguments of the backbone's forward pass.
+        """
         kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None and self._takes_token_types:
             kwargs["token_type_ids"] = token_type_ids
-        states = self.backbone(**kwargs).last_hidden_state
+        return kwargs
+
+    def read_heads(
+        self, states: torch.Tensor, attention_mask: torch.Tensor, segment_ids: torch.Tensor | None = None
+    ) -> WordClassifierOutput:
+        """The heads over the encoder's last states: what :meth:`forward` returns, for a caller that
+        ran the encoder itself (the Labeler's early exit runs its layers in two stages).
+
+        Args:
+            states: The encoder's last hidden states, (batch, tokens, hidden).
+            attention_mask: 1 for real tokens, 0 for padding, (batch, tokens).
+            segment_ids: Which tokens are query and which target (``pair`` pooling).
+
+        Returns:
+            As :meth:`forward`.
+        """
         out = WordClassifierOutput(token_logits=self.token_head(self.dropout(states)))
         if self.tag_head is not None:
-            pooled = self._pool(states, attention_mask, segment_ids)
+            pooled = pool_states(states, attention_mask, segment_ids, self.pooling)
             out["tag_logits"] = self.tag_head(self.dropout(pooled))
         return out
-
-    def _pool(
-        self, states: torch.Tensor, attention_mask: torch.Tensor, segment_ids: torch.Tensor | None
-    ) -> torch.Tensor:
-        if self.pooling == "first":
-            return states[:, 0]
-        if self.pooling == "pair":
-            if segment_ids is None:
-                raise InvalidArgumentError("pair pooling needs segment_ids (the collator provides them)")
-            q = _masked_mean(states, segment_ids == SEG_QUERY)
-            c = _masked_mean(states, segment_ids == SEG_TARGET)
-            return torch.cat([q, c, q * c, (q - c).abs()], dim=-1)
-        return _masked_mean(states, attention_mask.bool())
 
 
 class LabelerModel(TokenClassifierNetwork):
@@ -197,6 +220,34 @@ def align_parameters(module: nn.Module, alignment: int = 64) -> None:
     for tensor in [*module.parameters(), *module.buffers()]:
         if tensor.device.type == "cpu" and tensor.numel() and tensor.data_ptr() % alignment:
             tensor.data = tensor.data.clone()
+
+
+def pool_states(
+    states: torch.Tensor, attention_mask: torch.Tensor, segment_ids: torch.Tensor | None, pooling: str
+) -> torch.Tensor:
+    """One vector per input from its token states, as the tag head reads them.
+
+    Args:
+        states: Token states, (batch, tokens, hidden).
+        attention_mask: 1 for real tokens, (batch, tokens).
+        segment_ids: Query / target segments, (batch, tokens); ``pair`` pooling only.
+        pooling: ``mean``, ``first`` or ``pair`` (``[q, c, q*c, |q-c|]``, 4x the hidden size).
+
+    Returns:
+        (batch, hidden), or (batch, 4 * hidden) for ``pair``.
+
+    Raises:
+        InvalidArgumentError: ``pair`` pooling without ``segment_ids``.
+    """
+    if pooling == "first":
+        return states[:, 0]
+    if pooling == "pair":
+        if segment_ids is None:
+            raise InvalidArgumentError("pair pooling needs segment_ids (the collator provides them)")
+        q = _masked_mean(states, segment_ids == SEG_QUERY)
+        c = _masked_mean(states, segment_ids == SEG_TARGET)
+        return torch.cat([q, c, q * c, (q - c).abs()], dim=-1)
+    return _masked_mean(states, attention_mask.bool())
 
 
 def _masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from efficientrag.errors import InvalidArgumentError
+from efficientrag.models.early_exit import EarlyExit, check_split, load_early_exit, run_with_exit
 from efficientrag.models.inputs import TAGS, FilterRow, LabelerRow
 from efficientrag.models.tokenization import EncodedInput, encode_words
 from efficientrag.models.word_classifier import WordClassifier
@@ -35,12 +37,15 @@ class LabelerPrediction:
         word_probs: Per chunk word, the probability that it is useful (goes on to the Filter).
         truncated_words: Chunk words cut to fit the input length.
         query_truncated_words: Query words cut to fit the input length.
+        exited_at: The encoder layer the pair left at (early exit): ``continue_prob`` is then the
+            exit head's estimate and ``word_probs`` are all 0.0; None for a pair judged in full.
     """
 
     continue_prob: float
     word_probs: list[float]
     truncated_words: int = 0
     query_truncated_words: int = 0
+    exited_at: int | None = None
 
 
 @dataclass
@@ -65,6 +70,109 @@ class Labeler(WordClassifier[LabelerPrediction]):
     kind = "labeler"
     default_max_length = 384
     default_batch_size = 32
+    # Its exit head, once attached or read from ``source/early_exit`` (models/early_exit.py).
+    _early_exit: EarlyExit | None = None
+
+    def predict(
+        self,
+        inputs: Sequence[tuple[Sequence[str], Sequence[str]]],
+        *,
+        batch_size: int | None = None,
+        max_length: int | None = None,
+        word_aggregation: str | None = None,
+        show_progress: bool = False,
+        exit_below: float | None = None,
+    ) -> list[LabelerPrediction]:
+        """One prediction per pair, in input order; with ``exit_below``, pairs leave early.
+
+        Args:
+            inputs: ``(query words, chunk words)`` pairs.
+            batch_size: Pairs per forward pass (None: 32).
+            max_length: Input length in tokens (None: the trained length).
+            word_aggregation: Override the config's sub-word -> word aggregation.
+            show_progress: Show a progress bar (full-depth prediction only).
+            exit_below: A pair whose upper estimate of its Continue probability (by the exit head
+                of its layer) is below this leaves at the first exit layer where it is
+                (``exited_at``), unlabelled; None runs every pair in full.
+
+        Returns:
+            A :class:`LabelerPrediction` per pair.
+
+        Raises:
+            InvalidArgumentError: ``exit_below`` outside [0, 1], no exit head, or the Labeler
+                predicts through ONNX Runtime (the early exit runs the torch network).
+        """
+        if exit_below is None:
+            return super().predict(
+                inputs,
+                batch_size=batch_size,
+                max_length=max_length,
+                word_aggregation=word_aggregation,
+                show_progress=show_progress,
+            )
+        if not 0.0 <= float(exit_below) <= 1.0:
+            raise InvalidArgumentError(f"exit_below must be in [0, 1], got {exit_below}")
+        if self.onnx is not None:
+            raise InvalidArgumentError(
+                f"the early exit runs the torch network; this labeler predicts through {self.onnx.mode} "
+                "(load it again with quantize none, int8 or bf16)"
+            )
+        head = self.early_exit()
+        encoded = self.encode(inputs, max_length=max_length)
+        runs = run_with_exit(
+            self,
+            head,
+            encoded,
+            exit_below=float(exit_below),
+            batch_size=batch_size or self.default_batch_size,
+            word_aggregation=word_aggregation or self.config.word_aggregation,
+        )
+        return [
+            LabelerPrediction(
+                continue_prob=cont,
+                word_probs=words,
+                truncated_words=encoded[i].truncated_words,
+                query_truncated_words=encoded[i].query_truncated_words,
+                exited_at=layer,
+            )
+            for i, words, cont, layer in runs
+        ]
+
+    def early_exit(self) -> EarlyExit:
+        """The exit heads: those attached, or those saved in the folder the Labeler was loaded from.
+
+        Returns:
+            The heads, on the Labeler's device.
+
+        Raises:
+            InvalidArgumentError: None attached and none saved beside the Labeler (or fit to another).
+        """
+        if self._early_exit is None:
+            if self.source is None:
+                raise InvalidArgumentError(
+                    "this labeler has no early-exit heads: attach_early_exit() heads fit to it, or load the "
+                    "labeler from a folder that holds them (efficientrag train exit-head)"
+                )
+            self.attach_early_exit(load_early_exit(self.source, self.device))
+        assert self._early_exit is not None
+        return self._early_exit.to(self.device)  # follows the Labeler after a .to()
+
+    def attach_early_exit(self, early_exit: EarlyExit) -> None:
+        """Use ``early_exit`` for ``predict(..., exit_below=...)``, once its layers are checked to
+        split this Labeler's encoder exactly.
+
+        Args:
+            early_exit: Heads fit to this Labeler (:func:`efficientrag.training.exit_head.fit_exit_head`).
+
+        Raises:
+            InvalidArgumentError: Their pooling is not the Labeler's, or the encoder cannot be split there.
+        """
+        if early_exit.pooling != self.config.pooling:
+            raise InvalidArgumentError(
+                f"the exit head pools {early_exit.pooling!r}, this labeler {self.config.pooling!r}"
+            )
+        check_split(self.network, early_exit.layers)
+        self._early_exit = early_exit.to(self.device)
 
     def encode(
         self, pairs: Sequence[tuple[Sequence[str], Sequence[str]]], *, max_length: int | None = None

@@ -74,6 +74,11 @@ class EfficientRAGConfig:
             traces by :func:`efficientrag.pipeline.calibration.fit_hop_calibration`.
         pair_budget: Labeler pairs per question at most, the first hop's included (None: no
             bound): a later hop judges only what is left of it, in its hits' rank order.
+        exit_threshold: A Labeler pair whose upper estimate of its Continue probability (by an
+            exit head after an early layer) is below this leaves the Labeler at the first such
+            layer, tagged Terminate with no words labelled; its expected estimate is its score
+            where the budget ranks chunks (None: every pair is judged in full). Needs exit heads
+            beside the Labeler (``efficientrag train exit-head``).
         answer_top_k: Kept chunks the one answer call reads (None: all of them).
         answer_max_new_tokens: Tokens the answer call writes at most.
         batch_size: Labeler/Filter inference batch size.
@@ -144,6 +149,10 @@ class EfficientRAGConfig:
     # Labeler pairs per question at most, counted from the first hop; later hops judge what is left,
     # best-ranked hits first, and a question stops hopping once it is spent. None: no bound.
     pair_budget: int | None = quiet_at_default(None, low=1, roles=[EXPOSED_OVER_HTTP, RESET_FOR_RERANKER])
+    # A pair the exit heads (fit on the Labeler's own outputs) are sure is below this leaves the
+    # Labeler at an early layer: cheaper, and a chunk the full Labeler would keep is lost only where
+    # a head errs. The reranker derived from the loop keeps it (the same scorer).
+    exit_threshold: float | None = quiet_at_default(None, low=0.0, high=1.0, roles=[EXPOSED_OVER_HTTP])
     # The one answer call (``efficientrag eval`` with eval.answer=true) reads this many of the kept
     # chunks (None: every chunk the loop kept, the paper) and writes at most answer_max_new_tokens.
     answer_top_k: int | None = bounded(None, low=1, roles=[ANSWER_ONLY])

@@ -76,7 +76,8 @@ class RetrievalResult:
         trace: One :class:`Hop` per hop the question ran.
         counters: Per-question counts: ``hops``, ``retrieval_calls``, ``labeler_pairs``,
             ``filter_calls``, ``llm_calls`` (always 0), and where they happened ``filled``,
-            ``query_words_truncated`` and ``reranked_pairs`` (the ``first_hop_reranker``'s).
+            ``query_words_truncated``, ``reranked_pairs`` (the ``first_hop_reranker``'s) and
+            ``exited_pairs`` (Labeler pairs that left at the early exit, among ``labeler_pairs``).
     """
 
     question: str
@@ -278,12 +279,15 @@ class EfficientRAG:
                 state.labeled_pairs.add((qkey, h.id))
                 work.pairs.append(Pair(state, bi, h, record, rank))
             work.records.append(records)
+        # The early exit is asked for only when set, so a Labeler without one is called as before.
+        exit_kw = {} if cfg.exit_threshold is None else {"exit_below": cfg.exit_threshold}
         with work.timed("labeler"):
             work.labels = (
                 self.labeler.predict(
                     [(work.branches[p.branch][1].words, self._words_of(p.hit.chunk)) for p in work.pairs],
                     batch_size=cfg.batch_size,
                     max_length=cfg.labeler_max_length,
+                    **exit_kw,
                 )
                 if work.pairs
                 else []
@@ -302,13 +306,18 @@ class EfficientRAG:
         cfg = self.config
         for pair, pred in zip(work.pairs, work.labels, strict=True):
             state, h, prob = pair.state, pair.hit, float(pred.continue_prob)
-            cont = prob >= cfg.tag_threshold
+            # A pair that left the Labeler early has an estimate and no word labels: never Continue.
+            exited = getattr(pred, "exited_at", None)
+            cont = prob >= cfg.tag_threshold and exited is None
             words = self._words_of(h.chunk)
-            if self.observer is not None:
+            # An early exit is the head's estimate, not the Labeler's decision: observers see only those.
+            if self.observer is not None and exited is None:
                 self.observer.labeled(state.index, work.branches[pair.branch][1].words, words, pred)
             labeled = [w for w, p in zip(words, pred.word_probs, strict=False) if p >= cfg.token_threshold]
-            pair.record.judge(prob, cont, labeled)
+            pair.record.judge(prob, cont, labeled, exited)
             state.count("labeler_pairs")
+            if exited is not None:
+                state.count("exited_pairs")
             j = state.judgements
             if work.hop == 0:
                 j.first_hits.append((h.id, prob))

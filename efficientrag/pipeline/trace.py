@@ -34,6 +34,8 @@ class HitRecord:
         tag: ``"continue"`` or ``"terminate"`` (None when ``seen``).
         continue_prob: The Labeler's Continue probability (None when ``seen``).
         labeled_words: The chunk words the Labeler marked useful (None when ``seen``).
+        exited_at: The Labeler layer the pair left at (early exit): ``continue_prob`` is then the
+            exit head's estimate, the tag Terminate and no word labelled; None when judged in full.
     """
 
     id: str
@@ -44,30 +46,35 @@ class HitRecord:
     tag: str | None = None
     continue_prob: float | None = None
     labeled_words: list[str] | None = None
+    exited_at: int | None = None
 
     @property
     def continued(self) -> bool:
         """Whether the Labeler tagged the chunk Continue for this query."""
         return self.tag == TAG_CONTINUE
 
-    def judge(self, continue_prob: float, keep: bool, labeled_words: list[str]) -> None:
+    def judge(
+        self, continue_prob: float, keep: bool, labeled_words: list[str], exited_at: int | None = None
+    ) -> None:
         """Record the Labeler's decision on this hit (the loop calls it once per judged pair).
 
         Args:
             continue_prob: The Continue probability.
             keep: Whether it reached the tag threshold (tag Continue, else Terminate).
             labeled_words: The chunk words over the token threshold.
+            exited_at: The layer the pair left the Labeler at (None: judged in full).
         """
         self.tag = TAG_CONTINUE if keep else TAG_TERMINATE
         self.continue_prob = continue_prob
         self.labeled_words = labeled_words
+        self.exited_at = exited_at
 
     def to_dict(self) -> dict[str, Any]:
         """The hit as trace JSON (unset optional fields left out, as files have always held them).
 
         Returns:
-            ``{"id", "score", "seen"}``, plus ``floor`` and ``unjudged`` when set and the tag fields
-            once judged.
+            ``{"id", "score", "seen"}``, plus ``floor``, ``unjudged`` and ``exited_at`` when set and
+            the tag fields once judged.
         """
         out: dict[str, Any] = {"id": self.id, "score": self.score, "seen": self.seen}
         if self.floor:
@@ -76,6 +83,8 @@ class HitRecord:
             out["unjudged"] = True
         if self.tag is not None:
             out.update(tag=self.tag, continue_prob=self.continue_prob, labeled_words=self.labeled_words)
+        if self.exited_at is not None:
+            out["exited_at"] = self.exited_at
         return out
 
     @classmethod
@@ -107,6 +116,7 @@ class HitRecord:
             tag=row.get("tag"),
             continue_prob=row.get("continue_prob"),
             labeled_words=row.get("labeled_words"),
+            exited_at=row.get("exited_at"),
         )
 
 

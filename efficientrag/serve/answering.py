@@ -23,7 +23,7 @@ from efficientrag.serve.batcher import BULK, OPEN, TIMED, Caller, CallerGone, De
 from efficientrag.serve.config import ServeConfig
 from efficientrag.serve.disconnect import Receive, watch_disconnect
 from efficientrag.serve.errors import RequestError
-from efficientrag.serve.requests import settings_config
+from efficientrag.serve.requests import exit_head_problem, settings_config
 from efficientrag.serve.service import Service
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,11 @@ class Answerer:
             raise RequestError(
                 422, field, f"{len(questions)} questions; this server queues at most {self.cfg.max_queue}"
             )
-        key, _ = settings_config(self.service.base.config, settings, self.cfg)
+        key, config = settings_config(self.service.base.config, settings, self.cfg)
+        if config.exit_threshold is not None:
+            problem = exit_head_problem(self.service.base.labeler)
+            if problem is not None:
+                raise RequestError(422, "settings.exit_threshold", problem)
         caller = Caller(deadline=time.monotonic() + deadline_s, kind=self.kind(len(questions), deadline_s))
         try:
             if receive is None:

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from efficientrag.config import attribute_docs
+from efficientrag.errors import EfficientRAGError
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG
 from efficientrag.pipeline.inputs import check_questions
@@ -173,6 +174,19 @@ def words_over_limit(rag: EfficientRAG, question: str) -> int:
 
 def labeler_limit(rag: EfficientRAG) -> Any:
     return rag.config.labeler_max_length or getattr(rag.labeler, "max_length", "?")
+
+
+def exit_head_problem(labeler: Any) -> str | None:
+    """Why the served Labeler cannot let pairs exit early (None: it can): a request asking for
+    ``exit_threshold`` is refused on its field, not failed in the batch it would share."""
+    early_exit = getattr(labeler, "early_exit", None)
+    if not callable(early_exit):
+        return "this server's Labeler has no early exit"
+    try:
+        early_exit()  # loaded once, then held by the Labeler
+    except EfficientRAGError as exc:
+        return str(exc)
+    return None
 
 
 def settings_config(

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from efficientrag.models import Filter, Labeler
 from efficientrag.models.inputs import IGNORE_INDEX
-from efficientrag.models.modeling import compute_loss
+from efficientrag.models.modeling import compute_loss, pool_states
 
 # Two rows, four positions. Row 0: positions 1-2 are chunk words; row 1: positions 1-3.
 TOKEN_LOGITS = torch.tensor(
@@ -109,10 +109,10 @@ def test_first_token_pooling_reads_only_the_first_state(minilm_path):
     net = lab.network.eval()
     states = torch.randn(2, 5, net.token_head.in_features)
     mask = torch.ones(2, 5, dtype=torch.long)
-    assert torch.equal(net._pool(states, mask, None), states[:, 0])
+    assert torch.equal(pool_states(states, mask, None, net.pooling), states[:, 0])
     mean_net = Labeler.from_backbone(minilm_path, pooling="mean", max_length=64, device="cpu").network
     mask[1, 3:] = 0
-    assert torch.allclose(mean_net._pool(states, mask, None)[1], states[1, :3].mean(0))
+    assert torch.allclose(pool_states(states, mask, None, mean_net.pooling)[1], states[1, :3].mean(0))
 
 
 def test_pair_pooling_compares_the_query_and_chunk_means(minilm_path):
@@ -122,11 +122,11 @@ def test_pair_pooling_compares_the_query_and_chunk_means(minilm_path):
     states = torch.randn(1, 7, h)
     # [CLS] q q [SEP] c c [SEP]
     segments = torch.tensor([[0, 1, 1, 0, 2, 2, 0]])
-    pooled = net._pool(states, torch.ones(1, 7, dtype=torch.long), segments)
+    pooled = pool_states(states, torch.ones(1, 7, dtype=torch.long), segments, net.pooling)
     q, c = states[0, 1:3].mean(0), states[0, 4:6].mean(0)
     assert torch.allclose(pooled[0], torch.cat([q, c, q * c, (q - c).abs()]), atol=1e-6)
     with pytest.raises(ValueError, match="segment_ids"):
-        net._pool(states, torch.ones(1, 7, dtype=torch.long), None)
+        pool_states(states, torch.ones(1, 7, dtype=torch.long), None, net.pooling)
     # The encoder marks the segments, the collator carries them, and the forward pass uses them.
     enc = lab.encode([(["Who", "?"], ["Paris", "is", "big", "."])])[0]
     assert enc.segment_ids.tolist().count(1) >= 2 and enc.segment_ids.tolist().count(2) >= 4

@@ -20,6 +20,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 from efficientrag.data.corpus import Corpus  # noqa: E402
+from efficientrag.models import Labeler  # noqa: E402
 from efficientrag.pipeline.config import EfficientRAGConfig  # noqa: E402
 from efficientrag.pipeline.efficientrag import EfficientRAG  # noqa: E402
 from efficientrag.retrieval.config import RetrieverConfig  # noqa: E402
@@ -27,6 +28,8 @@ from efficientrag.retrieval.factory import build_retriever  # noqa: E402
 from efficientrag.serve.client import RemoteEfficientRAG, RemoteRequestError  # noqa: E402
 from efficientrag.serve.wire import result_to_json  # noqa: E402
 from efficientrag.testing.float_noise import assert_same_up_to_float_noise  # noqa: E402
+from efficientrag.testing.token_tasks import labeler_rows  # noqa: E402
+from efficientrag.training.exit_head import ExitHeadConfig, fit_exit_head  # noqa: E402
 from tests.serve.serve_harness import Server, build_tiny_models, write_corpus  # noqa: E402
 
 QUESTION = "Where was the director of Film 3 born?"
@@ -38,6 +41,8 @@ MAX_QUESTIONS, MAX_QUERIES, MAX_BODY = 4, 8, 20_000
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("serve-api")
     models = build_tiny_models(root / "models")
+    labeler = Labeler.from_pretrained(models["labeler"], device="cpu")
+    fit_exit_head(labeler, labeler_rows(32), ExitHeadConfig(layers=[1], epochs=2)).save(models["labeler"])
     corpus = write_corpus(root / "corpus.jsonl")
     argv = [sys.executable, "-m", "efficientrag.cli", "serve", "--corpus", str(corpus),
             "--work-dir", str(root / "work"), "--labeler", models["labeler"], "--filter", models["filter"],
@@ -99,6 +104,15 @@ def test_settings_from_the_allow_list_change_the_loop(served):
     assert len(rows[0]["chunks"]) <= 2
 
 
+def test_a_request_may_let_the_labelers_pairs_exit_early(served):
+    _, client, _ = served
+    body = {"question": QUESTION, "trace": True, "settings": {"exit_threshold": 1.0, "max_hops": 1}}
+    row = client.post("/v1/retrieve", json=body).json()["results"][0]
+    judged = [h for hop in row["trace"] for hits in hop["hits"] for h in hits if "tag" in h]
+    assert judged and all(h["exited_at"] == 1 and h["tag"] == "terminate" for h in judged)
+    assert row["counters"]["exited_pairs"] == row["counters"]["labeler_pairs"] == len(judged)
+
+
 def test_search_r1_retrieve_has_their_shape(served):
     _, client, _ = served
     plain = client.post("/retrieve", json={"queries": QUESTIONS[:2], "topk": 3}).json()
@@ -142,6 +156,12 @@ BAD_REQUESTS = [
     ("a wrong type", {"question": "Who?", "settings": {"top_k": "5"}}, 422, "settings.top_k"),
     ("over a cap", {"question": "Who?", "settings": {"top_k": 10_000}}, 422, "settings.top_k"),
     ("inconsistent settings", {"question": "Who?", "settings": {"floor_k": 5, "top_k": 2}}, 422, "settings"),
+    (
+        "an exit threshold over 1",
+        {"question": "Who?", "settings": {"exit_threshold": 1.5}},
+        422,
+        "settings.exit_threshold",
+    ),
     ("body over the limit", {"question": "Who? " + "x" * MAX_BODY}, 413, "body"),
 ]
 

@@ -10,7 +10,7 @@ pytest.importorskip("fastapi")
 from efficientrag.pipeline.config import EfficientRAGConfig  # noqa: E402
 from efficientrag.serve.config import ALLOWED_SETTINGS, ServeConfig  # noqa: E402
 from efficientrag.serve.errors import RequestError  # noqa: E402
-from efficientrag.serve.requests import LoopSettings, settings_config  # noqa: E402
+from efficientrag.serve.requests import LoopSettings, exit_head_problem, settings_config  # noqa: E402
 
 
 def test_a_request_may_widen_the_first_hop_within_the_servers_cap():
@@ -47,3 +47,19 @@ def test_the_request_settings_are_the_configs_own_declared_once():
     # The model refuses a wrong type before the config is built (strict: no "5" for 5).
     with pytest.raises(ValueError, match="top_k"):
         LoopSettings.model_validate({"top_k": "5"})
+
+
+def test_an_exit_threshold_needs_a_labeler_that_can_exit_early(tmp_path):
+    from efficientrag.models import Labeler
+    from efficientrag.testing.scripted_models import USEFUL_WORDS, ScriptedLabeler
+    from efficientrag.testing.tiny_backbones import tiny_bert
+    from efficientrag.testing.token_tasks import labeler_rows, sentences
+    from efficientrag.training.exit_head import ExitHeadConfig, fit_exit_head
+
+    assert exit_head_problem(ScriptedLabeler(USEFUL_WORDS)) == "this server's Labeler has no early exit"
+    backbone = tiny_bert(tmp_path / "bert", sentences(100))
+    Labeler.from_backbone(str(backbone), max_length=32, device="cpu").save_pretrained(tmp_path / "labeler")
+    labeler = Labeler.from_pretrained(tmp_path / "labeler", device="cpu")
+    assert "no early-exit heads" in exit_head_problem(labeler)
+    fit_exit_head(labeler, labeler_rows(8), ExitHeadConfig(layers=[1], epochs=1))
+    assert exit_head_problem(labeler) is None

@@ -170,7 +170,7 @@ def test_train_distill_script_trains_a_student_and_refuses_no_teacher(teachers, 
     import subprocess
     import sys
 
-    from efficientrag.training.script import main
+    from efficientrag.cli.train import main
 
     with pytest.raises(ConfigError, match="distilling needs teacher"):
         main("labeler", [f"data_dir={teachers / 'rows' / 'labeler'}"], distill=True)

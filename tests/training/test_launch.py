@@ -13,10 +13,10 @@ import pytest
 import yaml
 from safetensors.torch import load_file
 
+from efficientrag.cli.train import main
 from efficientrag.testing.kill_mid_run import kill_when
 from efficientrag.testing.tiny_backbones import tiny_deberta
 from efficientrag.testing.token_tasks import labeler_rows, sentences, write_rows
-from efficientrag.training.script import main
 
 
 def _accelerate() -> str:

@@ -14,10 +14,10 @@ from safetensors.torch import load_file
 from sentence_transformers import CrossEncoder
 
 from efficientrag.cli import main as cli_main
+from efficientrag.cli.train_reranker import main as script_main
 from efficientrag.config import ConfigError, load_config
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.experiment.pools import open_pools
-from efficientrag.experiment.train_reranker import main as script_main
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.testing.tiny_backbones import tiny_bert
 from efficientrag.training.reranker import train_reranker
@@ -223,7 +223,7 @@ def test_efficientrag_train_reranker_is_the_same_entry(capsys, monkeypatch, repo
     assert done.value.code == 0
     assert "usage: efficientrag train reranker" in capsys.readouterr().out
     assert cli_main(["train"]) == 2
-    assert "{labeler,filter,reranker}" in capsys.readouterr().out
+    assert "{labeler,filter,reranker,exit-head}" in capsys.readouterr().out
     assert cli_main(["train", "reranker", "-c", "configs/reranker/minilm-cpu.yaml", "negatives=-1"]) == 2
     assert "negatives must be >= 0" in capsys.readouterr().err
 

@@ -1,0 +1,359 @@
+"""The Labeler's early exit on toy worlds no model was trained on: what it saves, what it loses.
+
+The exit heads (``efficientrag train exit-head``) are fit to the Labeler's own outputs on its training
+rows and on the pairs the full-depth containing loop judges on a third toy world (seed 3, no gold
+read: the later hops' Filter queries are in no training row), then:
+
+1. The validation world (seed 1): the loop that contains its Labeler as a reranker
+   (``budget_policy=rerank``, first hop of the reranker's N) runs at full depth; ``hop_calibration``
+   (with the search's rank) is fitted on its traces, as ``rerank_containment.py`` does. The
+   calibrated loop and its one-hop reranker (``labeler_rerank``, ``adapt``'s derivation) then run at
+   every ``--thresholds`` value; each method takes, of the thresholds whose validation score
+   ((recall + all-gold) / 2) is within ``--tolerance`` points of its own full-depth score, the one
+   that runs the fewest encoder layers, else full depth (``adapt``'s rule,
+   :func:`efficientrag.adapt.exit_choice.pick_threshold`).
+2. The report world (seed 2), nothing chosen on it: each method at full depth and at its chosen
+   threshold, with paired 95% intervals against today's full-depth ``labeler_rerank`` and against
+   its own full depth, the pairs judged in full and the pairs that left early per question, and the
+   heads' error: the share of the full-depth run's kept chunks that left early in the exit run.
+3. Seconds per question, every row timed one after another in this process on the report world's
+   first ``--time-sample`` questions (batches of 32, models loaded first, one warm-up batch each),
+   in the dtype ``--quantize`` names; the ratio to full-depth ``labeler_rerank`` beside each.
+
+    python benchmarks/early_exit.py                      # after `efficientrag quickstart`
+    python benchmarks/early_exit.py --quantize bf16 --out docs/reports/early_exit_toy.md
+
+Runs are cached (fingerprinted, the heads' digest included) under ``--work-dir``; the heads are
+fit again only when those beside the Labeler were fit to other rows or settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import statistics
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from efficientrag.adapt.exit_choice import layer_cost, pick_threshold
+from efficientrag.adapt.method_choice import LABELER_RERANK, rerank_settings
+from efficientrag.config import load_config
+from efficientrag.eval.interrupts import main_reporting_interrupts
+from efficientrag.eval.job_runs import evaluate_efficientrag_run
+from efficientrag.eval.paired_bootstrap import paired_bootstrap
+from efficientrag.eval.record_scores import mean, question_scores
+from efficientrag.eval.side_by_side import time_methods
+from efficientrag.experiment.assembly import toy_world_search
+from efficientrag.fingerprint import folder_digest
+from efficientrag.jsonl import read_jsonl, write_jsonl
+from efficientrag.pipeline.budget import judgements_from_trace
+from efficientrag.pipeline.calibration import fit_hop_calibration, judged_items
+from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.text.words import split_words
+from efficientrag.training.exit_head import (
+    REPORTED_THRESHOLDS,
+    ExitHeadConfig,
+    ensure_exit_heads,
+    rows_from_traces,
+)
+
+TIMING_BATCH = 32
+Record = dict[str, Any]
+METHODS = ("labeler_rerank", "loop_rerank_calibrated")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", type=Path, default=Path("runs/quickstart/models"))
+    p.add_argument(
+        "--rows",
+        type=Path,
+        default=Path("runs/quickstart/synth/labeler/train.jsonl"),
+        help="Labeler rows to fit on",
+    )
+    p.add_argument("--layers", default="2,4", help="the exit heads' layers")
+    p.add_argument("--quantile", type=float, default=0.9, help="the heads' upper quantile")
+    p.add_argument(
+        "--fit-seed", type=int, default=3, help="the toy world whose loop pairs the heads also fit"
+    )
+    p.add_argument("--thresholds", default="0.01,0.02,0.05,0.1,0.2,0.3")
+    p.add_argument("--tolerance", type=float, default=1.0, help="validation points a threshold may cost")
+    p.add_argument("--work-dir", type=Path, default=Path("runs/bench_early_exit"))
+    p.add_argument("--questions", type=int, default=150, help="questions per toy world")
+    p.add_argument("--budget", type=int, default=5, help="chunks per question (the reranker's K)")
+    p.add_argument("--first-top-k", type=int, default=20, help="the reranker's N")
+    p.add_argument("--quantize", default="none", help="the models' inference path while timed")
+    p.add_argument("--time-sample", type=int, default=64, help="questions timed per row (0: none)")
+    p.add_argument("--resamples", type=int, default=10_000)
+    p.add_argument("--out", type=Path, help="also write the report here (Markdown)")
+    args = p.parse_args(argv)
+    try:
+        args.thresholds = sorted({float(t) for t in args.thresholds.split(",")})
+    except ValueError:
+        p.error(f"--thresholds: comma-separated numbers, got {args.thresholds!r}")
+    if not all(0.0 < t <= 1.0 for t in args.thresholds):
+        p.error("--thresholds must lie in (0, 1]")
+    if min(args.questions, args.budget, args.first_top_k) < 1 or args.time_sample < 0:
+        p.error("--questions, --budget and --first-top-k must be >= 1, --time-sample >= 0")
+    return args
+
+
+def loop_pairs(args: argparse.Namespace, contained: EfficientRAGConfig) -> Path:
+    """The pairs the full-depth containing loop judges on a world of its own (``--fit-seed``: no
+    gold read, neither the validation nor the report world), as Labeler rows for the heads: its
+    later hops read the Filter's queries, which the Labeler's training rows do not hold."""
+    world = toy_world_search(args.fit_seed, args.questions, args.work_dir)
+    records = run(contained, world, args.work_dir / "fit-world" / "rerank-raw")
+    corpus = {chunk.id: chunk for chunk in world[1].corpus}
+    rows = rows_from_traces(records, lambda cid: split_words(corpus[cid].contents))
+    out = args.work_dir / "fit-world" / "loop_pairs.jsonl"
+    write_jsonl(out, [row.to_dict() for row in rows])
+    return out
+
+
+def run(cfg: EfficientRAGConfig, world: tuple[list, Any], out: Path) -> list[Record]:
+    examples, search = world
+    evaluate_efficientrag_run(cfg, search, examples, out, progress=False)
+    return list(read_jsonl(out / "predictions.jsonl"))
+
+
+def protocol(records: Sequence[Record]) -> float:
+    """(recall + all-gold) / 2, in %."""
+    return mean([(r + a) / 2 for r, a in question_scores(records)])
+
+
+def _counters(records: Sequence[Record]) -> list[dict[str, float]]:
+    return [r.get("counters") or {} for r in records]
+
+
+def methods_at(cfg: EfficientRAGConfig, args: argparse.Namespace) -> dict[str, EfficientRAGConfig]:
+    """The calibrated containing loop and its one-hop reranker (``adapt``'s derivation, which keeps
+    ``exit_threshold``: the same scorer in both)."""
+    return {
+        "labeler_rerank": rerank_settings(cfg, args.budget, args.first_top_k)[LABELER_RERANK],
+        METHODS[1]: cfg,
+    }
+
+
+def choose_thresholds(
+    args: argparse.Namespace, calibrated: EfficientRAGConfig, world: tuple[list, Any], depth: int
+) -> dict[str, dict[str, Any]]:
+    """Per method: each threshold's validation score and layer cost, and the chosen threshold."""
+    out = {}
+    for name in METHODS:
+        rows = {}
+        for t in [None, *args.thresholds]:
+            cfg = methods_at(replace(calibrated, exit_threshold=t), args)[name]
+            recs = run(cfg, world, args.work_dir / "validation" / name / f"exit-{t}")
+            rows[t] = {"score": protocol(recs), "layers": layer_cost(recs, depth)}
+        out[name] = {"rows": rows, "chosen": pick_threshold(rows, args.tolerance)}
+    return out
+
+
+def kept_lost_early(full: Sequence[Record], early: Sequence[Record]) -> float:
+    """The share (%) of the full-depth run's kept chunks that left early in the exit run and are
+    not kept there: what the head's error cost."""
+    lost = total = 0
+    for f, e in zip(full, early, strict=True):
+        kept = set(f["retrieved_ids"])
+        exited = {
+            row["id"]
+            for hop in e["trace"]["hops"]
+            for hits in hop["hits"]
+            for row in hits
+            if row.get("exited_at") is not None
+        }
+        total += len(kept)
+        lost += len((kept & exited) - set(e["retrieved_ids"]))
+    return 100.0 * lost / max(1, total)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    labeler, filter_ = args.models / "labeler" / "best", args.models / "filter" / "best"
+    for folder in (labeler, filter_):
+        if not (folder / "model.safetensors").is_file():
+            sys.exit(f"{folder}: no trained model (run `efficientrag quickstart`, or pass --models)")
+    if not args.rows.is_file():
+        sys.exit(f"--rows: no Labeler rows at {args.rows}")
+    head_cfg = load_config(ExitHeadConfig, None, [f"layers=[{args.layers}]", f"quantile={args.quantile}"])
+    base = EfficientRAGConfig(labeler=str(labeler), filter=str(filter_))
+    contained = replace(base, first_top_k=args.first_top_k, chunk_budget=args.budget, budget_policy="rerank")
+    fit = ensure_exit_heads(labeler, [args.rows, loop_pairs(args, contained)], head_cfg, show_progress=True)
+    depth = _depth(labeler)
+    val_world = toy_world_search(1, args.questions, args.work_dir)
+    raw = run(contained, val_world, args.work_dir / "validation" / "rerank-raw")
+    judged = [
+        item
+        for r in raw
+        for item in judged_items(
+            judgements_from_trace(r["trace"]["hops"]).by_hop,
+            r["gold_chunk_ids"],
+            judgements_from_trace(r["trace"]["hops"]).rank_by_hop,
+        )
+    ]
+    calibration = fit_hop_calibration(judged, max_hops=base.max_hops, with_rank=True)
+    calibrated = replace(contained, hop_calibration=calibration)
+    choice = choose_thresholds(args, calibrated, val_world, depth)
+
+    report_world = toy_world_search(2, args.questions, args.work_dir)
+    rows: dict[str, tuple[EfficientRAGConfig, list[Record]]] = {}
+    for name in METHODS:
+        for t in (None, choice[name]["chosen"]):
+            label = f"{name}, full depth" if t is None else f"{name}, exit < {t:g}"
+            cfg = methods_at(replace(calibrated, exit_threshold=t), args)[name]
+            if label not in rows:
+                rows[label] = (cfg, run(cfg, report_world, args.work_dir / "report" / name / f"exit-{t}"))
+    seconds = timed(args, rows, report_world) if args.time_sample else {}
+    text = "\n".join(render(args, fit, depth, choice, rows, seconds, labeler))
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+def _depth(labeler: Path) -> int:
+    import json
+
+    config = json.loads((labeler / "config.json").read_text(encoding="utf-8"))
+    return int(config["encoder_config"]["num_hidden_layers"])
+
+
+def timed(
+    args: argparse.Namespace,
+    rows: dict[str, tuple[EfficientRAGConfig, list[Record]]],
+    world: tuple[list, Any],
+) -> dict[str, float]:
+    from efficientrag.models import Filter, Labeler
+    from efficientrag.pipeline.efficientrag import EfficientRAG
+
+    examples, search = world
+    first = next(iter(rows.values()))[0]
+    labeler = Labeler.from_pretrained(first.labeler).quantize(args.quantize)
+    filter_ = Filter.from_pretrained(first.filter).quantize(args.quantize)
+    labeler.early_exit()  # loaded (and its split checked) before the clock starts
+
+    def method(cfg: EfficientRAGConfig):
+        rag = EfficientRAG(search, labeler, filter_, replace(cfg, quantize=args.quantize))
+        return lambda batch: rag.retrieve_batch([ex.question for ex in batch])
+
+    sample = examples[: args.time_sample]
+    return time_methods(
+        {name: method(cfg) for name, (cfg, _) in rows.items()}, sample, batch_size=TIMING_BATCH
+    )
+
+
+def render(
+    args: argparse.Namespace,
+    fit: dict[str, Any],
+    depth: int,
+    choice: dict[str, dict[str, Any]],
+    rows: dict[str, tuple[EfficientRAGConfig, list[Record]]],
+    seconds: dict[str, float],
+    labeler: Path,
+) -> list[str]:
+    lines = [
+        f"# The Labeler's early exit (toy worlds, seeds 1 / 2, {args.questions} questions each)",
+        "",
+        "    python benchmarks/early_exit.py " + shlex.join(sys.argv[1:]),
+        "",
+        f"Labeler {folder_digest(str(labeler))[:12]} ({depth} layers), exit heads after layers {args.layers}, fit "
+        f"on {fit.get('rows')} rows (`{args.rows}` and the loop's pairs on world {args.fit_seed}; digest "
+        f"{fit.get('rows_digest')}) to the Labeler's own "
+        f"Continue logit, a pair leaving where the {args.quantile:g} quantile of its estimate is under the threshold. "
+        f"Budget K = {args.budget}, the reranker's N = {args.first_top_k}; `hop_calibration` (with rank) fitted "
+        "on the validation world's full-depth traces. Thresholds chosen on the validation world (seed 1) only: "
+        f"the fewest layers within {args.tolerance:g} point(s) of the method's full-depth score. Timed in "
+        f"`{args.quantize}`.",
+        "",
+        "Held-out rows of the fit, per exit layer: the expected logit's error and rank agreement, how often the "
+        "full logit is under the upper one, and per threshold the share of pairs that would leave there / the "
+        "share of the Labeler's Continue pairs among them:",
+        "",
+        "| layer | logit error | rank agreement | upper covers | "
+        + " | ".join(f"< {t:g}" for t in REPORTED_THRESHOLDS)
+        + " |",
+        "|---|---|---|---|" + "---|" * len(REPORTED_THRESHOLDS),
+    ]
+    for layer, part in fit["layers"].items():
+        held = part.get("held_out") or part["train"]
+        cells = [
+            f"{100 * held['by_threshold'][str(t)]['exits']:.0f}% / {100 * held['by_threshold'][str(t)]['continue_lost']:.1f}%"
+            for t in REPORTED_THRESHOLDS
+        ]
+        lines.append(
+            f"| {layer} | {held['logit_mae']} | {held['rank_agreement']} | {100 * held['upper_coverage']:.0f}% | "
+            + " | ".join(cells)
+            + " |"
+        )
+    lines += [
+        "",
+        "Validation world: (recall + all-gold) / 2, and encoder layers run per question.",
+        "",
+        "| method | full depth | " + " | ".join(f"exit < {t:g}" for t in args.thresholds) + " | chosen |",
+        "|---|---|" + "---|" * len(args.thresholds) + "---|",
+    ]
+    for name in METHODS:
+        cells = [_val_cell(choice[name]["rows"][t]) for t in [None, *args.thresholds]]
+        chosen = choice[name]["chosen"]
+        lines.append(
+            f"| {name} | " + " | ".join(cells) + f" | {'full depth' if chosen is None else f'{chosen:g}'} |"
+        )
+    return lines + report_lines(args, rows, seconds)
+
+
+def _val_cell(row: dict[str, float]) -> str:
+    return f"{row['score']:.2f} ({row['layers']:.0f} layers)"
+
+
+def report_lines(
+    args: argparse.Namespace,
+    rows: dict[str, tuple[EfficientRAGConfig, list[Record]]],
+    seconds: dict[str, float],
+) -> list[str]:
+    ref_name = "labeler_rerank, full depth"
+    ref = question_scores(rows[ref_name][1])
+    lines = [
+        "",
+        "Report world (seed 2), nothing chosen on it:",
+        "",
+        "| method | recall / all-gold | chunks | pairs in full / left early per q (median in full) | s / q | "
+        "vs full-depth labeler_rerank: recall [95%] | all-gold [95%] | vs its own full depth: recall | all-gold | "
+        "kept chunks lost early |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, (_, recs) in rows.items():
+        s = question_scores(recs)
+        own = question_scores(rows[label.split(",")[0] + ", full depth"][1])
+        counters = _counters(recs)
+        full = [c["labeler_pairs"] - c.get("exited_pairs", 0.0) for c in counters]
+        exited = mean([c.get("exited_pairs", 0.0) for c in counters])
+        secs = seconds.get(label)
+        timing = "not timed" if secs is None else f"{secs:.3f} ({secs / seconds[ref_name]:.2f}x)"
+        full_name = label.split(",")[0] + ", full depth"
+        lost = "" if label == full_name else f"{kept_lost_early(rows[full_name][1], recs):.1f}%"
+        cells = [
+            f"{mean([x for x, _ in s]):.1f} / {mean([y for _, y in s]):.1f}",
+            f"{mean([len(r['retrieved_ids']) for r in recs]):.2f}",
+            f"{mean(full):.1f} / {exited:.1f} ({statistics.median(full):.0f})",
+            timing,
+            *(["", ""] if label == ref_name else _gaps(s, ref, args.resamples)),
+            *(["", ""] if label == full_name else _gaps(s, own, args.resamples)),
+            lost,
+        ]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _gaps(s: list[tuple[float, float]], ref: list[tuple[float, float]], resamples: int) -> list[str]:
+    return [
+        paired_bootstrap([x for x, _ in s], [x for x, _ in ref], resamples=resamples).cell(),
+        paired_bootstrap([y for _, y in s], [y for _, y in ref], resamples=resamples).cell(),
+    ]
+
+
+if __name__ == "__main__":
+    sys.exit(main_reporting_interrupts(main))
