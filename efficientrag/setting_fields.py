@@ -47,18 +47,27 @@ EXPOSED_OVER_HTTP = "exposed_over_http"  # a request to the server may set it fo
 REPLAYABLE = "replayable"  # a replay of a run's traces may change it (the hops stay the same)
 ANSWER_ONLY = "answer_only"  # it decides only the answer call, not what is retrieved
 RESET_FOR_RERANKER = "reset_for_reranker"  # the reranker derived from a loop sets it to its default
-ROLES = frozenset({EXPOSED_OVER_HTTP, REPLAYABLE, ANSWER_ONLY, RESET_FOR_RERANKER})
+SPEED_ONLY = "speed_only"  # it changes how fast a run goes, never what it returns: left out of fingerprints
+ROLES = frozenset({EXPOSED_OVER_HTTP, REPLAYABLE, ANSWER_ONLY, RESET_FOR_RERANKER, SPEED_ONLY})
 
 
-def setting(default: Any, *, roles: Iterable[str] = ()) -> Any:
+def setting(
+    default: Any = dataclasses.MISSING,
+    *,
+    default_factory: Any = dataclasses.MISSING,
+    roles: Iterable[str] = (),
+) -> Any:
     """A dataclass field whose roles sit beside its default (:func:`settings_with` reads them); for
     a setting with no range. The range helpers below take ``roles`` too.
 
     Args:
         default: The default value.
+        default_factory: Makes the default instead (a dict or a list), as ``dataclasses.field``'s.
         roles: Some of :data:`ROLES`.
     """
-    return dataclasses.field(default=default, metadata=_roles_metadata(roles))
+    return dataclasses.field(
+        default=default, default_factory=default_factory, metadata=_roles_metadata(roles)
+    )
 
 
 def bounded(
@@ -116,6 +125,42 @@ def settings_with(cls: type, role: str) -> tuple[str, ...]:
     if role not in ROLES:
         raise InvalidArgumentError(f"unknown setting role {role!r}; known: {sorted(ROLES)}")
     return tuple(f.name for f in dataclasses.fields(cls) if role in (_declared(cls, f.name, _ROLES) or ()))
+
+
+def settings_in_tree(root: type, role: str) -> frozenset[str]:
+    """The names of the settings that declare ``role`` in config class ``root`` and every config
+    dataclass its fields hold, however deep (through ``X | None`` and containers).
+
+    Args:
+        root: A config dataclass (``ExperimentConfig``: everything a run reads).
+        role: One of :data:`ROLES`.
+    """
+    names: set[str] = set()
+    for cls in config_classes(root):
+        names.update(settings_with(cls, role))
+    return frozenset(names)
+
+
+def config_classes(root: type) -> list[type]:
+    """``root`` and every config dataclass reachable through its fields' types, each once.
+
+    Args:
+        root: A config dataclass.
+    """
+    found: list[type] = []
+
+    def visit(tp: Any) -> None:
+        if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+            if tp in found:
+                return
+            found.append(tp)
+            for hint in typing.get_type_hints(tp).values():
+                visit(hint)
+        for arg in typing.get_args(tp):
+            visit(arg)
+
+    visit(root)
+    return found
 
 
 def check_settings(cfg: Any) -> None:

@@ -319,3 +319,26 @@ def test_the_loops_derived_lists():
     for name in settings_with(EfficientRAGConfig, RESET_FOR_RERANKER):
         assert getattr(contained, name) == getattr(fresh, name), name
     assert (contained.budget_policy, contained.chunk_budget, contained.first_top_k) == ("rerank", 7, 20)
+
+
+def test_speed_only_settings_are_declared_on_their_fields_and_left_out_of_fingerprints():
+    from dataclasses import fields, replace
+
+    from efficientrag.experiment.config import ExperimentConfig
+    from efficientrag.experiment.run_binding import SPEED_ONLY_SETTINGS, loop_fingerprint
+    from efficientrag.llm.config import LLMConfig
+    from efficientrag.pipeline.config import EfficientRAGConfig
+    from efficientrag.setting_fields import SPEED_ONLY, config_classes, settings_with
+
+    assert {"batch_size", "concurrency", "timeout", "prices"} <= SPEED_ONLY_SETTINGS
+    assert "prices" in settings_with(LLMConfig, SPEED_ONLY) and "temperature" not in SPEED_ONLY_SETTINGS
+    # Fingerprints drop these names wherever they appear, so every field of a run's config that
+    # bears one of them must declare the role: no setting that decides results is dropped by name.
+    for cls in config_classes(ExperimentConfig):
+        for f in fields(cls):
+            if f.name in SPEED_ONLY_SETTINGS:
+                assert f.name in settings_with(cls, SPEED_ONLY), f"{cls.__name__}.{f.name}"
+    base = EfficientRAGConfig()
+    same = loop_fingerprint(replace(base, batch_size=7), answers=False)
+    assert same == loop_fingerprint(base, answers=False)
+    assert loop_fingerprint(replace(base, tag_threshold=0.4), answers=False) != same

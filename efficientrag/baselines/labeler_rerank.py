@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal
 from efficientrag.baselines.rerank import RankFusion, Rerank
 from efficientrag.data.schema import Chunk
 from efficientrag.errors import InvalidArgumentError
-from efficientrag.setting_fields import bounded
+from efficientrag.setting_fields import SPEED_ONLY, bounded
 
 
 @dataclass
@@ -41,7 +41,7 @@ class LabelerRerankConfig(RankFusion):
 
     labeler: str = ""
     top_n: int = bounded(20, low=1)
-    batch_size: int = bounded(32, low=1)
+    batch_size: int = bounded(32, low=1, roles=[SPEED_ONLY])
     max_length: int | None = bounded(None, low=8)
     device: str | None = None
     quantize: Literal["none", "int8", "bf16"] = "none"

@@ -24,7 +24,7 @@ from efficientrag.baselines.base import Counters, Method, Prediction
 from efficientrag.baselines.settings import Settings
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.errors import InvalidArgumentError
-from efficientrag.setting_fields import bounded
+from efficientrag.setting_fields import SPEED_ONLY, bounded
 
 
 @dataclass
@@ -64,7 +64,7 @@ class RerankConfig(RankFusion):
 
     model: str = ""
     top_n: int = bounded(20, low=1)
-    batch_size: int = bounded(64, low=1)
+    batch_size: int = bounded(64, low=1, roles=[SPEED_ONLY])
     max_length: int = bounded(256, low=8)
     device: str | None = None
     quantize: Literal["none", "bf16"] = "none"

@@ -119,10 +119,10 @@ def evaluate_ranked_run(
         The run's summary; ``summary["retrieval"][str(k)]`` holds the scores at each cut-off.
     """
     from efficientrag.experiment.assembly import model_digest
-    from efficientrag.experiment.run_binding import SPEED_ONLY
+    from efficientrag.experiment.run_binding import SPEED_ONLY_SETTINGS
 
     answer_only = ("device", "top_k", "max_new_tokens")  # where it runs, and the answer call's
-    skipped = {*method.model_fields, *SPEED_ONLY, *answer_only}
+    skipped = {*method.model_fields, *SPEED_ONLY_SETTINGS, *answer_only}
     settings = {k: v for k, v in to_dict(method.cfg).items() if k not in skipped}
     models = {kind: model_digest(kind, getattr(method.cfg, f)) for f, kind in method.model_fields.items()}
     # A method with no setting and no model left (Direct-R) is bound by what it searches alone.

@@ -21,7 +21,7 @@ from efficientrag.data.config import DataConfig
 from efficientrag.llm.generator_config import GeneratorConfig
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.config import RetrieverConfig
-from efficientrag.setting_fields import bounded, check_settings
+from efficientrag.setting_fields import SPEED_ONLY, bounded, check_settings
 from efficientrag.treehop.config import TreeHopRetrievalConfig
 
 
@@ -30,7 +30,7 @@ class EvalSettings:
     method: str = "direct_r"
     ks: list[int] = field(default_factory=lambda: [2, 4, 6, 10, 20])
     limit: int | None = bounded(None, low=0)
-    batch_size: int = bounded(32, low=1)
+    batch_size: int = bounded(32, low=1, roles=[SPEED_ONLY])
     resume: bool = True
     # Output subfolder under work_dir/eval (default: the method name).
     name: str | None = None

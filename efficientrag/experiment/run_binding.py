@@ -27,14 +27,15 @@ from efficientrag.baselines.registry import METHODS, registered_name
 from efficientrag.config import fingerprinted, flatten, to_dict
 from efficientrag.data.schema import Example
 from efficientrag.errors import EfficientRAGError
+from efficientrag.experiment.config import ExperimentConfig
 from efficientrag.fingerprint import folder_digest, json_digest
 from efficientrag.pipeline.config import ANSWER_SETTINGS, EfficientRAGConfig
 from efficientrag.retrieval.fingerprint import retriever_fingerprint
 from efficientrag.run_lock import folder_lock
+from efficientrag.setting_fields import SPEED_ONLY, settings_in_tree
 
 if TYPE_CHECKING:
     from efficientrag.data.pooling import PooledDataset
-    from efficientrag.experiment.config import ExperimentConfig
 
 FINGERPRINT_FILE = "run.json"
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -150,22 +151,9 @@ def check_bindable(
     return True
 
 
-# Settings that change how fast something runs, never what it returns.
-SPEED_ONLY = frozenset(
-    {
-        "batch_size",
-        "concurrency",
-        "max_retries",
-        "unreachable_retries",
-        "backoff_base",
-        "backoff_max",
-        "max_retry_after",
-        "timeout",
-        "cache_dir",
-        "prices",
-        "api_key_env",
-    }
-)
+# Settings that change how fast something runs, never what it returns: those whose field declares
+# the role anywhere in a run's config, left out of fingerprints by name wherever they appear.
+SPEED_ONLY_SETTINGS = settings_in_tree(ExperimentConfig, SPEED_ONLY)
 
 
 def run_fingerprint(
@@ -276,7 +264,7 @@ def examples_digest(examples: list[Example]) -> str:
 
 def _drop_speed_only(node: Any) -> Any:
     if isinstance(node, dict):
-        return {k: _drop_speed_only(v) for k, v in node.items() if k not in SPEED_ONLY}
+        return {k: _drop_speed_only(v) for k, v in node.items() if k not in SPEED_ONLY_SETTINGS}
     return node
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from efficientrag.llm.errors import LLMConfigError
-from efficientrag.setting_fields import bounded, check_settings
+from efficientrag.setting_fields import SPEED_ONLY, bounded, check_settings, setting
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Local servers (vLLM, Ollama, llama.cpp) accept any key; the SDK insists on a non-empty one.
@@ -76,31 +76,31 @@ class LLMConfig:
     # Model name as the server knows it; required (empty fails when a client is built).
     model: str = ""
     # Env var the key is read from when the client is built.
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: str = setting("OPENAI_API_KEY", roles=[SPEED_ONLY])
     # Overrides the env var; never shown in repr, logs, caches or saved configs.
     api_key: str | None = field(default=None, repr=False, metadata={"secret": True})
     # Requests in flight at once (per client).
-    concurrency: int = bounded(16, low=1)
+    concurrency: int = bounded(16, low=1, roles=[SPEED_ONLY])
     # Retries after the first attempt for 429, 5xx, timeouts, dropped connections, unparseable bodies.
-    max_retries: int = bounded(6, low=0)
+    max_retries: int = bounded(6, low=0, roles=[SPEED_ONLY])
     # Short retries (0.5 s apart) when the endpoint cannot be reached at all (connection refused,
     # unknown host) before EndpointUnreachableError: long enough for a server that is starting.
-    unreachable_retries: int = bounded(1, low=0)
+    unreachable_retries: int = bounded(1, low=0, roles=[SPEED_ONLY])
     # Backoff before retry i is about backoff_base * 2**i seconds (with jitter), capped at backoff_max.
-    backoff_base: float = bounded(1.0, low=0.0)
-    backoff_max: float = bounded(60.0, low=0.0)
+    backoff_base: float = bounded(1.0, low=0.0, roles=[SPEED_ONLY])
+    backoff_max: float = bounded(60.0, low=0.0, roles=[SPEED_ONLY])
     # A server's Retry-After is honoured up to this many seconds.
-    max_retry_after: float = bounded(300.0, low=0.0)
+    max_retry_after: float = bounded(300.0, low=0.0, roles=[SPEED_ONLY])
     # Seconds per HTTP request (connect, read, write each).
-    timeout: float = bounded(60.0, above=0.0)
+    timeout: float = bounded(60.0, above=0.0, roles=[SPEED_ONLY])
     temperature: float = 0.0
     # None: the server's default (for the completions endpoint that is often only 16 tokens).
     max_tokens: int | None = bounded(None, low=1)
     seed: int | None = None
     # Folder of the persistent response cache; None disables caching.
-    cache_dir: str | None = None
+    cache_dir: str | None = setting(None, roles=[SPEED_ONLY])
     # Model name -> price, for cost accounting. Models without a price cost 0 and are flagged.
-    prices: dict[str, ModelPrice] = field(default_factory=dict)
+    prices: dict[str, ModelPrice] = setting(default_factory=dict, roles=[SPEED_ONLY])
     # Sent with every request as extra JSON fields (e.g. vLLM's top_k, repetition_penalty).
     extra_body: dict[str, Any] = field(default_factory=dict)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from efficientrag.llm.config import LLMConfig
-from efficientrag.setting_fields import bounded, check_settings
+from efficientrag.setting_fields import SPEED_ONLY, bounded, check_settings
 
 
 @dataclass
@@ -35,7 +35,7 @@ class HFGeneratorConfig:
     # switches to "eager" for that pass only; set "eager" here for models that cannot switch at run time.
     attn_implementation: str | None = None
     # Prompts per generate() batch (left-padded); longer prompts are grouped together.
-    batch_size: int = bounded(8, low=1)
+    batch_size: int = bounded(8, low=1, roles=[SPEED_ONLY])
     # Message-list prompts use the tokenizer's chat template; without one they are refused.
     use_chat_template: bool = True
     # Seed for sampled decoding (temperature > 0); greedy decoding does not use it.

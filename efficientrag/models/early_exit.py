@@ -164,9 +164,13 @@ def load_early_exit(labeler_folder: str | Path, device: torch.device | str = "cp
     meta = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     missing = [k for k in ("format", "layers", "pooling", "quantile", "width", "hidden") if k not in meta]
     if meta.get("format") != HEAD_FORMAT or missing:
+        problem = (
+            f"format {meta.get('format')!r}, expected {HEAD_FORMAT}"
+            if meta.get("format") != HEAD_FORMAT
+            else f"missing {', '.join(missing)}"
+        )
         raise InvalidArgumentError(
-            f"{folder}/config.json: not early-exit heads of format {HEAD_FORMAT} (format "
-            f"{meta.get('format')!r}{', missing ' + ', '.join(missing) if missing else ''}); fit the heads again"
+            f"{folder}/config.json: not early-exit heads ({problem}); fit the heads again"
         )
     digest = folder_digest(labeler_folder)
     if meta.get("labeler_digest") != digest:

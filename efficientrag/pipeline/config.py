@@ -11,6 +11,7 @@ from efficientrag.setting_fields import (
     EXPOSED_OVER_HTTP,
     REPLAYABLE,
     RESET_FOR_RERANKER,
+    SPEED_ONLY,
     SettingError,
     bounded,
     check_settings,
@@ -255,7 +256,7 @@ class EfficientRAGConfig:
         """Hits of the first hop the Labeler judges: the reranker's best ``top_k``, else all."""
         return self.top_k if self.first_hop_reranker is not None else self.first_hop_k
 
-    batch_size: int = bounded(32, low=1)
+    batch_size: int = bounded(32, low=1, roles=[SPEED_ONLY])
     # None: the saved model's training length; set a number to override it.
     labeler_max_length: int | None = bounded(None, low=1)
     filter_max_length: int | None = bounded(None, low=1)

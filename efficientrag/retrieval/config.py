@@ -7,7 +7,7 @@ from typing import Literal
 
 from efficientrag.hub import OFFLINE_DEFAULT_ENCODER
 from efficientrag.retrieval.milvus.config import MilvusConfig
-from efficientrag.setting_fields import SettingError, bounded, check_settings
+from efficientrag.setting_fields import SPEED_ONLY, SettingError, bounded, check_settings
 
 # The search backends a config may name: the built-in ones, and each kind registered since
 # (efficientrag.retrieval.factory.register_backend adds it; the factory holds how each is built).
@@ -73,7 +73,7 @@ class RetrieverConfig:
     passage_prefix: str = ""
     # Token limit per text; None keeps the model's own max_seq_length (256 for MiniLM).
     max_length: int | None = bounded(None, low=1)
-    batch_size: int = bounded(32, low=1)
+    batch_size: int = bounded(32, low=1, roles=[SPEED_ONLY])
     # "auto": cuda if available, else cpu. Any torch device string otherwise.
     device: str = "auto"
     # sentence-transformers backend; "onnx"/"openvino" need their optional packages installed.

@@ -191,7 +191,7 @@ def test_a_saved_head_loads_with_its_labeler_and_is_refused_over_another(labeler
     meta = json.loads((saved / "config.json").read_text())
     del meta["layers"]
     (saved / "config.json").write_text(json.dumps(meta))
-    with pytest.raises(InvalidArgumentError, match="missing layers; fit the heads again"):
+    with pytest.raises(InvalidArgumentError, match=r"missing layers\); fit the heads again"):
         load_early_exit(own)
 
 
