@@ -42,7 +42,15 @@ from pathlib import Path
 from typing import Any
 
 from adaptation_methods import choice_lines, dev_section
-from retrieval_efficientrag import DEV_FILES, _names, choose, open_pool, protocol_parser, quick_config, train
+from retrieval_efficientrag import (
+    DEV_FILES,
+    choose,
+    dataset_names,
+    open_pool,
+    protocol_parser,
+    quick_config,
+    train,
+)
 from retrieval_efficientrag import validation_examples as validation_part
 from retrieval_rerank import OPEN_DOMAIN_NAME, direction_arguments, open_domain_pool
 
@@ -92,7 +100,7 @@ def dev_pools(args: argparse.Namespace, work: Path, train_on: list[str]) -> dict
     """Each ``--eval-on`` dev set over its own corpus, and the open-domain set when asked for."""
     pools = {
         name: open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args)
-        for name in _names(args.parser, args.eval_on)
+        for name in dataset_names(args.parser, args.eval_on)
     }
     if args.open_domain:
         pools[OPEN_DOMAIN_NAME] = open_domain_pool(args, work, train_on)
@@ -189,8 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t0 = time.perf_counter()
     work = Path(args.work_dir) / args.retriever
-    train_on = _names(parser, args.train_on)
-    if args.target_pseudo and set(_names(parser, args.eval_on)) <= set(train_on):
+    train_on = dataset_names(parser, args.train_on)
+    if args.target_pseudo and set(dataset_names(parser, args.eval_on)) <= set(train_on):
         parser.error("--target-pseudo needs a left-out set among --eval-on")
     root, _, pools = train(args, work, train_on)
     label, overrides, _ = choose(args, work, root, pools)

@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
             (work / "leave_one_out.md").write_text("\n\n".join(reports), encoding="utf-8")
         print("\n\n".join(reports))
         return 0
-    print(run_protocol(args, work, _names(parser, args.train_on), _names(parser, args.eval_on)))
+    print(run_protocol(args, work, dataset_names(parser, args.train_on), dataset_names(parser, args.eval_on)))
     return 0
 
 
@@ -475,7 +475,9 @@ def _dataset_of(ex: Any) -> str:
     return str(getattr(ex, "dataset", "") or "")
 
 
-def _names(parser: argparse.ArgumentParser, text: str) -> list[str]:
+def dataset_names(parser: argparse.ArgumentParser, text: str) -> list[str]:
+    """The comma-separated dataset names of ``text``, each checked to be a protocol dataset (else
+    ``parser`` exits naming the unknown ones)."""
     names = [d.strip() for d in text.split(",") if d.strip()]
     unknown = [d for d in names if d not in DATASETS]
     if unknown:

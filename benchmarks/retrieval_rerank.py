@@ -70,8 +70,8 @@ from retrieval_efficientrag import (
     OPEN_DOMAIN,
     TRAIN_FILES,
     Pool,
-    _names,
     choose,
+    dataset_names,
     load_rag,
     open_pool,
     protocol_parser,
@@ -490,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     directions = (
         [([d for d in DATASETS if d != held], list(DATASETS)) for held in DATASETS]
         if args.leave_one_out
-        else [(_names(parser, args.train_on), _names(parser, args.eval_on))]
+        else [(dataset_names(parser, args.train_on), dataset_names(parser, args.eval_on))]
     )
     reports = []
     for train_on, eval_on in directions:

@@ -416,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
             reports.append(run_protocol(args, [d for d in DATASETS if d != held], [held]))
         print("\n\n".join(reports))
         return 0
-    print(run_protocol(args, _names(parser, args.train_on), _names(parser, args.eval_on)))
+    print(run_protocol(args, dataset_names(parser, args.train_on), dataset_names(parser, args.eval_on)))
     return 0
 
 
@@ -424,7 +424,7 @@ def _slug(label: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in label.lower()).strip("-").replace("--", "-")
 
 
-def _names(parser: argparse.ArgumentParser, text: str) -> list[str]:
+def dataset_names(parser: argparse.ArgumentParser, text: str) -> list[str]:
     names = [d.strip() for d in text.split(",") if d.strip()]
     unknown = [d for d in names if d not in DATASETS]
     if unknown:
