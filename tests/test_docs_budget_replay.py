@@ -1,4 +1,5 @@
-"""The budget-replay numbers docs/results.md and the README quote are the committed replay report's
+"""The budget-replay numbers the results reports (docs/reports/retrieve_then_rerank.md's table,
+docs/reports/rerankers_24_sets.md's sentence) quote are the committed replay report's
 (docs/reports/budget_replay/), row by row: a table that outlived its replay fails here."""
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ def report_rows() -> dict[str, tuple[str, list[tuple[str, str]], bool]]:
 
 
 def quoted_rows() -> dict[str, list[str]]:
-    """results.md's replay table: variant name -> its cells (bold dropped)."""
+    """The results report's replay table: variant name -> its cells (bold dropped)."""
     rows = {}
     for row in table_rows(
-        (REPO / "docs" / "results.md").read_text(encoding="utf-8"), "| budget's last step |"
+        (REPO / "docs" / "reports" / "retrieve_then_rerank.md").read_text(encoding="utf-8"),
+        "| budget's last step |",
     ):
         cells = [c.replace("**", "") for c in row]
         weight = re.search(r"rank_weight=([\d.]+)", cells[0])
@@ -53,7 +55,9 @@ def test_results_md_quotes_every_replayed_variant_as_the_report_has_it():
 def test_the_comparison_quotes_the_chosen_weight_and_its_hotpotqa_dev_pair():
     chosen = next(name for name, (_, _, is_chosen) in report_rows().items() if is_chosen)
     recall, gold = report_rows()[chosen][1][0]
-    results = " ".join((REPO / "docs" / "results.md").read_text(encoding="utf-8").split())
+    results = " ".join(
+        (REPO / "docs" / "reports" / "rerankers_24_sets.md").read_text(encoding="utf-8").split()
+    )
     assert (
         f"validation chooses `rank_weight={chosen.removeprefix('fill-labeled-r')}`: {recall} / {gold} on HotpotQA"
         in results

@@ -1,4 +1,4 @@
-"""docs/results.md's table of the loop that contains its reranker is the committed report's
+"""docs/reports/containing_loop.md's table of the loop that contains its reranker is the committed report's
 (docs/reports/rerank_containment_toy.md, written by benchmarks/rerank_containment.py): every number
 of every row, in the report's order."""
 
@@ -24,7 +24,7 @@ def numbers(cells: list[str]) -> list[float]:
 
 def test_the_results_table_is_the_reports():
     report = table_after((DOCS / "reports" / "rerank_containment_toy.md").read_text(), "| method |")
-    results = (DOCS / "results.md").read_text()
+    results = (DOCS / "reports" / "containing_loop.md").read_text()
     section = results[results.index("# A loop that contains its Labeler as a reranker") :]
     docs = table_after(section, "| method |")
     assert len(docs) == len(report) == 7
@@ -37,7 +37,7 @@ def test_the_chosen_row_is_the_reports_chosen_one():
     chosen = re.search(r"chosen: \*\*(.+?)\*\*", report).group(1)
     assert chosen == "calibrated, with rank"
     assert f"| **loop, rerank ({chosen})** |" in report
-    assert "Platt with the rank (chosen)** |" in (DOCS / "results.md").read_text()
+    assert "Platt with the rank (chosen)** |" in (DOCS / "reports" / "containing_loop.md").read_text()
 
 
 def test_the_adaptation_method_table_is_the_reports():
@@ -114,7 +114,7 @@ DIRECTIONS = {
 
 
 def test_the_protocol_containment_tables_are_the_reports():
-    results = (DOCS / "results.md").read_text()
+    results = (DOCS / "reports" / "containing_loop.md").read_text()
     section = results[results.index("# The loop containing its reranker, honest protocol (BM25)") :]
     for header, (file, sets, _) in DIRECTIONS.items():
         report = (DOCS / "reports" / "containment" / file).read_text()
@@ -134,7 +134,7 @@ def test_the_protocol_containment_tables_are_the_reports():
 
 
 def test_the_pair_budget_trade_off_quotes_the_reports_rows():
-    results = (DOCS / "results.md").read_text()
+    results = (DOCS / "reports" / "containing_loop.md").read_text()
     quoted = {
         BM25_TRADE_OFF: 0,
         DENSE_TRADE_OFF: 0,
@@ -174,7 +174,7 @@ PSEUDO_TARGETS = {
 
 
 def test_the_pseudo_question_choices_quoted_are_the_reports():
-    results = (DOCS / "results.md").read_text()
+    results = (DOCS / "reports" / "containing_loop.md").read_text()
     for file, (target, start) in PSEUDO_TARGETS.items():
         bullet = _bullet(results, start)
         report = (DOCS / "reports" / "containment" / file).read_text()

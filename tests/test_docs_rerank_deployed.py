@@ -1,4 +1,4 @@
-"""docs/results.md's table of the rerankers as deployed on dev is the committed reports':
+"""docs/reports/rerankers_24_sets.md's table of the rerankers as deployed on dev is the committed reports':
 ``benchmarks/retrieval_rerank.py --deployed-only`` writes one per direction, kept under
 docs/reports/rerank_deployed/<search>/. Each docs row must be its report's row in every cell, and
 the counts the docs give (the deployed reranker against the search's order, the loop against the
@@ -15,7 +15,7 @@ from tests.docs_tables import DATASETS, search_and_training, table_rows
 
 REPO = Path(__file__).resolve().parents[1]
 REPORTS = REPO / "docs" / "reports" / "rerank_deployed"
-RESULTS = REPO / "docs" / "results.md"
+RESULTS = REPO / "docs" / "reports" / "rerankers_24_sets.md"
 HEADER = "| search, trained on | set | EfficientRAG (chunks) | the search's own order | deployed reranker |"
 INTERVAL = re.compile(r"([+-][\d.]+) \[([+-][\d.]+), ([+-][\d.]+)\]")
 

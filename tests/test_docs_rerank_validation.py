@@ -1,4 +1,4 @@
-"""docs/results.md's table of the rerankers as deployed (each alone or fused with the search's order,
+"""docs/reports/rerankers_24_sets.md's table of the rerankers as deployed (each alone or fused with the search's order,
 chosen on validation) is the committed reports': ``benchmarks/retrieval_rerank.py
 --validation-only`` writes one per direction, kept under docs/reports/rerank_validation/<search>/.
 Each docs row's search-order score and deployed reranker (in domain the best on the set's own
@@ -18,7 +18,7 @@ from tests.docs_tables import DATASETS, search_and_training, table_rows
 
 REPO = Path(__file__).resolve().parents[1]
 REPORTS = REPO / "docs" / "reports" / "rerank_validation"
-RESULTS = REPO / "docs" / "results.md"
+RESULTS = REPO / "docs" / "reports" / "rerankers_24_sets.md"
 ROWS = {"cross-encoder": "rerank", "Labeler": "Labeler rerank"}
 SEARCH_ROW = "the search's own order"
 

@@ -130,10 +130,10 @@ def test_results_iter_retgen_rows_name_the_iterations_they_ran():
 
     rows = [
         line
-        for line in (REPO / "docs" / "results.md").read_text().splitlines()
+        for line in (REPO / "docs" / "reports" / "components.md").read_text().splitlines()
         if line.startswith("| Iter-RetGen (")
     ]
-    assert rows, "docs/results.md has no Iter-RetGen row"
+    assert rows, "docs/reports/components.md has no Iter-RetGen row"
     for row in rows:
         iterations = int(re.search(r"Iter-RetGen \((\d+) iterations?\)", row).group(1))
         cells = [c.strip() for c in row.strip("|").split("|")]
