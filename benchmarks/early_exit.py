@@ -49,6 +49,7 @@ from efficientrag.eval.side_by_side import time_methods
 from efficientrag.experiment.assembly import toy_world_search
 from efficientrag.fingerprint import folder_digest
 from efficientrag.jsonl import read_jsonl, write_jsonl
+from efficientrag.models.early_exit import encoder_depth
 from efficientrag.pipeline.budget import judgements_from_trace
 from efficientrag.pipeline.calibration import fit_hop_calibration, judged_items
 from efficientrag.pipeline.config import EfficientRAGConfig
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     base = EfficientRAGConfig(labeler=str(labeler), filter=str(filter_))
     contained = replace(base, first_top_k=args.first_top_k, chunk_budget=args.budget, budget_policy="rerank")
     fit = ensure_exit_heads(labeler, [args.rows, loop_pairs(args, contained)], head_cfg, show_progress=True)
-    depth = _depth(labeler)
+    depth = encoder_depth(labeler)
     val_world = toy_world_search(1, args.questions, args.work_dir)
     raw = run(contained, val_world, args.work_dir / "validation" / "rerank-raw")
     judged = [
@@ -213,13 +214,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         args.out.write_text(text + "\n", encoding="utf-8")
     return 0
-
-
-def _depth(labeler: Path) -> int:
-    import json
-
-    config = json.loads((labeler / "config.json").read_text(encoding="utf-8"))
-    return int(config["encoder_config"]["num_hidden_layers"])
 
 
 def timed(

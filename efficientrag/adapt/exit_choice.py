@@ -9,12 +9,12 @@ and on the pairs the method judges for half of the scoring questions
 training row holds, and a head must see what it will judge; no gold is read), the chosen settings
 run at every candidate threshold, and on the other half of the questions the rule fixed before any
 run picks one: of the thresholds whose score is within ``tolerance`` points of full depth, the one
-that runs the fewest encoder layers a question; full depth when none is. ``benchmarks/early_exit.py`` applies the same rule to the toy worlds.
+that runs the fewest encoder layers a question; full depth when none is. ``benchmarks/early_exit.py``
+applies the same rule to the toy worlds.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,6 +26,7 @@ from efficientrag.adapt.method_choice import FOLD_SEED, summarize
 from efficientrag.data.split import VALIDATION, split_of
 from efficientrag.eval.record_scores import mean
 from efficientrag.jsonl import write_jsonl
+from efficientrag.models.early_exit import encoder_depth
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.setting_fields import SettingError, bounded, check_settings
 from efficientrag.text.words import split_words
@@ -125,11 +126,7 @@ def choose_exit(
     pairs = work / "loop_pairs.jsonl"
     write_jsonl(pairs, [row.to_dict() for row in _fit_half_pairs(judge, full)])
     fit = ensure_exit_heads(labeler, [rows, pairs], cfg.heads, show_progress=judge.progress)
-    depth = int(
-        json.loads((labeler / "config.json").read_text(encoding="utf-8"))["encoder_config"][
-            "num_hidden_layers"
-        ]
-    )
+    depth = encoder_depth(labeler)
     groups = {s.name: s.group for s in judge.sets}
     scored: dict[float | None, dict[str, float]] = {}
     for t in [None, *sorted({float(x) for x in cfg.thresholds})]:

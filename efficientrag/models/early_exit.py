@@ -192,6 +192,17 @@ def load_early_exit(labeler_folder: str | Path, device: torch.device | str = "cp
     )
 
 
+def encoder_depth(labeler_folder: str | Path) -> int:
+    """The encoder layers of a saved Labeler (its ``config.json``), without loading its weights:
+    what a pair judged in full runs through.
+
+    Args:
+        labeler_folder: The Labeler's folder.
+    """
+    config = json.loads((Path(labeler_folder) / "config.json").read_text(encoding="utf-8"))
+    return int(config["encoder_config"]["num_hidden_layers"])
+
+
 def early_exit_digest(labeler_folder: str | Path) -> str:
     """The content digest of the exit heads saved beside a Labeler: what a run that lets pairs
     leave early depends on besides the Labeler itself.
