@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptation_methods import choice_lines, dev_section
+from report_output import publish
 from retrieval_efficientrag import (
     DEV_FILES,
     choose,
@@ -229,10 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         sections,
         (time.perf_counter() - t0) / 60,
     )
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n", encoding="utf-8")
+    publish(text, args.out)
     return 0
 
 

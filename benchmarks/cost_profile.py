@@ -40,6 +40,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from report_output import publish
+
 from efficientrag.adapt.method_choice import LABELER_RERANK, rerank_settings
 from efficientrag.config import load_config
 from efficientrag.eval.interrupts import main_reporting_interrupts
@@ -310,9 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     clock, results, teacher_of, threads = profile(args)
     command = "python benchmarks/cost_profile.py " + shlex.join(sys.argv[1:] if argv is None else argv)
     text = render(args, clock, results, teacher_of, threads, command.strip())
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
+    publish(text, args.out)
     return 0
 
 

@@ -35,6 +35,8 @@ from typing import Any
 from retrieval_efficientrag import DATASETS, DEFAULT_SHARED, DEV_FILES, REPO, open_pool
 from treehop_latency import TREEHOP, plot
 
+from efficientrag.pipeline.trace import stage_seconds
+
 SPLIT = ("encode", "search", "labeler", "filter", "model")
 VARIANTS = ("teacher", "teacher-bf16", "student", "student-bf16", "student-bf16+len")
 DIRECT_KS = (2, 4, 7, 10)
@@ -61,14 +63,8 @@ class Loop:
 
     def run(self, questions: list[str]) -> tuple[list[list[str]], dict[str, float]]:
         results = self.rag.retrieve_batch(questions)
-        split = dict.fromkeys(SPLIT, 0.0)
-        for res in results:
-            for hop in res.trace:
-                t = hop.timings_s
-                for key in ("encode", "labeler", "filter"):
-                    split[key] += t.get(key, 0.0)
-                # A backend that does not split its time reports it all as "retrieval".
-                split["search"] += t["search"] if "search" in t else t.get("retrieval", 0.0)
+        seconds = stage_seconds([r.trace for r in results])
+        split = dict.fromkeys(SPLIT, 0.0) | {k: seconds[k] for k in ("encode", "search", "labeler", "filter")}
         return [r.chunk_ids for r in results], split
 
 

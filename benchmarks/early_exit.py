@@ -38,6 +38,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from report_output import publish, quickstart_models
+
 from efficientrag.adapt.exit_choice import layer_cost, pick_threshold
 from efficientrag.adapt.method_choice import LABELER_RERANK, rerank_settings
 from efficientrag.config import load_config
@@ -174,10 +176,7 @@ def kept_lost_early(full: Sequence[Record], early: Sequence[Record]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    labeler, filter_ = args.models / "labeler" / "best", args.models / "filter" / "best"
-    for folder in (labeler, filter_):
-        if not (folder / "model.safetensors").is_file():
-            sys.exit(f"{folder}: no trained model (run `efficientrag quickstart`, or pass --models)")
+    labeler, filter_ = quickstart_models(args.models)
     if not args.rows.is_file():
         sys.exit(f"--rows: no Labeler rows at {args.rows}")
     head_cfg = load_config(ExitHeadConfig, None, [f"layers=[{args.layers}]", f"quantile={args.quantile}"])
@@ -210,9 +209,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows[label] = (cfg, run(cfg, report_world, args.work_dir / "report" / name / f"exit-{t}"))
     seconds = timed(args, rows, report_world) if args.time_sample else {}
     text = "\n".join(render(args, fit, depth, choice, rows, seconds, labeler))
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
+    publish(text, args.out)
     return 0
 
 

@@ -25,6 +25,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from report_output import publish
+
 from efficientrag.eval.interrupts import main_reporting_interrupts
 from efficientrag.eval.job_runs import evaluate_efficientrag_run
 from efficientrag.eval.paired_bootstrap import paired_bootstrap
@@ -127,9 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         for dtype in dtypes:
             seconds[dtype] = timed(settings, search, examples[: args.time_sample], dtype)
     text = "\n".join(render(args, runs, chosen, seconds, labeler, filter_))
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
+    publish(text, args.out)
     return 0
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from report_output import publish
 from rerank_tables import TYPE_FILES, known_types, question_type
 
 from efficientrag.data.split import held_back
@@ -238,9 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"paired_gap: {exc}", file=sys.stderr)
         return 2
     text = "\n".join(lines)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
+    publish(text, args.out)
     return 0
 
 

@@ -34,6 +34,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from report_output import publish, quickstart_models
+
 from efficientrag.baselines.direct_r import DirectRetrieval
 from efficientrag.baselines.labeler_rerank import LabelerRerank, LabelerRerankConfig
 from efficientrag.data.schema import Example
@@ -172,10 +174,7 @@ def protocol(records: Sequence[Record]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    labeler, filter_ = args.models / "labeler" / "best", args.models / "filter" / "best"
-    for folder in (labeler, filter_):
-        if not (folder / "model.safetensors").is_file():
-            sys.exit(f"{folder}: no trained model (run `efficientrag quickstart`, or pass --models)")
+    labeler, filter_ = quickstart_models(args.models)
     base = EfficientRAGConfig(labeler=str(labeler), filter=str(filter_))
     rerank = replace(base, first_top_k=args.first_top_k, chunk_budget=args.budget, budget_policy="rerank")
     val = validate(args, base, rerank)
@@ -199,9 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     sample = examples[: args.time_sample]
     seconds = timed(args, loops, labeler, search, sample) if sample else {}
     text = "\n".join(render(args, records, loops, seconds, val, labeler, filter_))
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
+    publish(text, args.out)
     return 0
 
 

@@ -31,6 +31,8 @@ from typing import Any
 
 from retrieval_efficientrag import DATASETS, DEFAULT_SHARED, DEV_FILES, REPO, open_pool
 
+from efficientrag.pipeline.trace import stage_seconds
+
 TREEHOP = {"TreeHop@5, 2 hops": (5, 2), "TreeHop@5, 3 hops": (5, 3), "TreeHop@10, 2 hops": (10, 2)}
 TREEHOP["TreeHop@10, 3 hops"] = (10, 3)
 TRAINED_ON = "hotpotqa+2wikimultihopqa+musique"
@@ -59,13 +61,12 @@ class EfficientRAGRun:
 
     def run(self, questions: list[str]) -> tuple[list[list[str]], dict[str, float]]:
         results = self.rag.retrieve_batch(questions)
-        split = dict.fromkeys(SPLIT, 0.0)
-        for res in results:
-            for hop in res.trace:
-                t = hop.timings_s
-                split["encode"] += t.get("encode", 0.0)
-                split["search"] += t.get("search", 0.0)
-                split["model"] += t["labeler"] + t["filter"]
+        seconds = stage_seconds([r.trace for r in results])
+        split = {
+            "encode": seconds["encode"],
+            "search": seconds["search"],
+            "model": seconds["labeler"] + seconds["filter"],
+        }
         return [r.chunk_ids for r in results], split
 
 

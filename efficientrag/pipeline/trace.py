@@ -166,3 +166,21 @@ class Hop:
 
 def trace_to_dicts(trace: list[Hop]) -> list[dict[str, Any]]:
     return [hop.to_dict() for hop in trace]
+
+
+def stage_seconds(traces: list[list[Hop]]) -> dict[str, float]:
+    """Seconds per stage summed over every hop of ``traces`` (one trace per question): ``encode``
+    and ``search`` (a backend that does not split its time reports it all as ``retrieval``, counted
+    as search here), ``labeler``, ``filter`` and ``rerank`` (the first-hop reranker's).
+
+    Args:
+        traces: The questions' traces (``RetrievalResult.trace``).
+    """
+    out = dict.fromkeys(("encode", "search", "labeler", "filter", "rerank"), 0.0)
+    for trace in traces:
+        for hop in trace:
+            t = hop.timings_s
+            for key in ("encode", "labeler", "filter", "rerank"):
+                out[key] += t.get(key, 0.0)
+            out["search"] += t["search"] if "search" in t else t.get("retrieval", 0.0)
+    return out
