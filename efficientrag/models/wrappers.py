@@ -21,6 +21,7 @@ import numpy as np
 
 from efficientrag.errors import InvalidArgumentError
 from efficientrag.models.early_exit import EarlyExit, check_split, load_early_exit, run_with_exit
+from efficientrag.models.export import is_quantized
 from efficientrag.models.inputs import TAGS, FilterRow, LabelerRow
 from efficientrag.models.tokenization import EncodedInput, encode_words
 from efficientrag.models.word_classifier import WordClassifier
@@ -99,8 +100,8 @@ class Labeler(WordClassifier[LabelerPrediction]):
             A :class:`LabelerPrediction` per pair.
 
         Raises:
-            InvalidArgumentError: ``exit_below`` outside [0, 1], no exit head, or the Labeler
-                predicts through ONNX Runtime (the early exit runs the torch network).
+            InvalidArgumentError: ``exit_below`` outside [0, 1], no exit heads, or the Labeler
+                runs as int8 or through ONNX Runtime (the early exit runs the float32 or bf16 network).
         """
         if exit_below is None:
             return super().predict(
@@ -112,10 +113,13 @@ class Labeler(WordClassifier[LabelerPrediction]):
             )
         if not 0.0 <= float(exit_below) <= 1.0:
             raise InvalidArgumentError(f"exit_below must be in [0, 1], got {exit_below}")
-        if self.onnx is not None:
+        if self.onnx is not None or is_quantized(self.network):
+            # int8 quantizes each batch's activations with that batch's own range, so a re-batched
+            # stage would not compute what the whole network computes.
+            runs_as = self.onnx.mode if self.onnx is not None else "int8"
             raise InvalidArgumentError(
-                f"the early exit runs the torch network; this labeler predicts through {self.onnx.mode} "
-                "(load it again with quantize none, int8 or bf16)"
+                f"the early exit runs the float32 or bf16 torch network; this labeler runs as {runs_as} "
+                "(load it again with quantize none or bf16)"
             )
         head = self.early_exit()
         encoded = self.encode(inputs, max_length=max_length)

@@ -206,6 +206,12 @@ class EfficientRAGConfig:
                 f"set first_top_k above top_k (got {self.first_top_k})",
                 fields=("first_hop_reranker", "first_top_k", "top_k"),
             )
+        if self.exit_threshold is not None and self.quantize in ("int8", "onnx", "onnx-int8"):
+            raise SettingError(
+                f"exit_threshold runs the Labeler's float32 or bf16 network; quantize={self.quantize!r} "
+                "runs it another way: set quantize to none, bf16 or auto",
+                fields=("exit_threshold", "quantize"),
+            )
         if self.floor_k > self.first_hop_judged:
             which = (
                 "first_top_k" if self.first_top_k is not None and self.first_hop_reranker is None else "top_k"

@@ -142,8 +142,15 @@ def test_pairs_leave_at_the_first_layer_where_their_upper_estimate_is_low(labele
 
     with pytest.raises(InvalidArgumentError, match=r"exit_below must be in \[0, 1\]"):
         labeler.predict(pairs, exit_below=1.5)
+    bf16 = Labeler.from_pretrained(folders / "labeler", device="cpu").quantize("bf16")
+    bf16.attach_early_exit(early_exit)
+    staged, whole = bf16.predict(pairs, exit_below=0.0), bf16.predict(pairs)
+    assert [p.continue_prob for p in staged] == pytest.approx([p.continue_prob for p in whole], abs=1e-6)
+    int8 = Labeler.from_pretrained(folders / "labeler", device="cpu").quantize("int8")
+    with pytest.raises(InvalidArgumentError, match="runs as int8"):
+        int8.predict(pairs, exit_below=0.1)
     labeler.onnx = SimpleNamespace(mode="onnx")
-    with pytest.raises(InvalidArgumentError, match="runs the torch network"):
+    with pytest.raises(InvalidArgumentError, match="runs as onnx"):
         labeler.predict(pairs, exit_below=0.1)
 
 

@@ -103,3 +103,7 @@ def test_the_threshold_is_a_probability():
     with pytest.raises(SettingError, match="exit_threshold"):
         EfficientRAGConfig(exit_threshold=1.5)
     assert EfficientRAGConfig(exit_threshold=0.0).exit_threshold == 0.0
+    with pytest.raises(SettingError, match="quantize='int8'") as refused:
+        EfficientRAGConfig(exit_threshold=0.1, quantize="int8")
+    assert refused.value.fields == ("exit_threshold", "quantize")
+    assert EfficientRAGConfig(exit_threshold=0.1, quantize="auto").quantize == "auto"
