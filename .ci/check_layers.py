@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "atomic": 1,  # atomic file writes
     "closing": 1,  # `with` support for objects released by close()
     "config": 1,  # the YAML/dataclass config loader every entry point shares
+    "config_values": 1,  # config dataclasses to and from plain values (the one type check of a value)
     "setting_fields": 1,  # what a config field declares (range, roles) and the one check of it
     "cpu": 1,  # CPU thread settings
     "errors": 1,  # errors every layer may raise (DataFormatError)

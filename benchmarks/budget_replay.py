@@ -28,7 +28,8 @@ from typing import Any
 
 from retrieval_rerank import LOOP_VARIANTS
 
-from efficientrag.config import from_dict, parse_override
+from efficientrag.config import parse_override
+from efficientrag.config_values import from_dict
 from efficientrag.jsonl import read_jsonl
 from efficientrag.pipeline.budget import REPLAYABLE_SETTINGS, Judgements, choose_chunks, judgements_from_trace
 from efficientrag.pipeline.config import EfficientRAGConfig

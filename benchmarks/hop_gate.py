@@ -36,7 +36,7 @@ from typing import Any
 
 from rerank_tables import question_type
 
-from efficientrag.config import from_dict
+from efficientrag.config_values import from_dict
 from efficientrag.jsonl import read_jsonl
 from efficientrag.pipeline.budget import choose_chunks, judgements_from_trace
 from efficientrag.pipeline.config import EfficientRAGConfig

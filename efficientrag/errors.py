@@ -31,6 +31,10 @@ class OperationError(EfficientRAGError, RuntimeError):
     built without what the call needs, another library answering against its contract."""
 
 
+class ConfigError(EfficientRAGError, ValueError):
+    """A config value or key is wrong; the message names the key and where it came from."""
+
+
 class DataFormatError(EfficientRAGError, ValueError):
     """Input data that cannot be used. ``str()`` names the file, the record and the field.
 

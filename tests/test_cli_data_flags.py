@@ -11,7 +11,8 @@ import pytest
 from efficientrag.cli import main
 from efficientrag.cli.command_config import command_overrides, experiment_config
 from efficientrag.cli.parser import build_parser
-from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
+from efficientrag.config import load_config, parse_args_with_overrides
+from efficientrag.errors import ConfigError
 from efficientrag.experiment.prepared_data import default_work_dir
 from efficientrag.quickstart.job import QuickstartConfig
 

@@ -3,8 +3,9 @@ from typing import Literal
 
 import pytest
 
-from efficientrag.config import ConfigError, fingerprinted, load_config, parse_override, to_dict
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.config import load_config, parse_override
+from efficientrag.config_values import fingerprinted, to_dict
+from efficientrag.errors import ConfigError, InvalidArgumentError
 from efficientrag.setting_fields import SettingError, bounded, check_settings, probability, schema_bounds
 
 
@@ -154,7 +155,7 @@ def test_an_invalid_section_is_named_without_a_trailing_dot():
 
 
 def test_a_check_only_switch_is_saved_but_left_out_of_fingerprints():
-    from efficientrag.config import CHECK_ONLY
+    from efficientrag.config_values import CHECK_ONLY
 
     @dataclass
     class Switched:

@@ -7,7 +7,9 @@ import pytest
 import efficientrag.config as config_module
 from efficientrag.cli.command_config import experiment_config
 from efficientrag.cli.parser import build_parser
-from efficientrag.config import ConfigError, config_section, from_dict, parse_args_with_overrides
+from efficientrag.config import parse_args_with_overrides
+from efficientrag.config_values import config_section, from_dict
+from efficientrag.errors import ConfigError
 from efficientrag.experiment.config import ExperimentConfig
 
 

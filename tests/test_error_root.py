@@ -8,8 +8,7 @@ import inspect
 import pkgutil
 
 import efficientrag
-from efficientrag.config import ConfigError
-from efficientrag.errors import DataFormatError, EfficientRAGError
+from efficientrag.errors import ConfigError, DataFormatError, EfficientRAGError
 from efficientrag.eval.interrupts import RunInterrupted
 from efficientrag.retrieval.errors import IndexNotFoundError
 

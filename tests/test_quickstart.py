@@ -10,7 +10,8 @@ import json
 import pytest
 
 from efficientrag.cli import main
-from efficientrag.config import ConfigError, load_config
+from efficientrag.config import load_config
+from efficientrag.errors import ConfigError
 from efficientrag.quickstart.job import QuickstartConfig, run_quickstart, split_examples
 
 pytestmark = pytest.mark.usefixtures("minilm_path")
@@ -169,7 +170,7 @@ def test_presets_load(preset, repo_root):
 
 
 def test_the_toy_preset_is_the_embedded_default(repo_root):
-    from efficientrag.config import to_dict
+    from efficientrag.config_values import to_dict
 
     preset = load_config(QuickstartConfig, repo_root / "configs" / "quickstart" / "toy.yaml")
     assert to_dict(preset) == to_dict(QuickstartConfig())
@@ -218,7 +219,7 @@ EMBEDDED_SYNTH = dict(
 
 
 def test_the_model_recipes_from_the_presets_are_the_ones_once_embedded():
-    from efficientrag.config import to_dict
+    from efficientrag.config_values import to_dict
     from efficientrag.training.config import TrainConfig
 
     cfg = QuickstartConfig()
@@ -286,8 +287,8 @@ def test_train_sets_train_on_other_files_and_evaluate_every_question(tmp_path):
 def test_train_sets_may_not_hold_an_evaluated_question(tmp_path):
     from dataclasses import replace
 
-    from efficientrag.config import ConfigError
     from efficientrag.data.config import DataConfig, ToyWorldConfig
+    from efficientrag.errors import ConfigError
 
     cfg = small_config(tmp_path, "data.toy.seed=1", "data.toy.num_questions=20")
     cfg = replace(cfg, train_sets=[DataConfig(toy=ToyWorldConfig(seed=1, num_questions=30))])

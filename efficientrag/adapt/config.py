@@ -9,7 +9,7 @@ from efficientrag.adapt.method_choice import MethodChoiceConfig
 from efficientrag.adapt.mix import MixConfig
 from efficientrag.adapt.pseudo_rows import PseudoRowsConfig
 from efficientrag.adapt.self_training import SelfTrainConfig
-from efficientrag.config import ConfigError
+from efficientrag.errors import ConfigError
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.training.config import TrainConfig, cpu_train_config

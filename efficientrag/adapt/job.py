@@ -33,7 +33,8 @@ from efficientrag.adapt.pseudo_rows import build_pseudo_sets, pseudo_scoring_set
 from efficientrag.adapt.self_training import Question, read_questions, record_decisions, rows_from_decisions
 from efficientrag.adapt.validation import read_validation
 from efficientrag.atomic import write_json_atomic
-from efficientrag.config import save_config, to_dict
+from efficientrag.config import save_config
+from efficientrag.config_values import to_dict
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 from efficientrag.data.split import TRAIN, VALIDATION

@@ -34,7 +34,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from efficientrag.adapt.choice import Judge, best_index, combined_score
-from efficientrag.config import to_dict
+from efficientrag.config_values import to_dict
 from efficientrag.data.split import VALIDATION, split_of
 from efficientrag.eval.record_scores import mean, question_scores
 from efficientrag.pipeline.budget import choose_chunks, judgements_from_trace

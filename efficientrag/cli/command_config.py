@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from efficientrag.cli.flags import flag_overrides
-from efficientrag.config import config_section, load_config, merged_sources
+from efficientrag.config import load_config, merged_sources
+from efficientrag.config_values import config_section
 
 T = TypeVar("T")
 

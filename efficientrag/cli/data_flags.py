@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from efficientrag.config import ConfigError
 from efficientrag.data.config import DataConfig
+from efficientrag.errors import ConfigError
 
 # Datasets whose questions come from a file (``--data``); the toy world generates its own.
 _GENERATED = "toy"

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
-from efficientrag.errors import EfficientRAGError
+from efficientrag.config import load_config, parse_args_with_overrides
+from efficientrag.errors import ConfigError, EfficientRAGError
 
 # What the command prints of each head's fit (the saved config.json holds all of it).
 HELD_OUT_KEYS = ("pairs", "logit_mae", "rank_agreement", "upper_coverage", "by_threshold")

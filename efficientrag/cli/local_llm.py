@@ -8,7 +8,7 @@ import argparse
 import sys
 import time
 
-from efficientrag.config import same_named
+from efficientrag.config_values import same_named
 from efficientrag.hub import smollm2_gguf_path
 from efficientrag.llm.local_server import DEFAULT_ALIAS, LlamaCppServer, LlamaServerConfig
 

@@ -19,8 +19,8 @@ import sys
 from collections.abc import Sequence
 
 from efficientrag.cli.parser import STANDALONE, add_verbose, build_parser
-from efficientrag.config import ConfigError, parse_args_with_overrides
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.config import parse_args_with_overrides
+from efficientrag.errors import ConfigError, InvalidArgumentError
 from efficientrag.eval.interrupts import RunInterrupted, report_interrupt
 from efficientrag.retrieval.errors import BackendUnavailableError
 from efficientrag.run_lock import FolderLockedError

@@ -15,7 +15,8 @@ import json
 import logging
 import sys
 
-from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
+from efficientrag.config import load_config, parse_args_with_overrides
+from efficientrag.errors import ConfigError
 from efficientrag.synth.config import SynthConfig
 from efficientrag.synth.pipeline import run_synthesis
 from efficientrag.synth.stage import StageError

@@ -8,7 +8,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from efficientrag.config import ConfigError, parse_args_with_overrides
+from efficientrag.config import parse_args_with_overrides
+from efficientrag.errors import ConfigError
 from efficientrag.training.config import load_train_config
 from efficientrag.training.threads import configure_cpu_threads
 

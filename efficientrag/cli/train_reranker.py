@@ -15,7 +15,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
+from efficientrag.config import load_config, parse_args_with_overrides
+from efficientrag.errors import ConfigError
 from efficientrag.experiment.pools import open_pools
 from efficientrag.training.reranker_config import RerankerTrainConfig
 

@@ -14,7 +14,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from efficientrag.config import ConfigError, load_config, parse_args_with_overrides
+from efficientrag.config import load_config, parse_args_with_overrides
+from efficientrag.errors import ConfigError
 from efficientrag.experiment.pools import open_pools
 from efficientrag.training.threads import configure_cpu_threads
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.atomic import write_json_atomic
-from efficientrag.config import ConfigError
 from efficientrag.data.config import DataConfig, SourceConfig, ToyWorldConfig
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.errors import SkippedRecord
@@ -27,7 +26,7 @@ from efficientrag.data.readers.result import ReadResult
 from efficientrag.data.readers.source import parse_json, read_text
 from efficientrag.data.readers.toy import read_toy_world
 from efficientrag.data.schema import Example
-from efficientrag.errors import DataFormatError
+from efficientrag.errors import ConfigError, DataFormatError
 from efficientrag.jsonl import read_jsonl, write_jsonl
 
 log = logging.getLogger(__name__)

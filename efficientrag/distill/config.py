@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from efficientrag.adapt.mix import MixConfig
-from efficientrag.config import ConfigError
+from efficientrag.errors import ConfigError
 from efficientrag.models.inputs import KINDS
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.retrieval.config import RetrieverConfig

@@ -26,9 +26,11 @@ from typing import Any
 from efficientrag.adapt.job import SET_FILES, stage_seconds
 from efficientrag.adapt.mix import mix_training_sets
 from efficientrag.adapt.self_training import Question, read_questions, record_decisions
-from efficientrag.config import ConfigError, save_config, to_dict
+from efficientrag.config import save_config
+from efficientrag.config_values import to_dict
 from efficientrag.distill.config import DistillConfig
 from efficientrag.distill.pairs import write_pair_rows
+from efficientrag.errors import ConfigError
 from efficientrag.experiment.run_binding import loop_fingerprint
 from efficientrag.fingerprint import file_digest, folder_digest
 from efficientrag.jsonl import write_jsonl

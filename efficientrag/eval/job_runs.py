@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from efficientrag.config import to_dict
+from efficientrag.config_values import to_dict
 from efficientrag.errors import InvalidArgumentError
 from efficientrag.eval.evaluation import RunSummary
 from efficientrag.eval.runner import run_method

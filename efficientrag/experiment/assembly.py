@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from efficientrag.baselines.registry import METHODS, check_method_name, registered_name
-from efficientrag.config import ConfigError
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import ConfigError, InvalidArgumentError
 from efficientrag.experiment.config import ExperimentConfig
 from efficientrag.experiment.prepared_data import corpus_label, prepare_data
 from efficientrag.fingerprint import folder_digest

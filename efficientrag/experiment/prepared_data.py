@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.atomic import write_json_atomic
-from efficientrag.config import to_dict
+from efficientrag.config_values import to_dict
 from efficientrag.data.config import DataConfig
 from efficientrag.data.loader import load_data, load_prepared, report_skipped, save_prepared
 from efficientrag.data.pooling import PooledDataset

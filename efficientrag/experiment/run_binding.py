@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from efficientrag.atomic import write_json_atomic
 from efficientrag.baselines.registry import METHODS, registered_name
-from efficientrag.config import fingerprinted, flatten, to_dict
+from efficientrag.config import flatten
+from efficientrag.config_values import fingerprinted, to_dict
 from efficientrag.data.schema import Example
 from efficientrag.errors import EfficientRAGError
 from efficientrag.experiment.config import ExperimentConfig

@@ -144,7 +144,7 @@ class LLMConfig:
         Returns:
             The settings as plain data, without ``api_key``.
         """
-        from efficientrag.config import to_dict
+        from efficientrag.config_values import to_dict
 
         out = to_dict(self)
         for name in SECRET_FIELDS:

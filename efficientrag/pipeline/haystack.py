@@ -25,8 +25,8 @@ except ImportError as exc:
 
     raise missing_extra("efficientrag.pipeline.haystack", "haystack-ai>=3.1", "haystack", exc) from exc
 
-from efficientrag.config import from_dict as config_from_dict
-from efficientrag.config import same_named
+from efficientrag.config_values import from_dict as config_from_dict
+from efficientrag.config_values import same_named
 from efficientrag.errors import InvalidArgumentError
 from efficientrag.pipeline.adapters import groups, kept_chunks, load_rag
 from efficientrag.pipeline.config import EfficientRAGConfig

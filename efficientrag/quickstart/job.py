@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.atomic import write_text_atomic
-from efficientrag.config import ConfigError, from_dict, save_config
+from efficientrag.config import save_config
+from efficientrag.config_values import from_dict
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 from efficientrag.data.split import VALIDATION, split_of
+from efficientrag.errors import ConfigError
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.quickstart.presets import preset_path, read_preset
 from efficientrag.retrieval.base import Retriever

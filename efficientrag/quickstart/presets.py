@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from efficientrag.config import ConfigError, read_yaml
+from efficientrag.config import read_yaml
+from efficientrag.errors import ConfigError
 
 _PACKAGE = Path(__file__).resolve().parent.parent  # efficientrag/
 CANDIDATES = (_PACKAGE / "configs", _PACKAGE.parent / "configs")

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from efficientrag.config import same_named
+from efficientrag.config_values import same_named
 from efficientrag.data.corpus import Corpus
 from efficientrag.errors import InvalidArgumentError
 from efficientrag.hub import MINILM_ALIASES, OFFLINE_DEFAULT_ENCODER, minilm_path, resolve_model_path

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from efficientrag.config import attribute_docs
+from efficientrag.config_values import attribute_docs
 from efficientrag.errors import EfficientRAGError
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG

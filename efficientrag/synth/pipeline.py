@@ -17,7 +17,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from efficientrag.config import save_config, to_dict
+from efficientrag.config import save_config
+from efficientrag.config_values import to_dict
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 from efficientrag.errors import InvalidArgumentError

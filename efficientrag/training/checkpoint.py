@@ -20,7 +20,8 @@ from typing import Any
 from accelerate import Accelerator
 
 from efficientrag.atomic import replace_folder, staging_folder, write_text_atomic
-from efficientrag.config import ConfigError, load_config
+from efficientrag.config import load_config
+from efficientrag.errors import ConfigError
 from efficientrag.models.card import TRAIN_CONFIG_FILE
 
 logger = logging.getLogger(__name__)

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from efficientrag.config import ConfigError, load_config
+from efficientrag.config import load_config
+from efficientrag.errors import ConfigError
 from efficientrag.models.inputs import KINDS
 from efficientrag.setting_fields import SettingError, bounded, check_settings, probability
 

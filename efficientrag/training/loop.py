@@ -28,7 +28,8 @@ import torch
 from tqdm.auto import tqdm
 
 from efficientrag.atomic import write_text_atomic
-from efficientrag.config import ConfigError, save_config
+from efficientrag.config import save_config
+from efficientrag.errors import ConfigError
 from efficientrag.jsonl import JsonlAppender, read_jsonl
 from efficientrag.models.card import TRAIN_CONFIG_FILE, write_model_card
 from efficientrag.models.inputs import KINDS

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.atomic import write_text_atomic
-from efficientrag.config import ConfigError, save_config
+from efficientrag.config import save_config
+from efficientrag.errors import ConfigError
 from efficientrag.hub import hub_offline, resolve_model_path
 from efficientrag.models.card import TRAIN_CONFIG_FILE
 from efficientrag.training.pool import Pool, require_pools

@@ -29,7 +29,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from efficientrag.atomic import write_text_atomic
-from efficientrag.config import to_dict
+from efficientrag.config_values import to_dict
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.data.split import TRAIN, VALIDATION, split_of
 from efficientrag.errors import InvalidArgumentError

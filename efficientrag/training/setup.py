@@ -20,7 +20,8 @@ from accelerate.utils import set_seed
 from torch.utils.data import DataLoader
 from transformers import get_linear_schedule_with_warmup
 
-from efficientrag.config import save_config, to_dict
+from efficientrag.config import save_config
+from efficientrag.config_values import to_dict
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.models.card import TRAIN_CONFIG_FILE, TrainingRecord
 from efficientrag.models.word_classifier import WordClassifier

@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from efficientrag.config import ConfigError
 from efficientrag.data.schema import Chunk
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import ConfigError, InvalidArgumentError
 from efficientrag.pipeline.efficientrag import RetrievalResult
 from efficientrag.treehop.config import TreeHopRetrievalConfig
 from efficientrag.treehop.model import TreeHop

@@ -23,8 +23,8 @@ from accelerate.utils import set_seed
 from transformers import get_constant_schedule_with_warmup
 
 from efficientrag.atomic import write_text_atomic
-from efficientrag.config import ConfigError
 from efficientrag.data.schema import Example
+from efficientrag.errors import ConfigError
 from efficientrag.training.checkpoint import TrainerState, last_checkpoint, resume_point
 from efficientrag.training.pool import Pool
 from efficientrag.training.setup import open_run_outputs, parameter_groups, resolve_mixed_precision

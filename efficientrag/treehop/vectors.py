@@ -14,7 +14,7 @@ from typing import Any
 import faiss
 import numpy as np
 
-from efficientrag.config import ConfigError
+from efficientrag.errors import ConfigError
 from efficientrag.retrieval.encoder import canonical_encoder_name
 from efficientrag.treehop.configuration import TreeHopConfig
 

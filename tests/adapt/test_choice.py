@@ -18,7 +18,8 @@ from efficientrag.adapt.choice import best_index, combined_score
 from efficientrag.adapt.mix import MixConfig, Ratio
 from efficientrag.adapt.validation import read_validation
 from efficientrag.cli import main
-from efficientrag.config import load_config, to_dict
+from efficientrag.config import load_config
+from efficientrag.config_values import to_dict
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.toy_world import generate_toy_world
 from efficientrag.errors import DataFormatError

@@ -27,8 +27,9 @@ from efficientrag.baselines.dragin import DraginConfig
 from efficientrag.baselines.flare import FlareConfig, flare_triggers
 from efficientrag.baselines.prompts.continuation import DOC_INSTRUCTION, InstructPromptBuilder, PromptBuilder
 from efficientrag.baselines.prompts.cot_exemplars import EXEMPLAR_SETS, SEARCH_EXEMPLARS, exemplar_set, take
-from efficientrag.config import ConfigError, load_config
+from efficientrag.config import load_config
 from efficientrag.data.schema import Chunk, Example
+from efficientrag.errors import ConfigError
 from efficientrag.experiment.config import ExperimentConfig
 from efficientrag.llm.answers import extract_answer
 from efficientrag.retrieval.base import Hit

@@ -17,8 +17,10 @@ from efficientrag.baselines.flare import FlareConfig
 from efficientrag.baselines.iter_retgen import IterRetGenConfig
 from efficientrag.baselines.registry import METHODS, check_method_name, registered_name
 from efficientrag.baselines.settings import Settings
-from efficientrag.config import ConfigError, from_dict, load_config
+from efficientrag.config import load_config
+from efficientrag.config_values import from_dict
 from efficientrag.data.schema import Example
+from efficientrag.errors import ConfigError
 from efficientrag.experiment.config import ExperimentConfig
 from efficientrag.experiment.run_binding import method_settings
 from efficientrag.setting_fields import bounded

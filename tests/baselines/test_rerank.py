@@ -13,8 +13,9 @@ import pytest
 from efficientrag.baselines.labeler_rerank import LabelerRerank, LabelerRerankConfig
 from efficientrag.baselines.registry import METHODS
 from efficientrag.baselines.rerank import Rerank, RerankConfig
-from efficientrag.config import ConfigError, load_config
+from efficientrag.config import load_config
 from efficientrag.data.schema import Example
+from efficientrag.errors import ConfigError
 from efficientrag.eval import evaluate
 from efficientrag.experiment.assembly import check_model_folders
 from efficientrag.experiment.config import ExperimentConfig

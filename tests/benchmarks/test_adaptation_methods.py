@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from efficientrag.config import to_dict
+from efficientrag.config_values import to_dict
 from efficientrag.pipeline.config import EfficientRAGConfig
 
 BENCHMARK = "adaptation_methods"  # the conftest fixture `bench` imports it

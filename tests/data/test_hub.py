@@ -9,7 +9,6 @@ import datasets
 import pytest
 from datasets import Dataset, DatasetDict
 
-from efficientrag.config import ConfigError
 from efficientrag.data import (
     DataConfig,
     DataFormatError,
@@ -21,6 +20,7 @@ from efficientrag.data import (
     read_musique,
 )
 from efficientrag.data.readers.hub import hub_repo
+from efficientrag.errors import ConfigError
 
 
 def _save(rows: list[dict], folder: Path, split: str = "validation") -> Path:

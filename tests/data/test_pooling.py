@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from efficientrag.config import ConfigError, load_config
+from efficientrag.config import load_config
 from efficientrag.data import (
     Chunk,
     DataConfig,
@@ -15,6 +15,7 @@ from efficientrag.data import (
     pool,
     save_prepared,
 )
+from efficientrag.errors import ConfigError
 
 
 def ex(qid, gold, context, dataset="d1"):

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from efficientrag.cli import main
-from efficientrag.config import ConfigError, load_config
+from efficientrag.config import load_config
+from efficientrag.errors import ConfigError
 from efficientrag.eval import RunSummary, evaluate, evaluate_method
 from efficientrag.experiment.assembly import build_method, search_backend
 from efficientrag.experiment.config import ExperimentConfig

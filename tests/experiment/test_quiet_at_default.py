@@ -3,7 +3,7 @@ leave it out at its default: runs recorded before it existed keep their fingerpr
 
 from dataclasses import dataclass
 
-from efficientrag.config import fingerprinted
+from efficientrag.config_values import fingerprinted
 from efficientrag.experiment.run_binding import loop_fingerprint
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.setting_fields import quiet_at_default

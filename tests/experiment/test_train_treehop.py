@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from efficientrag.config import ConfigError
 from efficientrag.data.config import DataConfig, ToyWorldConfig
+from efficientrag.errors import ConfigError
 from efficientrag.experiment.pools import open_pools
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.treehop.config import TreeHopTrainConfig

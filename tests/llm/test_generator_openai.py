@@ -189,7 +189,8 @@ def test_bad_arguments(server):
 
 
 def test_generator_config_loads_from_overrides():
-    from efficientrag.config import ConfigError, load_config
+    from efficientrag.config import load_config
+    from efficientrag.errors import ConfigError
 
     cfg = load_config(
         GeneratorConfig,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from efficientrag.config import ConfigError, load_config
+from efficientrag.config import load_config
+from efficientrag.errors import ConfigError
 from efficientrag.eval.report import _retriever_desc
 from efficientrag.experiment.assembly import search_backend
 from efficientrag.experiment.config import ExperimentConfig, index_name

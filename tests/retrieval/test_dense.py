@@ -11,9 +11,10 @@ import faiss
 import numpy as np
 import pytest
 
-from efficientrag.config import ConfigError, load_config
+from efficientrag.config import load_config
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Chunk
+from efficientrag.errors import ConfigError
 from efficientrag.retrieval import (
     DenseRetriever,
     Encoder,

@@ -31,7 +31,7 @@ def test_the_request_settings_are_the_configs_own_declared_once():
     checked once, the refusal naming the setting."""
     import typing
 
-    from efficientrag.config import attribute_docs
+    from efficientrag.config_values import attribute_docs
 
     hints = typing.get_type_hints(EfficientRAGConfig)
     docs = attribute_docs(EfficientRAGConfig)

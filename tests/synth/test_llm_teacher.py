@@ -8,11 +8,12 @@ import json
 
 import pytest
 
-from efficientrag.config import ConfigError, load_config
+from efficientrag.config import load_config
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.loader import load_data
 from efficientrag.data.schema import Chunk, Example
+from efficientrag.errors import ConfigError
 from efficientrag.llm.async_client import AsyncLLMClient
 from efficientrag.llm.config import LLMConfig, ModelPrice
 from efficientrag.synth.config import SynthConfig

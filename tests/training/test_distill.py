@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from efficientrag.config import ConfigError
+from efficientrag.errors import ConfigError
 from efficientrag.models import Filter, Labeler
 from efficientrag.models.layers import encoder_layer_path, keep_layers, uniform_layers
 from efficientrag.models.modeling import MODEL_INPUTS, LossParts

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from efficientrag.config import ConfigError
-from efficientrag.errors import DataFormatError
+from efficientrag.errors import ConfigError, DataFormatError
 from efficientrag.models import Filter, Labeler
 from efficientrag.testing.tiny_backbones import tiny_deberta
 from efficientrag.testing.token_tasks import filter_rows, labeler_rows, sentences, write_rows

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from efficientrag.config import ConfigError
+from efficientrag.errors import ConfigError
 from efficientrag.training.config import TrainConfig, load_train_config
 from efficientrag.training.metrics import BinaryCounts, selection_score
 from efficientrag.training.sampler import LengthGroupedBatchSampler
@@ -132,7 +132,8 @@ def test_a_tracker_that_fails_to_start_is_dropped(tmp_path):
 def test_a_resumed_run_names_its_data_folder_any_way_but_not_another_folder(tmp_path, monkeypatch):
     from dataclasses import replace
 
-    from efficientrag.config import ConfigError, save_config
+    from efficientrag.config import save_config
+    from efficientrag.errors import ConfigError
     from efficientrag.models.card import TRAIN_CONFIG_FILE
     from efficientrag.training.checkpoint import resume_point
     from efficientrag.training.config import TrainConfig

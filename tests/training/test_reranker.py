@@ -15,8 +15,9 @@ from sentence_transformers import CrossEncoder
 
 from efficientrag.cli import main as cli_main
 from efficientrag.cli.train_reranker import main as script_main
-from efficientrag.config import ConfigError, load_config
+from efficientrag.config import load_config
 from efficientrag.data.config import DataConfig, ToyWorldConfig
+from efficientrag.errors import ConfigError
 from efficientrag.experiment.pools import open_pools
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.testing.tiny_backbones import tiny_bert

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from efficientrag.config import ConfigError, load_config
+from efficientrag.config import load_config
+from efficientrag.errors import ConfigError
 from efficientrag.treehop.config import TreeHopTrainConfig
 
 REPO = Path(__file__).resolve().parents[2]

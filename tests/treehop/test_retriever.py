@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from efficientrag.config import ConfigError
 from efficientrag.data.config import DataConfig, ToyWorldConfig
 from efficientrag.data.loader import load_data
+from efficientrag.errors import ConfigError
 from efficientrag.retrieval.config import RetrieverConfig
 from efficientrag.testing.hashed_dense import HashedDenseRetriever
 from efficientrag.testing.word_overlap import WordOverlapRetriever

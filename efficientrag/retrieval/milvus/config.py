@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from efficientrag.config import CHECK_ONLY
+from efficientrag.config_values import CHECK_ONLY
 from efficientrag.setting_fields import SettingError, bounded, check_settings
 
 # Milvus's own VARCHAR limit (bytes on a server; milvus-lite counts characters, a looser bound).

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from efficientrag.config import ConfigError
+from efficientrag.errors import ConfigError
 from efficientrag.synth.teacher.base import DependencyInfo, Extraction, Teacher
 
 if TYPE_CHECKING:

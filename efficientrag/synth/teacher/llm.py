@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from efficientrag.config import ConfigError
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Chunk, Example
+from efficientrag.errors import ConfigError
 from efficientrag.llm.async_client import AsyncLLMClient
 from efficientrag.llm.errors import LLMConfigError, TruncatedOutputError
 from efficientrag.llm.usage import add_run_to_usage_file
