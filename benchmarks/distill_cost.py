@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from report_output import publish
 from retrieval_efficientrag import DATASETS, DEFAULT_SHARED, DEV_FILES, REPO, open_pool
 from treehop_latency import TREEHOP, plot
 
@@ -260,8 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"![recall vs seconds]({png})",
     ]
-    (out / "cost.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
+    publish("\n".join(lines), out / "cost.md")
     return 0
 
 

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from report_output import publish
 from retrieval_efficientrag import DATASETS, DEFAULT_SHARED, DEV_FILES, REPO, open_pool
 
 from efficientrag.pipeline.trace import stage_seconds
@@ -269,8 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"![recall vs seconds]({png})",
     ]
-    (out / "latency.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
+    publish("\n".join(lines), out / "latency.md")
     return 0
 
 
