@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, Union, get_args, get_origin
 
-from efficientrag.errors import ConfigError
+from efficientrag.errors import ConfigError, InvalidArgumentError
 from efficientrag.setting_fields import SettingError, is_quiet_at_default
 
 T = TypeVar("T")
@@ -44,7 +44,7 @@ def fingerprinted(cfg: Any) -> dict[str, Any]:
 def from_dict(cls: type[T], data: Mapping[str, Any], *, origin: str = "<dict>", prefix: str = "") -> T:
     """Recursively build a dataclass, checking keys and converting values to the field types."""
     if not dataclasses.is_dataclass(cls):
-        raise TypeError(f"{cls!r} is not a dataclass")
+        raise InvalidArgumentError(f"{cls!r} is not a config dataclass: from_dict builds dataclasses only")
     if not isinstance(data, Mapping):
         raise ConfigError(f"{origin}: '{prefix or '<root>'}' must be a mapping, got {type(data).__name__}")
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}

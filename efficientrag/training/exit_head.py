@@ -117,7 +117,6 @@ def collect_features(
     encoded = labeler.encode([(r.query_words, r.chunk_words) for r in rows])
     order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
     collate, device = labeler.collator(), labeler.device
-    features = {layer: torch.zeros(0) for layer in layers}
     pooled: dict[int, list[tuple[int, torch.Tensor]]] = {layer: [] for layer in layers}
     logits = torch.zeros(len(rows))
     was_training = network.training
@@ -146,8 +145,10 @@ def collect_features(
         bar.close()
     finally:
         network.train(was_training)
-    for layer, rows_of in pooled.items():
-        features[layer] = torch.stack([v for _, v in sorted(rows_of, key=lambda t: t[0])])
+    features = {
+        layer: torch.stack([v for _, v in sorted(rows_of, key=lambda t: t[0])])
+        for layer, rows_of in pooled.items()
+    }
     return features, logits
 
 
