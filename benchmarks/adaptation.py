@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -47,6 +46,7 @@ from typing import Any
 
 import adaptation_methods as am  # adapt's retrieval method choice, rendered
 import retrieval_efficientrag as rb  # the protocol benchmark: models, choice, report
+from report_output import command_line
 
 from efficientrag.eval import versus_direct
 from efficientrag.eval.gold_fate import fate_cells, fate_table_head
@@ -74,21 +74,10 @@ class Variant:
     note: str = ""
 
 
-def protocol_args(args: argparse.Namespace) -> argparse.Namespace:
-    """The arguments ``retrieval_efficientrag.py --retriever R --no-combined`` runs with."""
-    return argparse.Namespace(
-        shared_data=args.shared_data,
-        retriever=args.retriever,
-        validation_ratio=rb.VALIDATION_RATIO,
-        epochs=3,
-        grid=rb.GRID,
-        no_token_stage=False,
-        no_combined=True,
-        open_domain=0,
-        labeler_overrides=[],
-        filter_overrides=[],
-        diagnose=[],
-        quiet=args.quiet,
+def protocol_options(args: argparse.Namespace) -> rb.ProtocolOptions:
+    """The options ``retrieval_efficientrag.py --retriever R --no-combined`` runs with."""
+    return rb.ProtocolOptions(
+        shared_data=args.shared_data, retriever=args.retriever, no_combined=True, quiet=args.quiet
     )
 
 
@@ -123,10 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-self-training", action="store_true", help="option 1 only")
     parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
-    if not Path(args.shared_data).is_dir():
-        print(f"shared data not found at {args.shared_data}", file=sys.stderr)
-        return 2
+    args = rb.parse_protocol_args(parser, argv)
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     unknown = [t for t in targets if t not in rb.DATASETS]
     if unknown:
@@ -149,7 +135,7 @@ def run_target(args: argparse.Namespace, target: str) -> str:
     from efficientrag.data.corpus import Corpus
 
     t0 = time.perf_counter()
-    pargs = protocol_args(args)
+    pargs = protocol_options(args)
     work = Path(args.work_dir) / args.retriever
     others = [d for d in rb.DATASETS if d != target]
     models, counts, pools = rb.train(pargs, work, others)
@@ -217,7 +203,7 @@ def run_target(args: argparse.Namespace, target: str) -> str:
         ratio = cand["labeler"]
         candidates["corpus"].append(evaluate(variant(f"corpus ratio {ratio}", one, ratio=ratio)))
     kept = _digest(Path(summary["labeler"]), Path(summary["filter"]))
-    dev_questions = [ex for ex in dev.examples if rb._dataset_of(ex) == target]
+    dev_questions = [ex for ex in dev.examples if rb.dataset_of(ex) == target]
     methods = am.method_lines(summary, dev.retriever, dev_questions, root / "evals" / kept / "methods")
     if candidates["corpus"]:  # option 1's dev numbers before option 2's hours (reported again below, cached)
         report(max(candidates["corpus"], key=lambda x: x.score))
@@ -268,7 +254,7 @@ def run_target(args: argparse.Namespace, target: str) -> str:
 
 
 def adapt_config(
-    pargs: argparse.Namespace,
+    pargs: rb.ProtocolOptions,
     preset: str | Path,
     work: Path,
     models: Path,
@@ -280,7 +266,7 @@ def adapt_config(
     ``target``'s pooled dev corpus (paragraphs only), scoring with the loop of ``overrides``.
 
     Args:
-        pargs: the protocol's arguments (``retriever``, ``quiet``).
+        pargs: the protocol's options (``retriever``, ``quiet``).
         preset: the adapt preset (``configs/adapt/minilm-cpu.yaml``).
         work: the protocol's folder for this retriever (its pools).
         models: the direction's folder (``labeler/best``, ``filter/best``, ``train_data``).
@@ -304,7 +290,7 @@ def adapt_config(
     )
 
 
-def validation_sets(pargs: argparse.Namespace, work: Path, pools: dict[str, Any]) -> list[Any]:
+def validation_sets(pargs: rb.ProtocolOptions, work: Path, pools: dict[str, Any]) -> list[Any]:
     """The training files' validation questions, each over its own pool, as adapt scoring sets."""
     from efficientrag.adapt.choice import VALIDATION_GROUP, ScoringSet
 
@@ -345,7 +331,7 @@ def _digest(labeler: Path, filt: Path) -> str:
     return file_digest([labeler / "model.safetensors", filt / "model.safetensors"])[:12]
 
 
-def _train_questions(pargs: argparse.Namespace, work: Path, target: str, root: Path) -> tuple[Path, Path]:
+def _train_questions(pargs: rb.ProtocolOptions, work: Path, target: str, root: Path) -> tuple[Path, Path]:
     """The target's train questions, text only, and the pooled paragraphs they were asked over."""
     from efficientrag.jsonl import write_jsonl
 
@@ -362,7 +348,7 @@ _RETRIEVERS = {"bm25": "BM25", "dense": "MiniLM + FAISS Flat"}
 
 
 def _header(args: argparse.Namespace) -> str:
-    cmd = "python benchmarks/adaptation.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    cmd = command_line(__file__)
     load = os.getloadavg()
     return (
         f"# Adaptation without gold, leave one dataset out ({_RETRIEVERS[args.retriever]})\n\n"

@@ -20,12 +20,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from report_output import command_line
 from retrieval_rerank import LOOP_VARIANTS
 
 from efficientrag.config import parse_override
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as err:
         print(f"budget_replay: {err}", file=sys.stderr)
         return 2
-    command = "python benchmarks/budget_replay.py " + " ".join(shlex.quote(a) for a in argv)
+    command = command_line(__file__, argv)
     print(render(results, chosen, validation, dev, variants, command.strip()))
     return 0
 

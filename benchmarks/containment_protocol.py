@@ -35,19 +35,20 @@ missing, and one under other models or settings is redone.
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from adaptation_methods import choice_lines, dev_section
-from report_output import publish
+from report_output import command_line, publish
 from retrieval_efficientrag import (
     DEV_FILES,
+    ProtocolOptions,
     choose,
     dataset_names,
     open_pool,
+    parse_protocol_args,
     protocol_parser,
     quick_config,
     train,
@@ -72,11 +73,11 @@ def direction_models(models: Path) -> dict[str, Path]:
     return folders
 
 
-def scoring_sets(args: argparse.Namespace, work: Path, pools: dict[str, Any]) -> list[ScoringSet]:
+def scoring_sets(opts: ProtocolOptions, work: Path, pools: dict[str, Any]) -> list[ScoringSet]:
     """The validation part of each training file, over that file's own corpus."""
     return [
         ScoringSet(
-            name, VALIDATION_GROUP, pool.retriever, validation_part(pool, quick_config(work, name, args))
+            name, VALIDATION_GROUP, pool.retriever, validation_part(pool, quick_config(work, name, opts))
         )
         for name, pool in pools.items()
     ]
@@ -97,14 +98,13 @@ def target_pseudo_sets(
     return sets
 
 
-def dev_pools(args: argparse.Namespace, work: Path, train_on: list[str]) -> dict[str, Any]:
-    """Each ``--eval-on`` dev set over its own corpus, and the open-domain set when asked for."""
+def dev_pools(opts: ProtocolOptions, work: Path, train_on: list[str], eval_on: list[str]) -> dict[str, Any]:
+    """Each ``eval_on`` dev set over its own corpus, and the open-domain set when asked for."""
     pools = {
-        name: open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args)
-        for name in dataset_names(args.parser, args.eval_on)
+        name: open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", opts) for name in eval_on
     }
-    if args.open_domain:
-        pools[OPEN_DOMAIN_NAME] = open_domain_pool(args, work, train_on)
+    if opts.open_domain:
+        pools[OPEN_DOMAIN_NAME] = open_domain_pool(opts, work, train_on)
     return pools
 
 
@@ -134,12 +134,13 @@ def report(
     methods: tuple[dict[str, Any], dict[str, Any] | None],
     sections: dict[str, list[str]],
     minutes: float,
+    command: str,
 ) -> str:
     label, _ = setting
     lines = [
         f"# The loop containing its reranker: {args.retriever}, trained on {' + '.join(train_on)}",
         "",
-        "    python benchmarks/containment_protocol.py " + shlex.join(args.argv),
+        "    " + command,
         "",
         f"Models: Labeler {folder_digest(str(models['labeler']))[:12]}, Filter "
         f"{folder_digest(str(models['filter']))[:12]}; the loop's setting `{label}` (chosen on the same "
@@ -183,33 +184,26 @@ def main(argv: list[str] | None = None) -> int:
         help="also report the choice adapt's pseudo-questions over the left-out dev corpora would make",
     )
     parser.add_argument("--out", type=Path, help="also write the report here (Markdown)")
-    args = parser.parse_args(argv)
-    args.parser, args.argv = parser, list(sys.argv[1:] if argv is None else argv)
+    args = parse_protocol_args(parser, argv)
     if args.rerank_top_k < 1 or args.open_domain < 0:
         parser.error("--rerank-top-k must be >= 1 and --open-domain >= 0")
     if any(p < args.rerank_top_k for p in args.pair_budgets):
         parser.error(f"--pair-budgets must cover the first hop's {args.rerank_top_k} pairs")
-    # What retrieval_efficientrag.choose reads besides these: its grid and diagnostics, as it defaults them.
-    from retrieval_efficientrag import GRID
-
-    args.grid, args.no_token_stage, args.diagnose = GRID, False, []
-    if not Path(args.shared_data).is_dir():
-        print(f"shared data not found at {args.shared_data}", file=sys.stderr)
-        return 2
     t0 = time.perf_counter()
     work = Path(args.work_dir) / args.retriever
-    train_on = dataset_names(parser, args.train_on)
-    if args.target_pseudo and set(dataset_names(parser, args.eval_on)) <= set(train_on):
+    train_on, eval_on = dataset_names(parser, args.train_on), dataset_names(parser, args.eval_on)
+    if args.target_pseudo and set(eval_on) <= set(train_on):
         parser.error("--target-pseudo needs a left-out set among --eval-on")
-    root, _, pools = train(args, work, train_on)
-    label, overrides, _ = choose(args, work, root, pools)
+    opts = ProtocolOptions.from_args(args)
+    root, _, pools = train(opts, work, train_on)
+    label, overrides, _ = choose(opts, work, root, pools)
     models = direction_models(root)
     loop = load_config(EfficientRAGConfig, None, overrides)
     choice = MethodChoiceConfig(rerank_top_k=args.rerank_top_k)
-    judge = Judge(scoring_sets(args, work, pools), loop, root / "method_choice", progress=not args.quiet)
+    judge = Judge(scoring_sets(opts, work, pools), loop, root / "method_choice", progress=not args.quiet)
     _, method = choose_method(judge, models, loop, choice)
     on_dev = with_pair_budgets(method, args.pair_budgets)
-    evaluated = dev_pools(args, work, train_on)
+    evaluated = dev_pools(opts, work, train_on, eval_on)
     pseudo = None
     if args.target_pseudo:
         sets = target_pseudo_sets(evaluated, train_on, progress=not args.quiet)
@@ -229,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         (method, pseudo),
         sections,
         (time.perf_counter() - t0) / 60,
+        command_line(__file__, argv),
     )
     publish(text, args.out)
     return 0

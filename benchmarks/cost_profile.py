@@ -29,7 +29,6 @@ takes another experiment preset.
 from __future__ import annotations
 
 import argparse
-import shlex
 import statistics
 import sys
 import time
@@ -40,7 +39,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from report_output import publish
+from report_output import command_line, publish
 
 from efficientrag.adapt.method_choice import LABELER_RERANK, rerank_settings
 from efficientrag.config import load_config
@@ -310,7 +309,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     clock, results, teacher_of, threads = profile(args)
-    command = "python benchmarks/cost_profile.py " + shlex.join(sys.argv[1:] if argv is None else argv)
+    command = command_line(__file__, argv)
     text = render(args, clock, results, teacher_of, threads, command.strip())
     publish(text, args.out)
     return 0

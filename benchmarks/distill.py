@@ -31,21 +31,23 @@ import argparse
 import json
 import math
 import os
-import shlex
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from report_output import command_line
 from retrieval_efficientrag import (
     DATASETS,
     DEV_FILES,
-    GRID,
+    ProtocolOptions,
     choose,
     load_rag,
     open_domain_report,
     open_pool,
+    parse_protocol_args,
+    protocol_options_arguments,
     protocol_parser,
     quick_config,
     report_on,
@@ -131,14 +133,14 @@ def distill_config(args: argparse.Namespace, teachers: Path, overrides: list[str
     return cfg
 
 
-def record_pairs(cfg: Any, args: argparse.Namespace, work: Path, pools: dict[str, Any]) -> list[Path]:
+def record_pairs(cfg: Any, opts: ProtocolOptions, work: Path, pools: dict[str, Any]) -> list[Path]:
     """The teachers' loop over each train file's training-side questions, on its own corpus."""
     from efficientrag.adapt.self_training import Question
     from efficientrag.distill.job import pairs_stage
 
     teachers = {"labeler": Path(cfg.labeler), "filter": Path(cfg.filter)}
     held = {
-        name: {ex.id for ex in validation_examples(pool, quick_config(work, name, args))}
+        name: {ex.id for ex in validation_examples(pool, quick_config(work, name, opts))}
         for name, pool in pools.items()
     }
     rows = []
@@ -152,7 +154,7 @@ def record_pairs(cfg: Any, args: argparse.Namespace, work: Path, pools: dict[str
             corpus=pool.corpus,
             retriever=pool.retriever,
         )
-        if not args.quiet:
+        if not opts.quiet:
             print(f"{name}: recorded pairs {counts}", file=sys.stderr)
         rows.append(folder)
     return rows
@@ -193,7 +195,7 @@ def equal_steps(cfg: Any, kind: str) -> Any:
 
 
 def validation_scores(
-    args: argparse.Namespace,
+    opts: ProtocolOptions,
     work: Path,
     models: Path,
     pools: dict[str, Any],
@@ -206,7 +208,7 @@ def validation_scores(
     per = []
     folder = "validation" if quantize == "none" else f"validation-{quantize}"
     for name, pool in pools.items():
-        cfg = quick_config(work, name, args)
+        cfg = quick_config(work, name, opts)
         rag = load_rag(pool, models, quantize)
         res = run_setting(
             pool,
@@ -223,65 +225,57 @@ def validation_scores(
 
 def main(argv: list[str] | None = None) -> int:
     parser = protocol_parser(__doc__)
-    parser.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), default="bm25")
-    parser.add_argument("--epochs", type=int, default=3, help="teacher Labeler epochs (the protocol's)")
-    parser.add_argument("--grid", nargs="+", default=GRID, help="settings the protocol chooses from")
-    parser.add_argument("--no-token-stage", action="store_true")
-    parser.add_argument("--labeler-overrides", nargs="*", default=[])
-    parser.add_argument("--filter-overrides", nargs="*", default=[])
-    parser.add_argument("--diagnose", nargs="*", default=[])
-    parser.add_argument(
-        "--open-domain", type=int, default=0, metavar="N", help="also report N 2Wiki open-domain questions"
-    )
+    protocol_options_arguments(parser, retriever="bm25")
     parser.add_argument("--depths", type=int, nargs="+", default=list(DEPTHS))
     parser.add_argument("--filter-too", action="store_true", help="distill the Filter at the same depth")
-    parser.add_argument(
-        "--pairs-ratio",
-        type=float,
-        default=1.0,
-        help="recorded rows per synthesized row (the +pairs candidates)",
-    )
+    pairs_help = "recorded rows per synthesized row (the +pairs candidates)"
+    parser.add_argument("--pairs-ratio", type=float, default=1.0, help=pairs_help)
     parser.add_argument("--distill-overrides", nargs="*", default=[], help="efficientrag distill key=value")
     parser.add_argument("--max-recall-drop", type=float, default=1.0)
     parser.add_argument("--max-all-gold-drop", type=float, default=2.0)
-    args = parser.parse_args(argv)
-    if not Path(args.shared_data).is_dir():
-        print(f"shared data not found at {args.shared_data}", file=sys.stderr)
-        return 2
+    args = parse_protocol_args(parser, argv)
     t0 = time.perf_counter()
+    opts = ProtocolOptions.from_args(args)
     work = Path(args.work_dir) / args.retriever
     train_on = [d for d in args.train_on.split(",") if d]
     eval_on = [d for d in args.eval_on.split(",") if d]
-    teachers, _, pools = train(args, work, train_on)
-    t_label, t_overrides, _ = choose(args, work, teachers, pools)
+    teachers, _, pools = train(opts, work, train_on)
+    t_label, t_overrides, _ = choose(opts, work, teachers, pools)
     cfg = distill_config(args, teachers, t_overrides)
     rows = (
-        record_pairs(cfg, args, work, pools) if cfg.mix.labeler_ratio > 0 or cfg.mix.filter_ratio > 0 else []
+        record_pairs(cfg, opts, work, pools) if cfg.mix.labeler_ratio > 0 or cfg.mix.filter_ratio > 0 else []
     )
     candidates = train_candidates(cfg, args, rows)
     folders = {
         name: models_folder(Path(cfg.work_dir) / "candidates" / name, c["labeler"], c["filter"])
         for name, c in candidates.items()
     }
-    teacher_val = validation_scores(args, work, teachers, pools, t_label, t_overrides)
+    teacher_val = validation_scores(opts, work, teachers, pools, t_label, t_overrides)
     scores = {
         name: {
-            **validation_scores(args, work, folder, pools, t_label, t_overrides),
+            **validation_scores(opts, work, folder, pools, t_label, t_overrides),
             "depth": candidates[name]["depth"],
         }
         for name, folder in folders.items()
     }
     chosen, why = pick(scores, teacher_val, args.max_recall_drop, args.max_all_gold_drop)
-    s_label, s_overrides, _ = choose(args, work, folders[chosen], pools)  # re-tuned on validation
+    s_label, s_overrides, _ = choose(opts, work, folders[chosen], pools)  # re-tuned on validation
     dtypes = {  # float32 against bf16 on validation: is `quantize: auto` a safe default?
-        who: {q: validation_scores(args, work, models, pools, label, overrides, q) for q in ("none", "bf16")}
+        who: {q: validation_scores(opts, work, models, pools, label, overrides, q) for q in ("none", "bf16")}
         for who, models, label, overrides in (
             ("teachers", teachers, t_label, t_overrides),
             (f"student {chosen}", folders[chosen], s_label, s_overrides),
         )
     }
     results = dev_report(
-        args, work, eval_on, teachers, folders[chosen], (t_label, t_overrides), (s_label, s_overrides)
+        opts,
+        work,
+        train_on,
+        eval_on,
+        teachers,
+        folders[chosen],
+        (t_label, t_overrides),
+        (s_label, s_overrides),
     )
     report = render(
         args, teacher_val, scores, chosen, why, (t_label, t_overrides), (s_label, s_overrides), results
@@ -304,8 +298,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def dev_report(
-    args: argparse.Namespace,
+    opts: ProtocolOptions,
     work: Path,
+    train_on: list[str],
     eval_on: list[str],
     teachers: Path,
     student: Path,
@@ -314,11 +309,11 @@ def dev_report(
 ) -> dict[str, dict[str, Any]]:
     """Teachers and student, each at its own chosen setting, on every dev question."""
     pools = {
-        name: open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args) for name in eval_on
+        name: open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", opts) for name in eval_on
     }
-    if not args.no_combined:
+    if not opts.no_combined:
         pools["combined"] = open_pool(
-            "dev-combined", [(d, DEV_FILES[d]) for d in DATASETS], work / "pools", args
+            "dev-combined", [(d, DEV_FILES[d]) for d in DATASETS], work / "pools", opts
         )
     results: dict[str, dict[str, Any]] = {}
     for pool_name, pool in pools.items():
@@ -329,15 +324,14 @@ def dev_report(
             rag = load_rag(pool, models)
             for name in eval_on if pool_name == "combined" else [pool_name]:
                 out = models / ("dev-combined" if pool_name == "combined" else "dev") / name
-                res = report_on(pool, rag, label, overrides, out, args, name)
+                res = report_on(pool, rag, label, overrides, out, opts, name)
                 results.setdefault(f"{name} ({pool_name} pool)", {})[who] = res
-    if args.open_domain:
-        train_on = [d for d in args.train_on.split(",") if d]
+    if opts.open_domain:
         for who, models, (label, overrides) in (
             ("teacher", teachers, t_setting),
             ("student", student, s_setting),
         ):
-            name, by_pool = open_domain_report(args, work, models, label, overrides, train_on)
+            name, by_pool = open_domain_report(opts, work, models, label, overrides, train_on)
             for pool_name, res in by_pool.items():
                 results.setdefault(f"{name}, {pool_name}", {})[who] = res
     return results
@@ -397,7 +391,7 @@ def render(args, teacher_val, scores, chosen, why, t_setting, s_setting, results
             f"| {where} | {direct:.2f} | {t['recall']:.2f} | {t['all_gold']:.2f} | {t['num_chunks']:.2f} "
             f"| {s['recall']:.2f} | {s['all_gold']:.2f} | {s['num_chunks']:.2f} |"
         )
-    cmd = "python benchmarks/distill.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    cmd = command_line(__file__)
     lines += ["", f"Rerun: `{cmd.strip()}`"]
     return "\n".join(lines)
 

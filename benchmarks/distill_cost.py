@@ -26,60 +26,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
-import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from report_output import publish
-from retrieval_efficientrag import DATASETS, DEFAULT_SHARED, DEV_FILES, REPO, open_pool
-from treehop_latency import TREEHOP, plot
+from report_output import command_line
+from retrieval_efficientrag import DATASETS, DEV_FILES, REPO, ProtocolOptions, open_pool
+from timed_methods import (
+    SPLIT,
+    CountedRun,
+    DirectRun,
+    LoopRun,
+    latency_parser,
+    measure_modes,
+    publish_timings,
+)
+from treehop_latency import TREEHOP
 
-from efficientrag.pipeline.trace import stage_seconds
-
-SPLIT = ("encode", "search", "labeler", "filter", "model")
 VARIANTS = ("teacher", "teacher-bf16", "student", "student-bf16", "student-bf16+len")
 DIRECT_KS = (2, 4, 7, 10)
-
-
-class Direct:
-    """Direct-R@k: one search, no model."""
-
-    def __init__(self, retriever: Any, k: int) -> None:
-        self.retriever, self.k = retriever, k
-
-    def run(self, questions: list[str]) -> tuple[list[list[str]], dict[str, float]]:
-        hits = self.retriever.search(questions, self.k)
-        t = getattr(self.retriever, "last_timings", {})
-        split = dict.fromkeys(SPLIT, 0.0) | {k: t.get(k, 0.0) for k in ("encode", "search")}
-        return [[h.id for h in hs] for hs in hits], split
-
-
-class Loop:
-    """EfficientRAG with its per-hop Labeler, Filter and search seconds."""
-
-    def __init__(self, rag: Any) -> None:
-        self.rag = rag
-
-    def run(self, questions: list[str]) -> tuple[list[list[str]], dict[str, float]]:
-        results = self.rag.retrieve_batch(questions)
-        seconds = stage_seconds([r.trace for r in results])
-        split = dict.fromkeys(SPLIT, 0.0) | {k: seconds[k] for k in ("encode", "search", "labeler", "filter")}
-        return [r.chunk_ids for r in results], split
-
-
-class Tree:
-    def __init__(self, search: Any) -> None:
-        self.search = search
-
-    def run(self, questions: list[str]) -> tuple[list[list[str]], dict[str, float]]:
-        results = self.search.retrieve_batch(questions)
-        split = dict.fromkeys(SPLIT, 0.0)
-        for res in results:
-            for key in ("encode", "search", "model"):
-                split[key] += res.counters[f"time_{key}_s"]
-        return [r.chunk_ids for r in results], split
 
 
 def variant_overrides(name: str, chosen: dict[str, Any], length: int) -> list[str]:
@@ -106,17 +72,17 @@ def runs_for(
     from efficientrag.pipeline.config import EfficientRAGConfig
     from efficientrag.pipeline.efficientrag import EfficientRAG
 
-    runs: dict[str, Any] = {f"Direct-R@{k}": Direct(pool.retriever, k) for k in args.direct_ks}
+    runs: dict[str, Any] = {f"Direct-R@{k}": DirectRun(pool.retriever, k) for k in args.direct_ks}
     for name in args.variants:
         cfg = load_config(EfficientRAGConfig, None, variant_overrides(name, chosen, args.len))
-        runs[f"EfficientRAG {name}"] = Loop(EfficientRAG.from_config(pool.retriever, cfg))
+        runs[f"EfficientRAG {name}"] = LoopRun(EfficientRAG.from_config(pool.retriever, cfg))
     if treehop is not None:
         from efficientrag.treehop.config import TreeHopRetrievalConfig
         from efficientrag.treehop.retriever import TreeHopRetriever
 
         where = "" if dense is pool.retriever else " (dense index)"
         for name, (k, hops) in TREEHOP.items():
-            runs[name + where] = Tree(
+            runs[name + where] = CountedRun(
                 TreeHopRetriever(dense, treehop, TreeHopRetrievalConfig(top_k=k, hops=hops))
             )
     return runs
@@ -133,25 +99,6 @@ def treehop_model(args: argparse.Namespace) -> Any:
     from efficientrag.treehop.model import TreeHop
 
     return TreeHop.from_pretrained(json.loads(found[0].read_text(encoding="utf-8"))["model"], device="cpu")
-
-
-def measure(runs: dict[str, Any], examples: list, size: int) -> dict[str, dict[str, Any]]:
-    """Every run on every slice of ``size`` questions, the order rotating from slice to slice."""
-    from efficientrag.retrieval.metrics import score_retrieval
-
-    stats = {name: {"wall": 0.0, **dict.fromkeys(SPLIT, 0.0), "scores": []} for name in runs}
-    names = list(runs)
-    for n, start in enumerate(range(0, len(examples), size)):
-        part = examples[start : start + size]
-        for name in names[n % len(names) :] + names[: n % len(names)]:
-            t0 = time.perf_counter()
-            ids, split = runs[name].run([ex.question for ex in part])
-            stats[name]["wall"] += time.perf_counter() - t0
-            for key in SPLIT:
-                stats[name][key] += split[key]
-            for ex, got in zip(part, ids, strict=True):
-                stats[name]["scores"].append(score_retrieval(got, [], ex.gold_chunk_ids, ex.answers))
-    return stats
 
 
 def table(by_mode: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
@@ -175,38 +122,16 @@ def table(by_mode: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
     return lines
 
 
-def points(stats: dict[str, dict[str, Any]]) -> dict[str, tuple[float, float, float]]:
-    from efficientrag.retrieval.metrics import mean_scores
-
-    return {
-        name: (
-            s["wall"] / len(s["scores"]),
-            mean_scores(s["scores"])["recall"],
-            mean_scores(s["scores"])["num_chunks"],
-        )
-        for name, s in stats.items()
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--shared-data", default=str(DEFAULT_SHARED))
-    parser.add_argument("--work-dir", default=str(REPO / "runs" / "bench_protocol"))
+    parser = latency_parser(__doc__)
     parser.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), default="dense")
     parser.add_argument(
         "--results", default="", help="benchmarks/distill.py results.json (default: its place)"
     )
     parser.add_argument("--train-on", default=",".join(DATASETS), help="the teachers' training files")
-    parser.add_argument("--datasets", default=",".join(DATASETS), help="dev sets to time")
-    parser.add_argument("--limit", type=int, default=0, help="first N dev questions per dataset (0: all)")
-    parser.add_argument("--slice", type=int, default=32)
-    parser.add_argument("--single", type=int, default=30)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS))
     parser.add_argument("--len", type=int, default=128, help="Labeler tokens of the +len variant")
     parser.add_argument("--direct-ks", type=int, nargs="+", default=list(DIRECT_KS))
-    parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--out", default=str(REPO / "runs" / "distill_cost"))
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
@@ -229,39 +154,23 @@ def main(argv: list[str] | None = None) -> int:
     chosen["teacher"] = {k: str(path.parents[1] / k / "best") for k in ("labeler", "filter")}
     by_mode: dict[str, dict[str, dict[str, Any]]] = {"batch": {}, "single": {}}
     treehop = treehop_model(args)
+    opts = ProtocolOptions.from_args(args)
     for name in [d for d in args.datasets.split(",") if d]:
-        pool = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args)
+        pool = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", opts)
         examples = pool.examples[: args.limit or None]
         dense = pool.retriever
         if treehop is not None and args.retriever != "dense":  # the same questions and chunks, a dense index
-            dense_args = argparse.Namespace(**{**vars(args), "retriever": "dense"})
             dense_root = Path(args.work_dir) / "dense" / "pools"
-            dense = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], dense_root, dense_args).retriever
+            dense_opts = replace(opts, retriever="dense")
+            dense = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], dense_root, dense_opts).retriever
         runs = runs_for(pool, args, chosen, treehop, dense)
-        for mode, exs, size in (("batch", examples, args.slice), ("single", examples[: args.single], 1)):
-            for method, s in measure(runs, exs, size).items():
-                merged = by_mode[mode].setdefault(method, s)
-                if merged is not s:
-                    for key in ("wall", *SPLIT):
-                        merged[key] += s[key]
-                    merged["scores"] += s["scores"]
-    out = Path(args.out)
-    png = plot(
-        points(by_mode["batch"]), out / "recall_vs_seconds.png", "recall vs seconds per question", threads
-    )
-    cmd = "python benchmarks/distill_cost.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    lines = [
+        measure_modes(by_mode, runs, examples, args)
+    intro = (
         f"Seconds per question on {args.datasets} dev questions, {args.retriever}, {threads} torch threads, "
         f"bfloat16 kernels: {'yes' if cpu_has_bf16_kernels() else 'no'}; chosen student {chosen['chosen']}, "
-        f"setting {chosen['student_setting'][0]} (teachers {chosen['teacher_setting'][0]}).",
-        "",
-        *table(by_mode),
-        "",
-        f"Rerun: `{cmd.strip()}`",
-        "",
-        f"![recall vs seconds]({png})",
-    ]
-    publish("\n".join(lines), out / "cost.md")
+        f"setting {chosen['student_setting'][0]} (teachers {chosen['teacher_setting'][0]})."
+    )
+    publish_timings(intro, table(by_mode), by_mode, Path(args.out), "cost.md", command_line(__file__, argv))
     return 0
 
 

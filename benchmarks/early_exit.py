@@ -30,7 +30,6 @@ fit again only when those beside the Labeler were fit to other rows or settings.
 from __future__ import annotations
 
 import argparse
-import shlex
 import statistics
 import sys
 from collections.abc import Sequence
@@ -38,7 +37,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from report_output import publish, quickstart_models
+from report_output import command_line, publish, quickstart_models
 
 from efficientrag.adapt.exit_choice import layer_cost, pick_threshold
 from efficientrag.adapt.method_choice import LABELER_RERANK, rerank_settings
@@ -249,7 +248,7 @@ def render(
     lines = [
         f"# The Labeler's early exit (toy worlds, seeds 1 / 2, {args.questions} questions each)",
         "",
-        "    python benchmarks/early_exit.py " + shlex.join(sys.argv[1:]),
+        "    " + command_line(__file__),
         "",
         f"Labeler {folder_digest(str(labeler))[:12]} ({depth} layers), exit heads after layers {args.layers}, fit "
         f"on {fit.get('rows')} rows (`{args.rows}` and the loop's pairs on world {args.fit_seed}; digest "

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
+from report_output import command_line, publish
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "hotpotqa" / "dev_ircot.350.jsonl"
@@ -64,6 +65,25 @@ def build_pairs(path: Path, tokenizer, n: int, low: int, high: int) -> list[tupl
     if not pairs:
         raise SystemExit(f"no pairs of {low}-{high} tokens in {path}")
     return pairs
+
+
+def agreement(reference: list[Any], outputs: list[Any]) -> str:
+    """How far a backend's predictions are from the reference backend's, as the table's last cells:
+    the largest difference in a word's and in the Continue probability, and the share of words and
+    of tags on the other side of 0.5."""
+    d_word = d_tag = 0.0
+    flipped = n_words = tags_flipped = 0
+    for ref, got in zip(reference, outputs, strict=True):
+        for a, b in zip(ref.word_probs, got.word_probs, strict=True):
+            d_word = max(d_word, abs(a - b))
+            flipped += (a >= 0.5) != (b >= 0.5)
+            n_words += 1
+        d_tag = max(d_tag, abs(ref.continue_prob - got.continue_prob))
+        tags_flipped += (ref.continue_prob >= 0.5) != (got.continue_prob >= 0.5)
+    return (
+        f"{d_word:.4f} | {d_tag:.4f} | {100 * flipped / max(n_words, 1):.2f}% "
+        f"| {100 * tags_flipped / max(len(reference), 1):.1f}% |"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,22 +161,10 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for name in names:
         ms = statistics.median(seconds[name]) * 1000
-        d_word = d_tag = 0.0
-        flipped = n_words = tags_flipped = 0
-        for ref, got in zip(outputs[base], outputs[name], strict=True):
-            for a, b in zip(ref.word_probs, got.word_probs, strict=True):
-                d_word = max(d_word, abs(a - b))
-                flipped += (a >= 0.5) != (b >= 0.5)
-                n_words += 1
-            d_tag = max(d_tag, abs(ref.continue_prob - got.continue_prob))
-            tags_flipped += (ref.continue_prob >= 0.5) != (got.continue_prob >= 0.5)
         lines.append(
-            f"| {name} | {ms:.1f} | {base_ms / ms:.2f}x | {d_word:.4f} | {d_tag:.4f} "
-            f"| {100 * flipped / max(n_words, 1):.2f}% | {100 * tags_flipped / len(pairs):.1f}% |"
+            f"| {name} | {ms:.1f} | {base_ms / ms:.2f}x | " + agreement(outputs[base], outputs[name])
         )
-    cmd = "python benchmarks/labeler_backends.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    lines += ["", f"Rerun: `{cmd.strip()}`"]
-    print("\n".join(lines))
+    publish("\n".join(lines), None, rerun=command_line(__file__, argv))
     return 0
 
 

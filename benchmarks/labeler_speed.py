@@ -27,18 +27,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from report_output import command_line, publish
 from retrieval_efficientrag import (
     DATASETS,
     DEFAULT_SHARED,
     DEV_FILES,
     TRAIN_FILES,
-    VALIDATION_RATIO,
+    ProtocolOptions,
     open_pool,
     quick_config,
     validation_examples,
@@ -136,20 +136,18 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.work_dir) if args.work_dir else models.parents[1]
     base = list(args.setting) if args.setting is not None else chosen_setting(models)
     plans = variants(args.variants, base)
+    opts = ProtocolOptions.from_args(args)
     if args.split == "dev":
         pool = open_pool(
-            f"dev-{args.dataset}", [(args.dataset, DEV_FILES[args.dataset])], work / "pools", args
+            f"dev-{args.dataset}", [(args.dataset, DEV_FILES[args.dataset])], work / "pools", opts
         )
         examples = pool.examples[: args.limit]
     else:
         # The same pool and validation questions the protocol benchmark chose its setting on.
         pool = open_pool(
-            f"train-{args.dataset}", [(args.dataset, TRAIN_FILES[args.dataset])], work / "pools", args
+            f"train-{args.dataset}", [(args.dataset, TRAIN_FILES[args.dataset])], work / "pools", opts
         )
-        proto = argparse.Namespace(
-            **vars(args), labeler_overrides=[], filter_overrides=[], validation_ratio=VALIDATION_RATIO
-        )
-        examples = validation_examples(pool, quick_config(work, args.dataset, proto))[: args.limit]
+        examples = validation_examples(pool, quick_config(work, args.dataset, opts))[: args.limit]
     rags = {name: build(pool, models, ov) for name, ov in plans.items()}
 
     seconds = {name: {"labeler": 0.0, "filter": 0.0, "wall": 0.0} for name in plans}
@@ -193,9 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {m['num_chunks']:.2f} | {m['recall']:.2f} | {m['all_gold']:.2f} "
             f"| {m['recall'] - ref_scores['recall']:+.2f} | {m['all_gold'] - ref_scores['all_gold']:+.2f} |"
         )
-    cmd = "python benchmarks/labeler_speed.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    lines += ["", f"Rerun: `{cmd}`"]
-    print("\n".join(lines))
+    publish("\n".join(lines), None, rerun=command_line(__file__, argv))
     return 0
 
 

@@ -17,7 +17,6 @@ method after another on the first ``--time-sample`` questions).
 from __future__ import annotations
 
 import argparse
-import shlex
 import statistics
 import sys
 from collections.abc import Sequence
@@ -25,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from report_output import publish
+from report_output import command_line, publish
 
 from efficientrag.eval.interrupts import main_reporting_interrupts
 from efficientrag.eval.job_runs import evaluate_efficientrag_run
@@ -146,7 +145,7 @@ def render(
     lines = [
         f"# Fewer Labeler pairs (toy worlds, seeds 1 / 2, {args.questions} questions each)",
         "",
-        "    python benchmarks/pair_cost.py " + shlex.join(sys.argv[1:]),
+        "    " + command_line(__file__),
         "",
         f"Models: Labeler {folder_digest(str(labeler))[:12]}, Filter {folder_digest(str(filter_))[:12]} "
         f"({args.models}). Chosen on the validation world: **{chosen}** (the fewest pairs within "

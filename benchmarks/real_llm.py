@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from real_llm_tables import method_dir, print_qa_table, print_synth_tables, read_predictions, synth_row
+from report_output import command_line
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
@@ -60,7 +60,7 @@ QA_SOURCE = "SmolLM2-135M-Instruct (Q4_1 GGUF, dequantized, transformers on CPU)
 
 
 def rerun(argv: list[str]) -> str:
-    return "python benchmarks/real_llm.py " + " ".join(shlex.quote(a) for a in argv)
+    return command_line(__file__, argv)
 
 
 # -- the experiment ---------------------------------------------------------------------------------

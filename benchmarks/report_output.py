@@ -4,6 +4,7 @@ A public interface for the scripts beside it; nothing here is measured."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -24,13 +25,38 @@ def quickstart_models(models: Path) -> tuple[Path, Path]:
     return labeler, filter_
 
 
-def publish(text: str, out: Path | None) -> None:
+def command_line(script: str, argv: list[str] | None = None) -> str:
+    """The command that reruns a script with these arguments, as a report prints it.
+
+    Args:
+        script: The script's ``__file__``.
+        argv: Its arguments (None: this process's).
+    """
+    args = sys.argv[1:] if argv is None else argv
+    return " ".join(["python", f"benchmarks/{Path(script).name}", *(shlex.quote(a) for a in args)])
+
+
+def heading(title: str, command: str, minutes: float) -> list[str]:
+    """A report's first lines: its title, then the command that made it and how long it took.
+
+    Args:
+        title: The Markdown heading.
+        command: The command line (:func:`command_line`).
+        minutes: The run's minutes.
+    """
+    return [title, "", f"Command: `{command}` ({minutes:.0f} min)", ""]
+
+
+def publish(text: str, out: Path | None, rerun: str = "") -> None:
     """Print the report and, given ``out``, write it there too (the copy the docs link).
 
     Args:
         text: The report (Markdown).
         out: Where to write it (None: printed only).
+        rerun: The command that made it (:func:`command_line`), added as the report's last line.
     """
+    if rerun:
+        text = f"{text}\n\nRerun: `{rerun}`"
     print(text)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)

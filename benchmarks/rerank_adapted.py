@@ -21,12 +21,11 @@ No question of the left-out dataset, and none of its gold, chooses anything.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
 from adaptation import PRESET, adapt_config, validation_sets
-from retrieval_efficientrag import Pool
+from retrieval_efficientrag import Pool, ProtocolOptions
 
 
 def adapted_root(models: Path, target: str) -> Path:
@@ -35,7 +34,7 @@ def adapted_root(models: Path, target: str) -> Path:
 
 
 def adapt_models(
-    args: argparse.Namespace,
+    opts: ProtocolOptions,
     work: Path,
     models: Path,
     pools: dict[str, Pool],
@@ -52,8 +51,8 @@ def adapt_models(
     from efficientrag.data.corpus import Corpus
 
     root = adapted_root(models, target)
-    base = adapt_config(args, PRESET, work, models, target, overrides, root / "adapt")
-    sets = validation_sets(args, work, pools)
+    base = adapt_config(opts, PRESET, work, models, target, overrides, root / "adapt")
+    sets = validation_sets(opts, work, pools)
     summary = run_adapt(base, extra_sets=sets)
     kept = Path(summary["labeler"])
     folder = kept.parents[1]
@@ -66,7 +65,7 @@ def adapt_models(
 
 
 def choose_adapted_loop(
-    args: argparse.Namespace,
+    opts: ProtocolOptions,
     adapted: Path,
     candidates: dict[str, list[str]],
     sets: list[Any],
@@ -81,7 +80,7 @@ def choose_adapted_loop(
     scores = {}
     for label, overrides in candidates.items():
         loop = load_config(EfficientRAGConfig, None, overrides)
-        judge = Judge(sets, loop, out / label, progress=not args.quiet)
+        judge = Judge(sets, loop, out / label, progress=not opts.quiet)
         scores[label] = judge.score(pair).score
     best = max(candidates, key=lambda c: scores[c])
     return (best, candidates[best]), scores

@@ -27,14 +27,13 @@ Runs are cached (fingerprinted) under ``--work-dir``; a rerun with other models 
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from report_output import publish, quickstart_models
+from report_output import command_line, publish, quickstart_models
 
 from efficientrag.baselines.direct_r import DirectRetrieval
 from efficientrag.baselines.labeler_rerank import LabelerRerank, LabelerRerankConfig
@@ -272,7 +271,7 @@ def render(
         f"# The loop containing its Labeler as a reranker (toy worlds, seeds {args.validation_seed} / "
         f"{args.report_seed}, {args.questions} questions each)",
         "",
-        "    python benchmarks/rerank_containment.py " + shlex.join(sys.argv[1:]),
+        "    " + command_line(__file__),
         "",
         f"Models: Labeler {folder_digest(str(labeler))[:12]}, Filter {folder_digest(str(filter_))[:12]} "
         f"({args.models}). Budget K = {b}, the reranker's N = {n}. On the validation world (seed "

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from paired_gap import Row, Side, paired_rows, side_scores
+from report_output import heading
 from rerank_fusion import deployed_row
 from rerank_methods import KS, SEARCH_ROW, rerankers
 from rerank_tables import at_chunks, known_types, seconds_per_question
@@ -256,10 +257,11 @@ def write_report(
         )
     minutes = (time.perf_counter() - t0) / 60
     lines = [
-        f"## Rerankers as deployed, on dev questions (search: {args.retriever}; trained on {', '.join(train_on)})",
-        "",
-        f"Command: `{command}` ({minutes:.0f} min)",
-        "",
+        *heading(
+            f"## Rerankers as deployed, on dev questions (search: {args.retriever}; trained on {', '.join(train_on)})",
+            command,
+            minutes,
+        ),
         "On each set, what validation hands a user: in domain the best on the set's own validation"
         " questions of the reranker rows (each fused with the search's order as the training files'"
         " validation questions chose) and the search's own order; on a left-out set the row and fusion,"

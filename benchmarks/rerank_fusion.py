@@ -22,20 +22,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from report_output import heading
 from rerank_methods import FUSION_K, FUSIONS, SEARCH_ROW, Scores, fused_folder, rerankers
 from rerank_pseudo import choose_on_pseudo, pseudo_mean, pseudo_scores
-from retrieval_efficientrag import TRAIN_FILES, Pool, open_pool, quick_config
+from retrieval_efficientrag import TRAIN_FILES, Pool, ProtocolOptions, open_pool, quick_config
 
 
 def validation_scores(
-    args: argparse.Namespace, models: Path, pools: Mapping[str, Pool], reranker: Path
+    opts: ProtocolOptions, models: Path, pools: Mapping[str, Pool], reranker: Path
 ) -> Scores:
     """Every reranker row alone and fused, and the search's own order (``SEARCH_ROW``, under the
     fusion ``"none"``), on each pool's validation questions: the mean of recall and all-gold at
     ``FUSION_K``, in %. Each run is cached under ``models/validation/<pool>``.
 
     Args:
-        args: The benchmark's arguments (``--quiet`` and what ``quick_config`` reads).
+        opts: The protocol's options (``quiet`` and what ``quick_config`` reads).
         models: The direction's models folder (the Labeler under ``labeler/best``).
         pools: Dataset name -> its train-file pool; its validation questions are scored.
         reranker: The cross-encoder's folder.
@@ -46,12 +47,12 @@ def validation_scores(
     from efficientrag.eval.job_runs import evaluate_ranked_run
 
     def score(method: Any, val: list, out: Path) -> float:
-        at_k = evaluate_ranked_run(method, val, out, ks=[FUSION_K], progress=not args.quiet)["retrieval"]
+        at_k = evaluate_ranked_run(method, val, out, ks=[FUSION_K], progress=not opts.quiet)["retrieval"]
         return (at_k[str(FUSION_K)]["recall"] + at_k[str(FUSION_K)]["all_gold"]) / 2
 
     by_file: Scores = {}
     for name, pool in pools.items():
-        val = validation_examples(pool, quick_config(models, name, args))
+        val = validation_examples(pool, quick_config(models, name, opts))
         root = models / "validation" / name
         search = DirectRetrieval.ranking(pool.retriever, [FUSION_K])
         by_file[name] = {SEARCH_ROW: {"none": score(search, val, root / f"direct_r_k{FUSION_K}")}}
@@ -76,7 +77,7 @@ def choose_fusion(by_file: Scores) -> dict[str, str]:
 
 
 def deployed_rerankers(
-    args: argparse.Namespace,
+    opts: ProtocolOptions,
     work: Path,
     models: Path,
     pools: Mapping[str, Pool],
@@ -92,19 +93,19 @@ def deployed_rerankers(
         ``fusion_left_out``, ``pseudo``: left-out set -> ``rerank_pseudo.pseudo_scores``' result and
         its ``chosen`` [row, fusion]).
     """
-    by_file = validation_scores(args, models, pools, reranker)
+    by_file = validation_scores(opts, models, pools, reranker)
     chosen = choose_fusion(by_file)
     held = {
-        name: open_pool(f"train-{name}", [(name, TRAIN_FILES[name])], work / "pools", args)
+        name: open_pool(f"train-{name}", [(name, TRAIN_FILES[name])], work / "pools", opts)
         for name in left_out
     }
     info: dict[str, Any] = {"fusion": chosen, "fusion_validation": by_file}
     if held:
-        info["fusion_left_out"] = validation_scores(args, models, held, reranker)
+        info["fusion_left_out"] = validation_scores(opts, models, held, reranker)
         info["pseudo"] = {}
         for name, pool in held.items():
             found = pseudo_scores(
-                pool, models, reranker, models / "validation" / f"pseudo-{name}", not args.quiet
+                pool, models, reranker, models / "validation" / f"pseudo-{name}", not opts.quiet
             )
             info["pseudo"][name] = found | {"chosen": list(choose_on_pseudo(pseudo_mean(found)))}
     return chosen, info
@@ -239,10 +240,11 @@ def write_validation_report(
     """
     minutes = (time.perf_counter() - t0) / 60
     lines = [
-        f"## Rerankers as deployed, on validation questions (search: {args.retriever})",
-        "",
-        f"Command: `{command}` ({minutes:.0f} min)",
-        "",
+        *heading(
+            f"## Rerankers as deployed, on validation questions (search: {args.retriever})",
+            command,
+            minutes,
+        ),
         f"Trained on the train files of {', '.join(train_on)}: the Labeler (its Continue probability as "
         f"a reranker) and the cross-encoder (recipe {reranker['recipe']}, chosen on the same validation "
         "questions). No dev question is read.",

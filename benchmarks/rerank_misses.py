@@ -15,12 +15,13 @@ questions: the loop's with its traces, Direct-R's ranked to at least K.
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+from report_output import command_line
 
 from efficientrag.eval.gold_fate import FATE_HEADERS, FATES, fate_of_record
 from efficientrag.jsonl import read_jsonl
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     loop = list(read_jsonl(args.loop / "predictions.jsonl"))
     direct = {str(r["id"]): r for r in read_jsonl(args.direct / "predictions.jsonl")}
     counts = count_misses(loop, direct, args.k)
-    command = "python benchmarks/rerank_misses.py " + " ".join(shlex.quote(a) for a in argv)
+    command = command_line(__file__, argv)
     print(render(counts, args.k, len(loop), command.strip()))
     return 0
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from report_output import heading
 from rerank_fusion import fusion_table
 
 from efficientrag.eval.chunk_curve import curve_from_ranked, value_at
@@ -95,10 +96,11 @@ def render(
     )
     recipes = ", ".join(f"{n} {r['best_score']:.2f}" for n, r in reranker["recipes"].items())
     lines = [
-        f"## EfficientRAG beside retrieve-then-rerank on dev questions (search: {retriever})",
-        "",
-        f"Command: `{command}` ({minutes:.0f} min)",
-        "",
+        *heading(
+            f"## EfficientRAG beside retrieve-then-rerank on dev questions (search: {retriever})",
+            command,
+            minutes,
+        ),
         f"Trained on the train files of {', '.join(train_on)}. EfficientRAG's setting, chosen on their "
         f"validation questions ({', '.join(f'{k} {v}' for k, v in validation_n.items())}; protocol score "
         f"{', '.join(f'{k} {v:.2f}' for k, v in loop_scores.items())}): `{label}` = "

@@ -61,20 +61,13 @@ def prepare(args: argparse.Namespace, work: Path, train_on: list[str]) -> TreeHo
     """Train TreeHop (or find it trained) and make every choice on the validation questions."""
     from efficientrag.treehop.model import TreeHop
 
-    th_args = argparse.Namespace(
-        **{
-            **vars(args),
-            "variants": list(treehop.VARIANTS),
-            "preset": str(treehop.PRESET),
-            "train_overrides": [],
-            "data_curve": [],
-        }
-    )
-    model_dir, pools, metrics = treehop.train(th_args, work, train_on)
+    # The protocol's options this benchmark runs with; TreeHop's own training at its defaults.
+    opts = treehop.TreeHopOptions.from_args(args)
+    model_dir, pools, metrics = treehop.train(opts, work, train_on)
     tag = folder_digest(model_dir, 12)
     model = TreeHop.from_pretrained(model_dir, device="cpu")
-    chosen, _ = treehop.choose(th_args, work, model, tag, pools)
-    setting, _, labeler, combo_dir = treehop.choose_combination(th_args, work, train_on, model, tag, pools)
+    chosen, _ = treehop.choose(opts, work, model, tag, pools)
+    setting, _, labeler, combo_dir = treehop.choose_combination(opts, work, train_on, model, tag, pools)
     labeler_dir = work / "models" / "+".join(train_on) / "labeler" / "best"
     key = combo_dir.name if combo_dir is not None else ""
     return TreeHopRows(model, tag, chosen, metrics["variant"], setting, labeler, labeler_dir, key)
@@ -99,7 +92,7 @@ def evaluate(rows: TreeHopRows, pool: Any, examples: list, out: Path) -> dict[st
     """
     k, hops = treehop.SETTINGS[rows.chosen]
     folder = out / "treehop" / rows.tag
-    label = treehop._slug(rows.chosen)
+    label = treehop.slug(rows.chosen)
     runs = {
         rows.chosen: (
             treehop.evaluate_treehop(pool, rows.model, examples, label, folder, top_k=k, hops=hops),

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import backend_scale
+import retrieval_efficientrag
 
 REPO = Path(__file__).resolve().parents[1]
 PART1 = ("bm25s", "milvus-bm25", "faiss-flat", "milvus-dense")
@@ -51,7 +52,7 @@ def part1_config(backend: str, index_dir: Path) -> Any:
     )
 
 
-def run_part1(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
+def run_part1(args: argparse.Namespace, work: Path, models: Path) -> list[dict[str, Any]]:
     from efficientrag.baselines.base import SharedSettings
     from efficientrag.baselines.direct_r import DirectRetrieval
     from efficientrag.baselines.efficientrag import EfficientRAGRetrieval
@@ -70,7 +71,6 @@ def run_part1(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
     pooled = prepare_data(ExperimentConfig(work_dir=str(work / "pool"), data=data))
     examples = pooled.examples[: args.limit] if args.limit else pooled.examples
     rag_cfg = load_config(ExperimentConfig, args.setting).efficientrag
-    models = Path(args.models)
     labeler = Labeler.from_pretrained(models / "labeler" / "best")
     filt = Filter.from_pretrained(models / "filter" / "best")
     encoder = Encoder(show_progress=False)
@@ -126,12 +126,9 @@ def run_part1(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
 def train_models(args: argparse.Namespace, root: Path) -> Path:
     """One Labeler/Filter pair from the HotpotQA train file (none of its questions is a dev
     question), through benchmarks/retrieval_efficientrag.py's steps; cached under ``root``."""
-    import retrieval_efficientrag
-
-    opts = argparse.Namespace(
-        shared_data=args.shared_data, retriever="bm25", quiet=args.quiet, epochs=args.train_epochs,
-        validation_ratio=retrieval_efficientrag.VALIDATION_RATIO, labeler_overrides=[], filter_overrides=[],
-    )  # fmt: skip
+    opts = retrieval_efficientrag.ProtocolOptions(
+        shared_data=args.shared_data, retriever="bm25", quiet=args.quiet, epochs=args.train_epochs
+    )
     models, _, _ = retrieval_efficientrag.train(opts, root, ["hotpotqa"])
     return models
 
@@ -253,16 +250,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child-timeout", type=int, default=3600)
     parser.add_argument("--plot", default=str(REPO / "docs" / "img" / "backends_scale.png"))
     parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
-    if not Path(args.shared_data).is_dir():
-        print(f"shared data not found at {args.shared_data}", file=sys.stderr)
-        return 2
+    args = retrieval_efficientrag.parse_protocol_args(parser, argv)
     work = Path(args.work_dir)
     report = []
     if not args.skip_part1:
-        if not args.models:
-            args.models = str(train_models(args, work / "train"))
-        rows = run_part1(args, work)
+        models = Path(args.models) if args.models else train_models(args, work / "train")
+        rows = run_part1(args, work, models)
         (work / "part1.json").write_text(json.dumps(rows, indent=1))
         title = f"## Same work, every backend ({args.dev_file}, {rows[0]['n']} questions, its pooled corpus)"
         report += [title, "", part1_table(rows), ""]

@@ -30,12 +30,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shlex
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+
+from report_output import command_line, heading
 
 from efficientrag.eval import versus_direct
 from efficientrag.eval.gold_fate import fate_cells, fate_table_head, gold_fate
@@ -81,11 +82,89 @@ GRID = [
 TOKEN_THRESHOLDS = (0.5, 0.7, 0.9)
 
 
+@dataclass(frozen=True)
+class ProtocolOptions:
+    """What the protocol's steps read: where the shared files are, which search, how the models are
+    trained and the setting chosen, what else is reported. A script that runs the steps builds one
+    from its own arguments (:meth:`from_args`, then ``dataclasses.replace`` for a change), so no
+    script hands another an argument namespace to read or patches one for it."""
+
+    shared_data: str = str(DEFAULT_SHARED)
+    retriever: str = "dense"
+    quiet: bool = False
+    validation_ratio: float = VALIDATION_RATIO
+    epochs: int = 3  # the Labeler's
+    grid: list[str] = field(default_factory=lambda: list(GRID))
+    no_token_stage: bool = False  # skip choosing the token threshold
+    no_combined: bool = False  # skip the combined dev pool
+    open_domain: int = 0  # 2Wiki open-domain questions also reported
+    labeler_overrides: list[str] = field(default_factory=list)
+    filter_overrides: list[str] = field(default_factory=list)
+    diagnose: list[str] = field(default_factory=list)  # one-lever changes reported, never chosen
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, **changes: Any) -> ProtocolOptions:
+        """The options a script's parsed arguments hold (those it has no option for keep their
+        defaults), with ``changes`` on top.
+
+        Args:
+            args: The script's own arguments.
+            changes: Options set by the script itself (for example ``retriever="dense"``).
+        """
+        known = {f.name for f in fields(cls)}
+        return cls(**({k: v for k, v in vars(args).items() if k in known} | changes))
+
+
+def parse_protocol_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """A protocol script's arguments; it exits with status 2, naming the folder, when the shared
+    data files are not there (before anything is trained or indexed).
+
+    Args:
+        parser: The script's parser.
+        argv: Its command line (None: this process's).
+    """
+    args = parser.parse_args(argv)
+    if not Path(args.shared_data).is_dir():
+        parser.exit(2, f"shared data not found at {args.shared_data} (pass --shared-data)\n")
+    return args
+
+
+def protocol_options_arguments(parser: argparse.ArgumentParser, retriever: str = "dense") -> None:
+    """The options a script that trains and chooses by the protocol offers on its command line.
+
+    Args:
+        parser: The script's parser (the options are added to it).
+        retriever: The default search.
+    """
+    parser.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), default=retriever)
+    parser.add_argument("--epochs", type=int, default=3, help="Labeler epochs")
+    parser.add_argument("--grid", nargs="+", default=GRID, help="label:key=value,... settings to choose from")
+    parser.add_argument("--no-token-stage", action="store_true", help="skip the token-threshold stage")
+    parser.add_argument(
+        "--open-domain",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also report N 2Wiki open-domain train questions (not among the training questions) "
+        "over their 5,813-document corpus",
+    )
+    parser.add_argument("--labeler-overrides", nargs="*", default=[])
+    parser.add_argument("--filter-overrides", nargs="*", default=[])
+    parser.add_argument(
+        "--diagnose",
+        nargs="*",
+        default=[],
+        metavar="key=value",
+        help="also report the chosen setting with this one change on the validation and dev questions (e.g. "
+        "floor_k=3 query_mode=merged), marked as not chosen",
+    )
+
+
 def open_pool(
     name: str,
     paths: list[tuple[str, str]],
     root: Path,
-    args: argparse.Namespace,
+    opts: ProtocolOptions,
     corpus_path: str | None = None,
 ) -> Pool:
     """``paths`` (dataset, file under ``--shared-data``; the first is the pool's own, the rest
@@ -96,14 +175,14 @@ def open_pool(
     (dataset, path), *rest = paths
     data = DataConfig(
         dataset=dataset,
-        path=str(Path(args.shared_data) / path),
-        corpus_path=str(Path(args.shared_data) / corpus_path) if corpus_path else None,
-        extra=[SourceConfig(d, str(Path(args.shared_data) / p)) for d, p in rest],
+        path=str(Path(opts.shared_data) / path),
+        corpus_path=str(Path(opts.shared_data) / corpus_path) if corpus_path else None,
+        extra=[SourceConfig(d, str(Path(opts.shared_data) / p)) for d, p in rest],
     )
-    return experiment_pool(name, data, RetrieverConfig(kind=args.retriever), root, progress=not args.quiet)
+    return experiment_pool(name, data, RetrieverConfig(kind=opts.retriever), root, progress=not opts.quiet)
 
 
-def quick_config(root: Path, dataset: str, args: argparse.Namespace) -> Any:
+def quick_config(root: Path, dataset: str, opts: ProtocolOptions) -> Any:
     from efficientrag.data.config import DataConfig
     from efficientrag.quickstart.job import QuickstartConfig
     from efficientrag.retrieval.config import RetrieverConfig
@@ -112,15 +191,15 @@ def quick_config(root: Path, dataset: str, args: argparse.Namespace) -> Any:
     cfg = QuickstartConfig(
         work_dir=str(root),
         data=DataConfig(dataset=dataset),
-        retriever=RetrieverConfig(kind=args.retriever),
+        retriever=RetrieverConfig(kind=opts.retriever),
         labeler=load_train_config(
-            "labeler", REPO / "configs/labeler/minilm-cpu.yaml", args.labeler_overrides
+            "labeler", REPO / "configs/labeler/minilm-cpu.yaml", opts.labeler_overrides
         ),
-        filter=load_train_config("filter", REPO / "configs/filter/minilm-cpu.yaml", args.filter_overrides),
+        filter=load_train_config("filter", REPO / "configs/filter/minilm-cpu.yaml", opts.filter_overrides),
         ks=KS,
-        progress=not args.quiet,
+        progress=not opts.quiet,
     )
-    cfg.synth.validation_ratio = args.validation_ratio
+    cfg.synth.validation_ratio = opts.validation_ratio
     return cfg
 
 
@@ -136,7 +215,7 @@ def validation_examples(pool: Pool, cfg: Any) -> list:
     ]
 
 
-def train(args: argparse.Namespace, work: Path, train_on: list[str]) -> tuple[Path, dict, dict[str, Pool]]:
+def train(opts: ProtocolOptions, work: Path, train_on: list[str]) -> tuple[Path, dict, dict[str, Pool]]:
     """Synthesis on every training file, then one Labeler and one Filter on all of them."""
     from efficientrag.quickstart.job import QuickstartPaths, synthesize
     from efficientrag.synth.merge import merge_training_sets
@@ -144,17 +223,17 @@ def train(args: argparse.Namespace, work: Path, train_on: list[str]) -> tuple[Pa
 
     pools, dirs = {}, []
     for name in train_on:
-        pool = open_pool(f"train-{name}", [(name, TRAIN_FILES[name])], work / "pools", args)
+        pool = open_pool(f"train-{name}", [(name, TRAIN_FILES[name])], work / "pools", opts)
         pools[name] = pool
-        cfg = quick_config(work / "synth" / name, name, args)
+        cfg = quick_config(work / "synth" / name, name, opts)
         paths = QuickstartPaths(work / "synth" / name)
         synthesize(cfg, paths, pool.corpus, pool.examples, pool.retriever)
         dirs.append(paths.synth)
     tag = "+".join(train_on)
     root = work / "models" / tag
     counts = merge_training_sets(dirs, root / "train_data")
-    cfg = quick_config(root, train_on[0], args)
-    train_model(replace(cfg.labeler, epochs=args.epochs), root / "train_data" / "labeler", root / "labeler")
+    cfg = quick_config(root, train_on[0], opts)
+    train_model(replace(cfg.labeler, epochs=opts.epochs), root / "train_data" / "labeler", root / "labeler")
     train_model(cfg.filter, root / "train_data" / "filter", root / "filter")
     return root, counts, pools
 
@@ -182,18 +261,16 @@ def run_setting(
     return evaluate_efficientrag(cfg, rag_cfg, pool.retriever, examples, out / label, rag=rag)
 
 
-def choose(
-    args: argparse.Namespace, work: Path, models: Path, pools: dict[str, Pool]
-) -> tuple[str, list, dict]:
+def choose(opts: ProtocolOptions, work: Path, models: Path, pools: dict[str, Pool]) -> tuple[str, list, dict]:
     """Grid on the validation questions of the training files; returns the winner and the table."""
     rags = {name: load_rag(pool, models) for name, pool in pools.items()}
-    val = {name: validation_examples(pool, quick_config(work, name, args)) for name, pool in pools.items()}
+    val = {name: validation_examples(pool, quick_config(work, name, opts)) for name, pool in pools.items()}
     scores: dict[str, dict[str, dict]] = {}
 
     def score(label: str, overrides: list[str]) -> float:
         scores[label] = {}
         for name, pool in pools.items():
-            cfg = quick_config(work, name, args)
+            cfg = quick_config(work, name, opts)
             out = models / "validation" / name
             res = run_setting(pool, rags[name], val[name], label, overrides, out, cfg)
             if "retrieval" not in res:
@@ -206,23 +283,23 @@ def choose(
         rows = scores[label].values()
         return sum((r["recall"] + r["all_gold"]) / 2 for r in rows) / len(scores[label])
 
-    settings = [_parse_setting(s) for s in args.grid]
+    settings = [_parse_setting(s) for s in opts.grid]
     ranked = sorted(((score(lab, ov), lab, ov) for lab, ov in settings), key=lambda x: -x[0])
     best_score, best_label, best_ov = ranked[0]
-    if not args.no_token_stage:
+    if not opts.no_token_stage:
         for t in TOKEN_THRESHOLDS:
             ov = [o for o in best_ov if not o.startswith("token_threshold=")] + [f"token_threshold={t}"]
             label = f"{best_label.rsplit('-tok', 1)[0]}-tok{t}"
             s = score(label, ov)
             if s > best_score:
                 best_score, best_label, best_ov = s, label, ov
-    for extra in args.diagnose:
+    for extra in opts.diagnose:
         # After the choice, so it cannot change it: what the lever does on validation questions.
         if extra not in best_ov:
             score(diagnostic_label(best_label, extra), with_lever(best_ov, extra))
     direct = {}
     for name, pool in pools.items():
-        cfg = quick_config(work, name, args)
+        cfg = quick_config(work, name, opts)
         from efficientrag.quickstart.job import evaluate_direct
 
         direct[name] = evaluate_direct(
@@ -238,22 +315,27 @@ def report_on(
     label: str,
     overrides: list[str],
     out: Path,
-    args: argparse.Namespace,
+    opts: ProtocolOptions,
     dataset: str,
     examples: list | None = None,
 ) -> dict:
     from efficientrag.quickstart.job import evaluate_direct
 
-    cfg = quick_config(out, dataset, args)
+    cfg = quick_config(out, dataset, opts)
     if examples is None:
-        examples = [ex for ex in pool.examples if _dataset_of(ex) == dataset]
+        examples = [ex for ex in pool.examples if dataset_of(ex) == dataset]
     direct = evaluate_direct(cfg, pool.retriever, examples, out / "direct_r")
     eff = run_setting(pool, rag, examples, label, overrides, out, cfg)
     return {"direct": direct, "efficientrag": eff, "fate": gold_fate(out / label / "predictions.jsonl")}
 
 
-def protocol_parser(doc: str | None) -> argparse.ArgumentParser:
-    """The honest protocol's arguments, shared with the benchmarks that run beside it (TreeHop)."""
+def protocol_parser(doc: str | None, leave_one_out: str = "") -> argparse.ArgumentParser:
+    """The honest protocol's arguments, shared with the benchmarks that run beside it (TreeHop).
+
+    Args:
+        doc: The script's description (its docstring).
+        leave_one_out: What ``--leave-one-out`` does in this script ("": no such option).
+    """
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shared-data", default=str(DEFAULT_SHARED))
     parser.add_argument("--work-dir", default=str(REPO / "runs" / "bench_protocol"))
@@ -262,42 +344,18 @@ def protocol_parser(doc: str | None) -> argparse.ArgumentParser:
     parser.add_argument("--validation-ratio", type=float, default=VALIDATION_RATIO)
     parser.add_argument("--no-combined", action="store_true", help="skip the combined dev pool")
     parser.add_argument("--quiet", action="store_true")
+    if leave_one_out:
+        parser.add_argument("--leave-one-out", action="store_true", help=leave_one_out)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = protocol_parser(__doc__)
-    parser.add_argument("--retriever", choices=("dense", "bm25", "hybrid"), default="dense")
-    parser.add_argument("--epochs", type=int, default=3, help="Labeler epochs")
-    parser.add_argument("--grid", nargs="+", default=GRID, help="label:key=value,... settings to choose from")
-    parser.add_argument("--no-token-stage", action="store_true", help="skip the token-threshold stage")
-    parser.add_argument(
-        "--open-domain",
-        type=int,
-        default=0,
-        metavar="N",
-        help="also report N 2Wiki open-domain train questions (not among the training questions) "
-        "over their 5,813-document corpus",
+    parser = protocol_parser(
+        __doc__, "for each dataset: train and tune on the others, report on it; then HotpotQA <-> 2Wiki"
     )
-    parser.add_argument("--labeler-overrides", nargs="*", default=[])
-    parser.add_argument("--filter-overrides", nargs="*", default=[])
-    parser.add_argument(
-        "--leave-one-out",
-        action="store_true",
-        help="for each dataset: train and tune on the others, report on it; then HotpotQA <-> 2Wiki",
-    )
-    parser.add_argument(
-        "--diagnose",
-        nargs="*",
-        default=[],
-        metavar="key=value",
-        help="also report the chosen setting with this one change on the validation and dev questions (e.g. "
-        "floor_k=3 query_mode=merged), marked as not chosen",
-    )
-    args = parser.parse_args(argv)
-    if not Path(args.shared_data).is_dir():
-        print(f"shared data not found at {args.shared_data}", file=sys.stderr)
-        return 2
+    protocol_options_arguments(parser)
+    args = parse_protocol_args(parser, argv)
+    opts = ProtocolOptions.from_args(args)
     work = Path(args.work_dir) / args.retriever
     if args.leave_one_out:
         # The transfer protocol: each dataset's dev questions judged by models trained and
@@ -306,12 +364,12 @@ def main(argv: list[str] | None = None) -> int:
         runs += [(["hotpotqa"], ["2wikimultihopqa"]), (["2wikimultihopqa"], ["hotpotqa"])]
         reports = []
         for train_on, eval_on in runs:
-            reports.append(run_protocol(args, work, train_on, eval_on))
+            reports.append(run_protocol(opts, work, train_on, eval_on))
             # Written after every direction, so a run stopped half-way still shows what it finished.
             (work / "leave_one_out.md").write_text("\n\n".join(reports), encoding="utf-8")
         print("\n\n".join(reports))
         return 0
-    print(run_protocol(args, work, dataset_names(parser, args.train_on), dataset_names(parser, args.eval_on)))
+    print(run_protocol(opts, work, dataset_names(parser, args.train_on), dataset_names(parser, args.eval_on)))
     return 0
 
 
@@ -326,17 +384,17 @@ def diagnostic_label(label: str, extra: str) -> str:
     return f"{label}+{extra.replace('=', '')}"
 
 
-def run_protocol(args: argparse.Namespace, work: Path, train_on: list[str], eval_on: list[str]) -> str:
+def run_protocol(opts: ProtocolOptions, work: Path, train_on: list[str], eval_on: list[str]) -> str:
     t0 = time.perf_counter()
-    models, counts, pools = train(args, work, train_on)
-    label, overrides, validation = choose(args, work, models, pools)
+    models, counts, pools = train(opts, work, train_on)
+    label, overrides, validation = choose(opts, work, models, pools)
     results: dict[str, dict[str, Any]] = {}
     for name in eval_on:
-        pool = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args)
+        pool = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", opts)
         out = models / "dev" / name
         rag = load_rag(pool, models)
-        results.setdefault(name, {})["own pool"] = report_on(pool, rag, label, overrides, out, args, name)
-        for extra in args.diagnose:
+        results.setdefault(name, {})["own pool"] = report_on(pool, rag, label, overrides, out, opts, name)
+        for extra in opts.diagnose:
             # The chosen setting with one lever changed, on the reported questions: says what the
             # lever does there; never used to choose (the row says so).
             if extra in overrides:
@@ -344,21 +402,21 @@ def run_protocol(args: argparse.Namespace, work: Path, train_on: list[str], eval
             ov = with_lever(overrides, extra)
             tag = diagnostic_label(label, extra)
             results[name][f"own pool, chosen + {extra} (not chosen; diagnostic)"] = report_on(
-                pool, rag, tag, ov, out, args, name
+                pool, rag, tag, ov, out, opts, name
             )
-    if not args.no_combined:
-        pool = open_pool("dev-combined", [(d, DEV_FILES[d]) for d in DATASETS], work / "pools", args)
+    if not opts.no_combined:
+        pool = open_pool("dev-combined", [(d, DEV_FILES[d]) for d in DATASETS], work / "pools", opts)
         rag = load_rag(pool, models)
         for name in eval_on:
             out = models / "dev-combined" / name
             results[name][f"combined pool ({len(pool.corpus)})"] = report_on(
-                pool, rag, label, overrides, out, args, name
+                pool, rag, label, overrides, out, opts, name
             )
-    if args.open_domain:
-        name, result = open_domain_report(args, work, models, label, overrides, train_on)
+    if opts.open_domain:
+        name, result = open_domain_report(opts, work, models, label, overrides, train_on)
         results[name] = result
     report = render(
-        args, train_on, counts, label, overrides, validation, results, time.perf_counter() - t0, models
+        opts, train_on, counts, label, overrides, validation, results, time.perf_counter() - t0, models
     )
     tag = "+".join(eval_on)
     (models / f"results-{tag}.md").write_text(report, encoding="utf-8")
@@ -374,30 +432,33 @@ def run_protocol(args: argparse.Namespace, work: Path, train_on: list[str], eval
 
 
 def open_domain_report(
-    args: argparse.Namespace, work: Path, models: Path, label: str, overrides: list[str], train_on: list[str]
+    opts: ProtocolOptions, work: Path, models: Path, label: str, overrides: list[str], train_on: list[str]
 ) -> tuple[str, dict]:
     """The chosen setting on 2Wiki open-domain questions that no step trained on."""
     questions, corpus = OPEN_DOMAIN
-    pool = open_pool("opendomain-2wiki", [("2wikimultihopqa", questions)], work / "pools", args, corpus)
+    pool = open_pool("opendomain-2wiki", [("2wikimultihopqa", questions)], work / "pools", opts, corpus)
     trained = set()
     if "2wikimultihopqa" in train_on:
-        with (Path(args.shared_data) / TRAIN_FILES["2wikimultihopqa"]).open(encoding="utf-8") as fh:
+        with (Path(opts.shared_data) / TRAIN_FILES["2wikimultihopqa"]).open(encoding="utf-8") as fh:
             trained = {str(rec.get("_id") or rec.get("id")) for rec in json.load(fh)}
-    examples = [ex for ex in pool.examples if ex.id not in trained][: args.open_domain]
+    examples = [ex for ex in pool.examples if ex.id not in trained][: opts.open_domain]
     out = models / "opendomain-2wiki"
-    res = report_on(pool, load_rag(pool, models), label, overrides, out, args, "2wikimultihopqa", examples)
+    res = report_on(pool, load_rag(pool, models), label, overrides, out, opts, "2wikimultihopqa", examples)
     return "2wikimultihopqa open-domain train (not trained on)", {f"own corpus ({len(pool.corpus)})": res}
 
 
-def render(args, train_on, counts, label, overrides, validation, results, seconds, plot_dir=None) -> str:
+def render(
+    opts: ProtocolOptions, train_on, counts, label, overrides, validation, results, seconds, plot_dir=None
+) -> str:
     plots: list[str] = []
-    cmd = "python benchmarks/retrieval_efficientrag.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    cmd = command_line(__file__)
     lab, fil = counts["labeler"], counts["filter"]
     lines = [
-        f"## EfficientRAG vs Direct-R on dev questions (retriever: {args.retriever}{_stemming(args)})",
-        "",
-        f"Command: `{cmd.strip()}` ({seconds / 60:.0f} min)",
-        "",
+        *heading(
+            f"## EfficientRAG vs Direct-R on dev questions (retriever: {opts.retriever}{_stemming(opts)})",
+            cmd.strip(),
+            seconds / 60,
+        ),
         f"Trained on the train files of {', '.join(train_on)} (Labeler {lab['train']} rows, Filter "
         f"{fil['train']}); settings chosen on their validation questions "
         f"({', '.join(f'{k} {v}' for k, v in validation['n'].items())}); chosen: `{label}` = "
@@ -459,10 +520,10 @@ def render(args, train_on, counts, label, overrides, validation, results, second
     return "\n".join(lines)
 
 
-def _stemming(args: argparse.Namespace) -> str:
+def _stemming(opts: ProtocolOptions) -> str:
     """BM25's stemmer follows what is installed (PyStemmer: the `bm25` extra) and moves every BM25
     number a little (HotpotQA dev R@10 92.1 without, 92.6 with), so the report says which."""
-    if args.retriever == "dense":
+    if opts.retriever == "dense":
         return ""
     from efficientrag.retrieval.bm25 import resolve_stemmer
     from efficientrag.retrieval.config import RetrieverConfig
@@ -471,7 +532,8 @@ def _stemming(args: argparse.Namespace) -> str:
     return f", BM25 stemmer: {language or 'none (PyStemmer not installed)'}"
 
 
-def _dataset_of(ex: Any) -> str:
+def dataset_of(ex: Any) -> str:
+    """The dataset an example of a pooled set came from ("" where it does not say)."""
     return str(getattr(ex, "dataset", "") or "")
 
 

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -60,6 +59,7 @@ from typing import Any
 
 import rerank_deployed
 import rerank_treehop
+from report_output import command_line
 from rerank_cross_encoder import RECIPES, train_cross_encoder
 from rerank_fusion import deployed_rerankers, write_validation_report
 from rerank_methods import KS, rerankers, time_side_by_side
@@ -70,10 +70,12 @@ from retrieval_efficientrag import (
     OPEN_DOMAIN,
     TRAIN_FILES,
     Pool,
+    ProtocolOptions,
     choose,
     dataset_names,
     load_rag,
     open_pool,
+    parse_protocol_args,
     protocol_parser,
     quick_config,
     run_setting,
@@ -157,7 +159,7 @@ def choose_loop(
     for cand, ov in candidates.items():
         per_file = []
         for name, pool in pools.items():
-            cfg = quick_config(models, name, args)
+            cfg = quick_config(models, name, ProtocolOptions.from_args(args))
             val = validation_examples(pool, cfg)
             res = run_setting(pool, load_rag(pool, models), val, cand, ov, models / "validation" / name, cfg)
             per_file.append((res["retrieval"]["all"]["recall"] + res["retrieval"]["all"]["all_gold"]) / 2)
@@ -196,7 +198,7 @@ def evaluate_dev(
         search_order = DirectRetrieval.ranking(pool.retriever, KS)
         direct = evaluate_ranked_run(search_order, examples, out / "direct_r_k", ks=KS, progress=progress)
         runs["Direct-R"] = (dict(direct), out / "direct_r_k")
-    cfg = quick_config(out, dataset, args)
+    cfg = quick_config(out, dataset, ProtocolOptions.from_args(args))
     for name, (lab, ov) in loops.items():
         # Each setting its own models and prediction cache: a run served from another's cache would
         # time the cache, not the loop.
@@ -239,34 +241,34 @@ def _records(run_dir: Path, types: dict[str, str]) -> list[dict[str, Any]]:
     return rows
 
 
-def open_domain_pool(args: argparse.Namespace, work: Path, train_on: list[str]) -> Pool:
+def open_domain_pool(opts: ProtocolOptions, work: Path, train_on: list[str]) -> Pool:
     """The first ``--open-domain`` 2Wiki open-domain train questions that no step trained on, over
     their own 5,813-document corpus (``retrieval_efficientrag.py``'s open-domain set)."""
     questions, corpus = OPEN_DOMAIN
-    pool = open_pool("opendomain-2wiki", [("2wikimultihopqa", questions)], work / "pools", args, corpus)
+    pool = open_pool("opendomain-2wiki", [("2wikimultihopqa", questions)], work / "pools", opts, corpus)
     trained: set[str] = set()
     if "2wikimultihopqa" in train_on:
-        with (Path(args.shared_data) / TRAIN_FILES["2wikimultihopqa"]).open(encoding="utf-8") as fh:
+        with (Path(opts.shared_data) / TRAIN_FILES["2wikimultihopqa"]).open(encoding="utf-8") as fh:
             trained = {str(rec.get("_id") or rec.get("id")) for rec in json.load(fh)}
-    examples = [ex for ex in pool.examples if ex.id not in trained][: args.open_domain]
+    examples = [ex for ex in pool.examples if ex.id not in trained][: opts.open_domain]
     return Pool(pool.name, pool.corpus, examples, pool.retriever)
 
 
 def dev_sets(
-    args: argparse.Namespace, work: Path, train_on: list[str], eval_on: list[str], models: Path
+    opts: ProtocolOptions, work: Path, train_on: list[str], eval_on: list[str], models: Path
 ) -> dict[str, tuple[str, Pool, Path]]:
     """Set name -> its dataset, pool and run folder: each evaluated dev set, and the open-domain set
     with ``--open-domain``."""
     sets = {
         name: (
             name,
-            open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args),
+            open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", opts),
             models / "dev" / name,
         )
         for name in eval_on
     }
-    if args.open_domain:
-        pool = open_domain_pool(args, work, train_on)
+    if opts.open_domain:
+        pool = open_domain_pool(opts, work, train_on)
         sets[OPEN_DOMAIN_NAME] = (
             "2wikimultihopqa",
             pool,
@@ -302,10 +304,11 @@ def after_adaptation(
     from rerank_adapted import adapt_models, adaptation_note, adapted_root, choose_adapted_loop
 
     target = dev.name.removeprefix("dev-")
-    adapted, summary, sets = adapt_models(args, work, models, pools, target, setting[1])
+    opts = ProtocolOptions.from_args(args)
+    adapted, summary, sets = adapt_models(opts, work, models, pools, target, setting[1])
     candidates = loop_candidates(setting, args.loop_variants, [], reranker)
     root = adapted_root(models, target)
-    chosen, scores = choose_adapted_loop(args, adapted, candidates, sets, root / "loop-choice")
+    chosen, scores = choose_adapted_loop(opts, adapted, candidates, sets, root / "loop-choice")
     loops = {"EfficientRAG": chosen}
     if chosen[0] != setting[0]:
         loops["EfficientRAG, protocol setting (not chosen)"] = setting
@@ -313,11 +316,6 @@ def after_adaptation(
         args, dev, target, adapted, reranker, loops, root / "dev", reuse=shared_rows(before), fusion=fusion
     )
     return f"{target} after adaptation", runs, adaptation_note(target, summary, chosen, scores)
-
-
-def command_line() -> str:
-    """This run's command, as its reports quote it."""
-    return ("python benchmarks/retrieval_rerank.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])).strip()
 
 
 def left_out_sets(args: argparse.Namespace, train_on: list[str], eval_on: list[str]) -> list[str]:
@@ -329,22 +327,23 @@ def left_out_sets(args: argparse.Namespace, train_on: list[str], eval_on: list[s
 
 def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eval_on: list[str]) -> str:
     t0 = time.perf_counter()
-    models, counts, pools = train(args, work, train_on)
+    opts = ProtocolOptions.from_args(args)
+    models, counts, pools = train(opts, work, train_on)
     left_out = left_out_sets(args, train_on, eval_on)
     if args.validation_only or args.deployed_only:
         reranker, reranker_info = train_cross_encoder(args, work, train_on, pools)
-        _, deployed = deployed_rerankers(args, work, models, pools, reranker, left_out)
+        _, deployed = deployed_rerankers(opts, work, models, pools, reranker, left_out)
         if args.validation_only:
             info = reranker_info | deployed
-            return write_validation_report(args, work, train_on, eval_on, info, command_line(), t0)
-        sets = dev_sets(args, work, train_on, eval_on, models)
+            return write_validation_report(args, work, train_on, eval_on, info, command_line(__file__), t0)
+        sets = dev_sets(opts, work, train_on, eval_on, models)
         return rerank_deployed.write_report(
-            args, work, train_on, sets, models, reranker, deployed, command_line(), t0
+            args, work, train_on, sets, models, reranker, deployed, command_line(__file__), t0
         )
-    label, overrides, validation = choose(args, work, models, pools)
+    label, overrides, validation = choose(opts, work, models, pools)
     reranker, reranker_info = train_cross_encoder(args, work, train_on, pools)
     chosen, loop_scores = choose_loop(args, models, pools, (label, overrides), reranker)
-    fusion, deployed = deployed_rerankers(args, work, models, pools, reranker, left_out)
+    fusion, deployed = deployed_rerankers(opts, work, models, pools, reranker, left_out)
     reranker_info |= deployed
     loops = {"EfficientRAG": chosen}
     if chosen[0] != label:
@@ -355,7 +354,7 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
         treehop = rerank_treehop.prepare(args, work, train_on)
         notes.append(rerank_treehop.note(treehop))
     for name in eval_on:
-        pool = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", args)
+        pool = open_pool(f"dev-{name}", [(name, DEV_FILES[name])], work / "pools", opts)
         results[name] = evaluate_dev(
             args, pool, name, models, reranker, loops, models / "dev" / name, treehop=treehop, fusion=fusion
         )
@@ -366,13 +365,13 @@ def run_direction(args: argparse.Namespace, work: Path, train_on: list[str], eva
             results[key] = runs
             notes.append(note)
     if args.open_domain:
-        pool = open_domain_pool(args, work, train_on)
+        pool = open_domain_pool(opts, work, train_on)
         out = models / "dev" / f"opendomain-2wiki-{len(pool.examples)}"
         results[OPEN_DOMAIN_NAME] = evaluate_dev(
             args, pool, "2wikimultihopqa", models, reranker, loops, out, treehop=treehop, fusion=fusion
         )
     report = render(
-        command=command_line(),
+        command=command_line(__file__),
         retriever=args.retriever,
         train_on=train_on,
         setting=chosen,
@@ -424,7 +423,7 @@ def direction_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = protocol_parser(__doc__)
+    parser = protocol_parser(__doc__, "for each dataset: train on the others, report on all three")
     direction_arguments(parser)
     # neg4-ep4 alone by default: on 2 shared CPU cores one recipe takes ~75 minutes (the epoch is
     # still chosen on validation); name both on a bigger machine.
@@ -450,11 +449,6 @@ def main(argv: list[str] | None = None) -> int:
         help="also report each left-out set after `efficientrag adapt` on its corpus (rerank_adapted.py)",
     )
     parser.add_argument(
-        "--leave-one-out",
-        action="store_true",
-        help="for each dataset: train on the others, report on all three",
-    )
-    parser.add_argument(
         "--validation-only",
         action="store_true",
         help="train the Labeler and the cross-encoder, choose each reranker's fusion on validation, "
@@ -473,19 +467,9 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="with --deployed-only: the committed dev reports, as <DIR>/<search>/<train>_to_<sets>.md",
     )
-    parser.add_argument(
-        "--no-treehop",
-        action="store_true",
-        help="with --retriever dense: leave TreeHop's rows out (rerank_treehop.py)",
-    )
-    args = parser.parse_args(argv)
-    # What retrieval_efficientrag.choose reads besides these: its grid and diagnostics, as it defaults them.
-    from retrieval_efficientrag import GRID
-
-    args.grid, args.no_token_stage, args.diagnose = GRID, False, []
-    if not Path(args.shared_data).is_dir():
-        print(f"shared data not found at {args.shared_data}", file=sys.stderr)
-        return 2
+    no_treehop = "with --retriever dense: leave TreeHop's rows out (rerank_treehop.py)"
+    parser.add_argument("--no-treehop", action="store_true", help=no_treehop)
+    args = parse_protocol_args(parser, argv)
     work = Path(args.work_dir) / args.retriever
     directions = (
         [([d for d in DATASETS if d != held], list(DATASETS)) for held in DATASETS]

@@ -30,20 +30,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import treehop_combination as combination
+from report_output import command_line
 from retrieval_efficientrag import (
     DATASETS,
     DEV_FILES,
     REPO,
     TRAIN_FILES,
     Pool,
+    ProtocolOptions,
+    dataset_names,
     open_pool,
+    parse_protocol_args,
     protocol_parser,
     quick_config,
     validation_examples,
@@ -88,53 +92,62 @@ FIXED_RULES["tree search, next query = q + c (no training)"] = "sum"
 SPLIT_SEED = 1  # the synthesis's: quick_config's split_seed + 1
 
 
-def train(args: argparse.Namespace, work: Path, train_on: list[str]) -> tuple[Path, dict[str, Pool], dict]:
+@dataclass(frozen=True)
+class TreeHopOptions(ProtocolOptions):
+    """The protocol's options with TreeHop's training: its preset, the variants tried on top of it,
+    further overrides and the shares of the training questions of the data curve. The search is
+    dense: TreeHop updates query vectors."""
+
+    retriever: str = "dense"
+    preset: str = str(PRESET)
+    variants: list[str] = field(default_factory=lambda: list(VARIANTS))
+    train_overrides: list[str] = field(default_factory=list)
+    data_curve: list[float] = field(default_factory=list)
+
+
+def train(opts: TreeHopOptions, work: Path, train_on: list[str]) -> tuple[Path, dict[str, Pool], dict]:
     """Every training variant on the training side; the best validation search score wins."""
-    from efficientrag.config import load_config
     from efficientrag.training.pool import Pool as TrainPool
-    from efficientrag.treehop.config import TreeHopTrainConfig
     from efficientrag.treehop.training import train_treehop
 
-    pools = {d: open_pool(f"train-{d}", [(d, TRAIN_FILES[d])], work / "pools", args) for d in train_on}
+    pools = {d: open_pool(f"train-{d}", [(d, TRAIN_FILES[d])], work / "pools", opts) for d in train_on}
     train_pools = [TrainPool(d, p.corpus, p.examples, p.retriever) for d, p in pools.items()]
     root = work / "treehop" / "+".join(train_on)
     runs = {}
-    for name in args.variants:
-        out = root / "variants" / name
-        overrides = [
-            f"work_dir={root}",
-            f"output_dir={out / 'model'}",
-            f"validation_ratio={args.validation_ratio}",
-            f"split_seed={SPLIT_SEED}",
-            f"progress={not args.quiet}",
-            *VARIANTS[name],
-            *args.train_overrides,
-        ]
-        cfg = load_config(TreeHopTrainConfig, args.preset, overrides)
+    for name in opts.variants:
+        cfg = train_config(opts, root, root / "variants" / name, name)
         runs[name] = train_treehop(cfg, resume=True, pools=train_pools)
     best = max(runs, key=lambda n: runs[n]["best_score"])
     metrics = {**runs[best], "variant": best, "variants": {n: _variant_row(m) for n, m in runs.items()}}
     curve = {}
     n_train = runs[best]["training_data"]["train_questions"]
-    for fraction in args.data_curve:
+    for fraction in opts.data_curve:
         # The chosen variant on part of the training questions: does more data help?
         n = max(1, round(fraction * n_train))
-        out = root / "data_curve" / f"{best}-n{n}"
-        overrides = [
-            f"work_dir={root}",
-            f"output_dir={out / 'model'}",
-            f"validation_ratio={args.validation_ratio}",
-            f"split_seed={SPLIT_SEED}",
-            f"progress={not args.quiet}",
-            f"max_train_questions={n}",
-            *VARIANTS[best],
-            *args.train_overrides,
-        ]
-        cfg = load_config(TreeHopTrainConfig, args.preset, overrides)
+        cfg = train_config(opts, root, root / "data_curve" / f"{best}-n{n}", best, f"max_train_questions={n}")
         curve[n] = _variant_row(train_treehop(cfg, resume=True, pools=train_pools))
     curve[n_train] = _variant_row(runs[best])
     metrics["data_curve"] = curve
     return root / "variants" / best / "model" / "best", pools, metrics
+
+
+def train_config(opts: TreeHopOptions, root: Path, out: Path, variant: str, *extra: str) -> Any:
+    """The TreeHop training config of one variant: the preset, the protocol's split, the variant's
+    overrides and ``extra`` (for example a cap on the training questions), saved under ``out``."""
+    from efficientrag.config import load_config
+    from efficientrag.treehop.config import TreeHopTrainConfig
+
+    overrides = [
+        f"work_dir={root}",
+        f"output_dir={out / 'model'}",
+        f"validation_ratio={opts.validation_ratio}",
+        f"split_seed={SPLIT_SEED}",
+        f"progress={not opts.quiet}",
+        *extra,
+        *VARIANTS[variant],
+        *opts.train_overrides,
+    ]
+    return load_config(TreeHopTrainConfig, opts.preset, overrides)
 
 
 def _variant_row(metrics: dict) -> dict:
@@ -190,16 +203,16 @@ def gain(ours: dict, direct: dict) -> dict[str, float]:
     return out
 
 
-def choose(args: argparse.Namespace, work: Path, model: Any, tag: str, pools: dict[str, Pool]) -> tuple:
+def choose(opts: TreeHopOptions, work: Path, model: Any, tag: str, pools: dict[str, Pool]) -> tuple:
     """Every setting on the validation questions of every training file; the best gain wins."""
     out = work / "treehop" / "+".join(pools) / "validation" / tag
     table: dict[str, dict[str, Any]] = {}
     direct = {}
     for name, pool in pools.items():
-        val = validation_examples(pool, quick_config(work, name, args))
+        val = validation_examples(pool, quick_config(work, name, opts))
         direct[name] = evaluate_direct(pool, val, out / name / "direct_r")
         for label, (k, hops) in SETTINGS.items():
-            res = evaluate_treehop(pool, model, val, _slug(label), out / name, top_k=k, hops=hops)
+            res = evaluate_treehop(pool, model, val, slug(label), out / name, top_k=k, hops=hops)
             table.setdefault(label, {})[name] = {"summary": res, "gain": gain(res, direct[name])}
     scores = {
         label: sum((g["gain"]["recall"] + g["gain"]["all_gold"]) / 2 for g in per.values()) / len(per)
@@ -211,8 +224,8 @@ def choose(args: argparse.Namespace, work: Path, model: Any, tag: str, pools: di
     for label, rule in FIXED_RULES.items():
         fixed = FixedUpdate.like(rule, model)
         for name, pool in pools.items():
-            val = validation_examples(pool, quick_config(work, name, args))
-            res = evaluate_treehop(pool, fixed, val, _slug(label), out / name, top_k=k, hops=hops)
+            val = validation_examples(pool, quick_config(work, name, opts))
+            res = evaluate_treehop(pool, fixed, val, slug(label), out / name, top_k=k, hops=hops)
             table.setdefault(f"{best}: {label} (diagnostic)", {})[name] = {
                 "summary": res,
                 "gain": gain(res, direct[name]),
@@ -225,7 +238,7 @@ def choose(args: argparse.Namespace, work: Path, model: Any, tag: str, pools: di
 
 
 def choose_combination(
-    args: argparse.Namespace, work: Path, train_on: list[str], model: Any, tag: str, pools: dict[str, Pool]
+    opts: TreeHopOptions, work: Path, train_on: list[str], model: Any, tag: str, pools: dict[str, Pool]
 ) -> tuple[tuple | None, dict | None, Any, Path | None]:
     """TreeHop + EfficientRAG's Tagger, its setting chosen on the validation questions of every
     training file, over the Labeler ``retrieval_efficientrag.py`` (or ``retrieval_rerank.py``) trained
@@ -242,13 +255,12 @@ def choose_combination(
     # The folder names both models, so a retrained TreeHop or Labeler never reuses these runs.
     labeler_tag = folder_digest(models / "labeler" / "best", 12)
     combo_dir = work / "treehop" / "+".join(train_on) / "combination" / f"{tag}-{labeler_tag}"
-    val = {n: (p, validation_examples(p, quick_config(work, n, args))) for n, p in pools.items()}
+    val = {n: (p, validation_examples(p, quick_config(work, n, opts))) for n, p in pools.items()}
     setting, combo = combination.choose(val, model, labeler, combo_dir / "validation")
     return setting, combo, labeler, combo_dir
 
 
 def report_on(
-    args: argparse.Namespace,
     work: Path,
     model: Any,
     tag: str,
@@ -268,20 +280,20 @@ def report_on(
     fates: dict[str, Any] = {}
     for label, (k, hops) in SETTINGS.items():
         folder = out / tag
-        rows[label] = evaluate_treehop(pool, model, examples, _slug(label), folder, top_k=k, hops=hops)
-        fates[label] = count_fates(read_jsonl(folder / _slug(label) / "predictions.jsonl"))
+        rows[label] = evaluate_treehop(pool, model, examples, slug(label), folder, top_k=k, hops=hops)
+        fates[label] = count_fates(read_jsonl(folder / slug(label) / "predictions.jsonl"))
     k, hops = SETTINGS[chosen]
     diag = f"{chosen}, official pruning (diagnostic)"
     rows[diag] = evaluate_treehop(
-        pool, model, examples, _slug(diag), out / tag, top_k=k, hops=hops, pruning="official"
+        pool, model, examples, slug(diag), out / tag, top_k=k, hops=hops, pruning="official"
     )
-    fates[diag] = count_fates(read_jsonl(out / tag / _slug(diag) / "predictions.jsonl"))
+    fates[diag] = count_fates(read_jsonl(out / tag / slug(diag) / "predictions.jsonl"))
     for label, rule in FIXED_RULES.items():
         diag = f"{chosen}: {label} (diagnostic)"
         fixed = FixedUpdate.like(rule, model)
         folder = out / "fixed" / f"k{k}-h{hops}"
-        rows[diag] = evaluate_treehop(pool, fixed, examples, _slug(label), folder, top_k=k, hops=hops)
-        fates[diag] = count_fates(read_jsonl(folder / _slug(label) / "predictions.jsonl"))
+        rows[diag] = evaluate_treehop(pool, fixed, examples, slug(label), folder, top_k=k, hops=hops)
+        fates[diag] = count_fates(read_jsonl(folder / slug(label) / "predictions.jsonl"))
     return {"direct": direct, "treehop": rows, "fates": fates, "efficientrag": efficientrag_results}
 
 
@@ -300,31 +312,33 @@ def efficientrag_result(
     return {}
 
 
-def run_protocol(args: argparse.Namespace, train_on: list[str], eval_on: list[str]) -> str:
+def run_protocol(
+    args: argparse.Namespace, opts: TreeHopOptions, train_on: list[str], eval_on: list[str]
+) -> str:
     from efficientrag.treehop.model import TreeHop
 
     t0 = time.perf_counter()
     work = Path(args.work_dir) / "dense"
     bm25_work = Path(args.work_dir) / "bm25"
-    model_dir, pools, train_metrics = train(args, work, train_on)
+    model_dir, pools, train_metrics = train(opts, work, train_on)
     tag = folder_digest(model_dir, 12)
     model = TreeHop.from_pretrained(model_dir, device="cpu")
-    chosen, validation = choose(args, work, model, tag, pools)
+    chosen, validation = choose(opts, work, model, tag, pools)
     combo_setting, combo, labeler, combo_dir = None, None, None, None
     if not args.no_combination:
-        combo_setting, combo, labeler, combo_dir = choose_combination(args, work, train_on, model, tag, pools)
+        combo_setting, combo, labeler, combo_dir = choose_combination(opts, work, train_on, model, tag, pools)
     results: dict[str, dict[str, Any]] = {}
-    bm25_args = argparse.Namespace(**{**vars(args), "retriever": "bm25"})
+    bm25_opts = replace(opts, retriever="bm25")
     pool_keys = [("own pool", lambda d: [(d, DEV_FILES[d])], lambda d: f"dev-{d}")]
-    if not args.no_combined:
+    if not opts.no_combined:
         combined = [(d, DEV_FILES[d]) for d in DATASETS]
         pool_keys.append(("combined pool", lambda d: combined, lambda d: "dev-combined"))
     for pool_key, files, pool_name in pool_keys:
         for name in eval_on:
-            pool = open_pool(pool_name(name), files(name), work / "pools", args)
+            pool = open_pool(pool_name(name), files(name), work / "pools", opts)
             examples = [ex for ex in pool.examples if getattr(ex, "dataset", "") == name]
             eff = efficientrag_result(work, train_on, eval_on, name, pool_key)
-            res = report_on(args, work, model, tag, chosen, pool, name, pool_key, examples, eff)
+            res = report_on(work, model, tag, chosen, pool, name, pool_key, examples, eff)
             if combo_setting is not None:
                 res["combination"] = {
                     "label": combination.label_of(*combo_setting),
@@ -332,7 +346,7 @@ def run_protocol(args: argparse.Namespace, train_on: list[str], eval_on: list[st
                         pool, model, labeler, examples, combo_dir / "dev" / pool_key / name, combo_setting
                     ),
                 }
-            bm25_pool = open_pool(pool_name(name), files(name), bm25_work / "pools", bm25_args)
+            bm25_pool = open_pool(pool_name(name), files(name), bm25_work / "pools", bm25_opts)
             bm25_examples = [ex for ex in bm25_pool.examples if getattr(ex, "dataset", "") == name]
             res["bm25"] = {
                 "direct": evaluate_direct(
@@ -343,7 +357,7 @@ def run_protocol(args: argparse.Namespace, train_on: list[str], eval_on: list[st
             results.setdefault(name, {})[f"{pool_key} ({len(pool.corpus)})"] = res
     # One report per training set (where treehop_latency.py reads the choice), whichever variant won.
     report_dir = work / "treehop" / "+".join(train_on)
-    cmd = "python benchmarks/retrieval_treehop.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    cmd = command_line(__file__)
     report = render(
         command=cmd.strip(),
         minutes=(time.perf_counter() - t0) / 60,
@@ -380,7 +394,7 @@ def run_protocol(args: argparse.Namespace, train_on: list[str], eval_on: list[st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = protocol_parser(__doc__)
+    parser = protocol_parser(__doc__, "for each dataset: train and choose on the others, report on it")
     parser.add_argument("--preset", default=str(PRESET), help="TreeHop training preset")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--train-overrides", nargs="*", default=[], metavar="key=value")
@@ -397,39 +411,23 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="skip TreeHop + EfficientRAG's Tagger (needs its Labeler)",
     )
-    parser.add_argument(
-        "--leave-one-out",
-        action="store_true",
-        help="for each dataset: train and choose on the others, report on it",
-    )
-    args = parser.parse_args(argv)
-    args.retriever = "dense"
-    # quick_config (shared with the EfficientRAG benchmark) reads these; TreeHop never uses them.
-    args.labeler_overrides, args.filter_overrides = [], []
-    if not Path(args.shared_data).is_dir():
-        print(f"shared data not found at {args.shared_data}", file=sys.stderr)
-        return 2
+    args = parse_protocol_args(parser, argv)
+    opts = TreeHopOptions.from_args(args)
     if args.leave_one_out:
-        args.data_curve = []
         reports = []
         for held in DATASETS:
-            reports.append(run_protocol(args, [d for d in DATASETS if d != held], [held]))
+            others = [d for d in DATASETS if d != held]
+            reports.append(run_protocol(args, replace(opts, data_curve=[]), others, [held]))
         print("\n\n".join(reports))
         return 0
-    print(run_protocol(args, dataset_names(parser, args.train_on), dataset_names(parser, args.eval_on)))
+    train_on, eval_on = dataset_names(parser, args.train_on), dataset_names(parser, args.eval_on)
+    print(run_protocol(args, opts, train_on, eval_on))
     return 0
 
 
-def _slug(label: str) -> str:
+def slug(label: str) -> str:
+    """A setting's label as a folder name (its runs' folder)."""
     return "".join(c if c.isalnum() else "-" for c in label.lower()).strip("-").replace("--", "-")
-
-
-def dataset_names(parser: argparse.ArgumentParser, text: str) -> list[str]:
-    names = [d.strip() for d in text.split(",") if d.strip()]
-    unknown = [d for d in names if d not in DATASETS]
-    if unknown:
-        parser.error(f"unknown dataset(s) {unknown}; choose from {list(DATASETS)}")
-    return names
 
 
 if __name__ == "__main__":

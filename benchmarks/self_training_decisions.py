@@ -25,7 +25,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import adaptation
 import retrieval_efficientrag as rb
 import torch
 
@@ -42,14 +41,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16])
     args = parser.parse_args(argv)
     from efficientrag.adapt.self_training import Question, record_decisions
+    from efficientrag.config import load_config
     from efficientrag.jsonl import read_jsonl
     from efficientrag.models import Filter, Labeler
+    from efficientrag.pipeline.config import EfficientRAGConfig
     from efficientrag.pipeline.efficientrag import EfficientRAG
 
-    bench = argparse.Namespace(
-        shared_data=args.shared_data, retriever="dense", quiet=True, adapt_dir="", preset=""
-    )
-    pargs = adaptation.protocol_args(bench)
+    pargs = rb.ProtocolOptions(shared_data=args.shared_data, retriever="dense", no_combined=True, quiet=True)
     work = Path(args.work_dir) / "dense"
     others = [d for d in rb.DATASETS if d != args.target]
     models, _, pools = rb.train(pargs, work, others)
@@ -63,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         pool.retriever,
         Labeler.from_pretrained(models / "labeler" / "best"),
         Filter.from_pretrained(models / "filter" / "best"),
-        adaptation._loop_config(overrides),
+        load_config(EfficientRAGConfig, None, overrides),
     )
     questions = [Question(ex.id, ex.question) for ex in pool.examples[: args.questions]]
     seconds = dict.fromkeys(args.batch_sizes, 0.0)

@@ -23,65 +23,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from report_output import publish
-from retrieval_efficientrag import DATASETS, DEFAULT_SHARED, DEV_FILES, REPO, open_pool
-
-from efficientrag.pipeline.trace import stage_seconds
+from report_output import command_line
+from retrieval_efficientrag import DEV_FILES, REPO, ProtocolOptions, open_pool
+from timed_methods import CountedRun, DirectRun, LoopRun, latency_parser, measure_modes, publish_timings
 
 TREEHOP = {"TreeHop@5, 2 hops": (5, 2), "TreeHop@5, 3 hops": (5, 3), "TreeHop@10, 2 hops": (10, 2)}
 TREEHOP["TreeHop@10, 3 hops"] = (10, 3)
 TRAINED_ON = "hotpotqa+2wikimultihopqa+musique"
-SPLIT = ("encode", "search", "model")
-
-
-class DirectR:
-    """Direct-R@k with the encode/search split the dense retriever reports."""
-
-    def __init__(self, retriever: Any, k: int) -> None:
-        self.retriever, self.k = retriever, k
-
-    def run(self, questions: list[str]) -> tuple[list[list[str]], dict[str, float]]:
-        hits = self.retriever.search(questions, self.k)
-        t = self.retriever.last_timings
-        return [[h.id for h in hs] for hs in hits], {
-            "encode": t["encode"],
-            "search": t["search"],
-            "model": 0.0,
-        }
-
-
-class EfficientRAGRun:
-    def __init__(self, rag: Any) -> None:
-        self.rag = rag
-
-    def run(self, questions: list[str]) -> tuple[list[list[str]], dict[str, float]]:
-        results = self.rag.retrieve_batch(questions)
-        seconds = stage_seconds([r.trace for r in results])
-        split = {
-            "encode": seconds["encode"],
-            "search": seconds["search"],
-            "model": seconds["labeler"] + seconds["filter"],
-        }
-        return [r.chunk_ids for r in results], split
-
-
-class TreeHopRun:
-    def __init__(self, search: Any) -> None:
-        self.search = search
-
-    def run(self, questions: list[str]) -> tuple[list[list[str]], dict[str, float]]:
-        results = self.search.retrieve_batch(questions)
-        split = dict.fromkeys(SPLIT, 0.0)
-        for res in results:
-            for key in SPLIT:
-                split[key] += res.counters[f"time_{key}_s"]
-        return [r.chunk_ids for r in results], split
+# The table's columns: the model is TreeHop's network or EfficientRAG's Labeler and Filter.
+COLUMNS = ("encode", "search", "model")
 
 
 def methods(pool: Any, args: argparse.Namespace) -> dict[str, Any]:
@@ -117,10 +71,10 @@ def methods(pool: Any, args: argparse.Namespace) -> dict[str, Any]:
         )
     treehop_results = json.loads(chosen[0].read_text(encoding="utf-8"))
     treehop = TreeHop.from_pretrained(treehop_results["model"], device="cpu")
-    out: dict[str, Any] = {"Direct-R@10": DirectR(pool.retriever, 10)}
-    out[f"EfficientRAG ({label})"] = EfficientRAGRun(EfficientRAG.from_config(pool.retriever, rag_cfg))
+    out: dict[str, Any] = {"Direct-R@10": DirectRun(pool.retriever, 10)}
+    out[f"EfficientRAG ({label})"] = LoopRun(EfficientRAG.from_config(pool.retriever, rag_cfg))
     for name, (k, hops) in TREEHOP.items():
-        out[name] = TreeHopRun(
+        out[name] = CountedRun(
             TreeHopRetriever(pool.retriever, treehop, TreeHopRetrievalConfig(top_k=k, hops=hops))
         )
     combo = (treehop_results.get("combination") or {}).get("setting")
@@ -132,27 +86,17 @@ def methods(pool: Any, args: argparse.Namespace) -> dict[str, Any]:
         search = TreeHopRetriever(pool.retriever, treehop, TreeHopRetrievalConfig(top_k=k, hops=hops))
         labeler = Labeler.from_pretrained(models / "labeler" / "best", device="cpu")
         settings = TagSettings(tag_threshold=threshold, floor_k=floor, chunk_budget=7)
-        out[f"TreeHop@{k}, {hops} hops + Tagger"] = TreeHopRun(TaggedTreeHop(search, labeler, settings))
+        out[f"TreeHop@{k}, {hops} hops + Tagger"] = CountedRun(TaggedTreeHop(search, labeler, settings))
     return out
 
 
-def measure(runs: dict[str, Any], examples: list, slice_size: int) -> dict[str, dict[str, Any]]:
-    from efficientrag.retrieval.metrics import score_retrieval
-
-    stats = {name: {"wall": 0.0, **dict.fromkeys(SPLIT, 0.0), "scores": []} for name in runs}
-    names = list(runs)
-    slices = [examples[i : i + slice_size] for i in range(0, len(examples), slice_size)]
-    for n, part in enumerate(slices):
-        for name in names[n % len(names) :] + names[: n % len(names)]:
-            t0 = time.perf_counter()
-            ids, split = runs[name].run([ex.question for ex in part])
-            stats[name]["wall"] += time.perf_counter() - t0
-            for key in SPLIT:
-                stats[name][key] += split[key]
-            for ex, got in zip(part, ids, strict=True):
-                # Answer recall is not reported here (the evaluation tables have it).
-                stats[name]["scores"].append(score_retrieval(got, [], ex.gold_chunk_ids, ex.answers))
-    return stats
+def columns(stats: dict[str, Any]) -> dict[str, float]:
+    """A run's seconds in the table's columns: the Labeler and Filter count as the model."""
+    return {
+        "encode": stats["encode"],
+        "search": stats["search"],
+        "model": stats["model"] + stats["labeler"] + stats["filter"],
+    }
 
 
 def table(stats_by_mode: dict[str, dict[str, dict[str, Any]]], reference: str) -> list[str]:
@@ -168,65 +112,22 @@ def table(stats_by_mode: dict[str, dict[str, dict[str, Any]]], reference: str) -
         for name, s in stats.items():
             n = len(s["scores"])
             m = mean_scores(s["scores"])
-            other = s["wall"] - sum(s[k] for k in SPLIT)
+            cells = columns(s)
+            other = s["wall"] - sum(cells.values())
             lines.append(
                 f"| {name} | {mode} | {n} | {s['wall'] / n:.4f} | "
-                + " | ".join(f"{s[k] / n:.4f}" for k in SPLIT)
+                + " | ".join(f"{cells[k] / n:.4f}" for k in COLUMNS)
                 + f" | {other / n:.4f} | {s['wall'] / ref['wall']:.4f} | {m['num_chunks']:.2f} | "
                 f"{m['recall']:.2f} | {m['all_gold']:.2f} |"
             )
     return lines
 
 
-def points(stats: dict[str, dict[str, Any]]) -> dict[str, tuple[float, float, float]]:
-    """Per method: (seconds per question, recall, chunks per question)."""
-    from efficientrag.retrieval.metrics import mean_scores
-
-    out = {}
-    for name, s in stats.items():
-        m = mean_scores(s["scores"])
-        out[name] = (s["wall"] / len(s["scores"]), m["recall"], m["num_chunks"])
-    return out
-
-
-def plot(pts: dict[str, tuple[float, float, float]], path: Path, title: str, threads: int) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 5.2))
-    for i, (name, (x, recall, chunks)) in enumerate(pts.items()):
-        ax.scatter([x], [recall], s=44, marker="osD^v<>P"[i % 8], label=f"{name} ({chunks:.1f} chunks)")
-    ax.set_xscale("log")
-    ax.set_xlabel(f"seconds per question (log scale; {threads} CPU threads)")
-    ax.set_ylabel("oracle-chunk recall (%)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3, which="both")
-    # Below the axes: inside, it hid a point whichever corner it took.
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--shared-data", default=str(DEFAULT_SHARED))
-    parser.add_argument("--work-dir", default=str(REPO / "runs" / "bench_protocol"))
-    parser.add_argument("--datasets", default=",".join(DATASETS))
-    parser.add_argument("--limit", type=int, default=0, help="first N dev questions per dataset (0: all)")
-    parser.add_argument("--slice", type=int, default=32, help="questions per slice in batch mode")
-    parser.add_argument("--single", type=int, default=30, help="questions per dataset run one at a time")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: every core)")
+    parser = latency_parser(__doc__)
     parser.add_argument("--out", default=str(REPO / "runs" / "treehop_latency"))
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
-    args.retriever = "dense"
 
     import faiss
     import torch
@@ -237,40 +138,22 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(threads)
     faiss.omp_set_num_threads(threads)
     by_mode: dict[str, dict[str, dict[str, Any]]] = {"batch": {}, "single": {}}
+    opts = ProtocolOptions.from_args(args, retriever="dense")
     for name in [d.strip() for d in args.datasets.split(",") if d.strip()]:
         pool = open_pool(
-            f"dev-{name}", [(name, DEV_FILES[name])], Path(args.work_dir) / "dense" / "pools", args
+            f"dev-{name}", [(name, DEV_FILES[name])], Path(args.work_dir) / "dense" / "pools", opts
         )
         examples = pool.examples[: args.limit or None]
         runs = methods(pool, args)
-        for mode, exs, size in (("batch", examples, args.slice), ("single", examples[: args.single], 1)):
-            for method, s in measure(runs, exs, size).items():
-                merged = by_mode[mode].setdefault(method, s)
-                if merged is not s:
-                    for key in ("wall", *SPLIT):
-                        merged[key] += s[key]
-                    merged["scores"] += s["scores"]
+        measure_modes(by_mode, runs, examples, args)
         if not args.quiet:
             print(f"{name}: {len(examples)} questions measured", file=sys.stderr)
-    out = Path(args.out)
-    png = plot(
-        points(by_mode["batch"]),
-        out / "recall_vs_seconds.png",
-        "recall vs seconds per question (dev, batch mode)",
-        threads,
-    )
-    cmd = "python benchmarks/treehop_latency.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    lines = [
+    intro = (
         f"Seconds per question on {args.datasets} dev questions, {threads} torch/FAISS threads, one run "
-        "(slices rotate over the methods).",
-        "",
-        *table(by_mode, "EfficientRAG"),
-        "",
-        f"Rerun: `{cmd.strip()}`",
-        "",
-        f"![recall vs seconds]({png})",
-    ]
-    publish("\n".join(lines), out / "latency.md")
+        "(slices rotate over the methods)."
+    )
+    rows = table(by_mode, "EfficientRAG")
+    publish_timings(intro, rows, by_mode, Path(args.out), "latency.md", command_line(__file__, argv))
     return 0
 
 

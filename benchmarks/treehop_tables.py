@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from report_output import heading
+
 from efficientrag.eval.chunk_curve import curve_from_ranked, value_at
 from efficientrag.eval.gold_fate import fate_table_head
 from efficientrag.eval.plots import Point, plot_recall_vs_chunks
@@ -36,10 +38,11 @@ def render(
         for name, p in info.get("pools", {}).items()
     )
     lines = [
-        "## TreeHop beside EfficientRAG and Direct-R on one dense index (all-MiniLM-L6-v2 + FAISS Flat)",
-        "",
-        f"Command: `{command}` ({minutes:.0f} min)",
-        "",
+        *heading(
+            "## TreeHop beside EfficientRAG and Direct-R on one dense index (all-MiniLM-L6-v2 + FAISS Flat)",
+            command,
+            minutes,
+        ),
         f"TreeHop trained on the train files of {', '.join(train_on)} (training side: {per_file}); "
         f"training variant **{train_metrics.get('variant')}**, epoch {train_metrics.get('best_epoch')} of "
         f"{train_metrics.get('epochs')}, both chosen by the tree search (TreeHop@5, 2 hops) on the validation "
@@ -144,20 +147,8 @@ def _dev_table(res: dict[str, Any], chosen: str) -> list[str]:
     ]
     for k in DIRECT_KS:
         lines.append(_row(f"Direct-R@{k}", "dense", direct["retrieval"][k], None))
-    eff = res.get("efficientrag") or {}
-    if eff:
-        lines.append(
-            _row(
-                f"EfficientRAG (chosen `{eff['setting']}`)",
-                "dense",
-                eff["efficientrag"]["retrieval"]["all"],
-                direct,
-            )
-        )
-    else:
-        lines.append(
-            "| EfficientRAG | dense | not run: `python benchmarks/retrieval_efficientrag.py --retriever dense` first | | | | | | |"
-        )
+    missing = "not run: `python benchmarks/retrieval_efficientrag.py --retriever dense` first"
+    lines.append(_efficientrag_row(res.get("efficientrag"), "", "dense", direct, missing))
     for label, summary in res["treehop"].items():
         name = f"**{label}** (chosen)" if label == chosen else label
         lines.append(_row(name, "dense", summary["retrieval"]["all"], direct))
@@ -170,19 +161,18 @@ def _dev_table(res: dict[str, Any], chosen: str) -> list[str]:
     if bm25:
         for k in BM25_KS:
             lines.append(_row(f"Direct-R@{k} (reference)", "BM25", bm25["direct"]["retrieval"][k], None))
-        e = bm25.get("efficientrag") or {}
-        if e:
-            lines.append(
-                _row(
-                    f"EfficientRAG (reference, chosen `{e['setting']}`)",
-                    "BM25",
-                    e["efficientrag"]["retrieval"]["all"],
-                    None,
-                )
-            )
-        else:
-            lines.append("| EfficientRAG (reference) | BM25 | not run | | | | | | |")
+        lines.append(_efficientrag_row(bm25.get("efficientrag"), "reference", "BM25", None, "not run"))
     return lines
+
+
+def _efficientrag_row(
+    result: dict[str, Any] | None, note: str, index: str, direct: dict[str, Any] | None, missing: str
+) -> str:
+    """EfficientRAG's row at its chosen setting, or a row saying why it has none."""
+    if not result:
+        return f"| EfficientRAG{f' ({note})' if note else ''} | {index} | {missing} | | | | | | |"
+    label = f"EfficientRAG ({f'{note}, ' if note else ''}chosen `{result['setting']}`)"
+    return _row(label, index, result["efficientrag"]["retrieval"]["all"], direct)
 
 
 def _row(label: str, index: str, agg: dict[str, float], direct: dict[str, Any] | None) -> str:

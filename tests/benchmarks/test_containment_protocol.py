@@ -13,9 +13,12 @@ from efficientrag.training.pool import Pool
 BENCHMARK = "containment_protocol"  # the conftest fixture `bench` imports it
 
 
+COMMAND = "python benchmarks/containment_protocol.py --train-on musique"
+
+
 def _args(**kw):
     base = {"validation_ratio": 0.25, "retriever": "bm25", "labeler_overrides": [], "filter_overrides": []}
-    base.update(quiet=True, argv=["--train-on", "musique"], **kw)
+    base.update(quiet=True, **kw)
     return argparse.Namespace(**base)
 
 
@@ -38,7 +41,7 @@ def test_the_method_is_chosen_on_each_training_files_validation_part_over_its_ow
 
     searches = {"2wikimultihopqa": object(), "musique": object()}
     pools = {name: _pool(name, 40, s) for name, s in searches.items()}
-    sets = bench.scoring_sets(_args(), tmp_path, pools)
+    sets = bench.scoring_sets(bench.ProtocolOptions(retriever="bm25", quiet=True), tmp_path, pools)
     assert [s.name for s in sets] == ["2wikimultihopqa", "musique"]
     for s in sets:
         assert s.group == "validation" and s.retriever is searches[s.name]
@@ -80,7 +83,7 @@ def test_the_report_shows_the_validation_choice_once_and_each_set_in_or_out_of_d
         "musique": ["MUSIQUE ROWS"],
         "2wikimultihopqa open-domain": ["OD"],
     }
-    text = bench.report(_args(), ["musique"], ("k6", []), models, (method, None), sections, 3.0)
+    text = bench.report(_args(), ["musique"], ("k6", []), models, (method, None), sections, 3.0, COMMAND)
     assert text.count("### The retrieval method (chosen by the training files' validation questions") == 1
     assert "pseudo-questions" not in text
     assert "| **loop_rerank** | 80.0 / 60.0 / 7.00 / 20.0 | 71.00 |" in text
@@ -170,7 +173,9 @@ def test_the_report_sets_the_pseudo_questions_choice_beside_the_validation_one(b
 
     method = choice("loop_rerank_calibrated", "validation", "musique")
     pseudo = choice("labeler_rerank", "pseudo", "hotpotqa pseudo-single")
-    text = bench.report(_args(), ["musique"], ("k6", []), models, (method, pseudo), {"hotpotqa": ["R"]}, 1.0)
+    text = bench.report(
+        _args(), ["musique"], ("k6", []), models, (method, pseudo), {"hotpotqa": ["R"]}, 1.0, COMMAND
+    )
     assert "### The retrieval method (chosen by `adapt`'s pseudo-questions over the left-out" in text
     assert "hotpotqa pseudo-single (pseudo): recall" in text
     assert (

@@ -51,7 +51,7 @@ def test_efficientrag_row_is_the_chosen_setting_on_the_pool_asked_for(bench, tmp
 
 
 def test_setting_labels_make_distinct_folder_names(bench):
-    slugs = {bench._slug(label) for label in bench.SETTINGS}
+    slugs = {bench.slug(label) for label in bench.SETTINGS}
     assert len(slugs) == len(bench.SETTINGS) and all("/" not in s and " " not in s for s in slugs)
 
 
