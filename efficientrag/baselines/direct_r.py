@@ -12,7 +12,7 @@ from efficientrag.baselines.base import Counters, Method, Prediction, SharedSett
 from efficientrag.baselines.settings import Settings
 from efficientrag.data.schema import Example
 from efficientrag.retrieval.base import Retriever
-from efficientrag.setting_fields import bounded
+from efficientrag.setting_fields import ANSWER_ONLY, bounded
 
 
 @dataclass
@@ -20,8 +20,8 @@ class DirectRConfig(Settings):
     """Direct-R: one retrieval with the question; the answer call reads the top ``top_k`` chunks
     (the paper's Direct-R@10). Retrieval metrics are still reported at every ``eval.ks``."""
 
-    top_k: int = bounded(10, low=1)
-    max_new_tokens: int = bounded(128, low=1)
+    top_k: int = bounded(10, low=1, roles=[ANSWER_ONLY])
+    max_new_tokens: int = bounded(128, low=1, roles=[ANSWER_ONLY])
 
 
 class DirectRetrieval(Method):

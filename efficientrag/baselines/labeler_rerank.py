@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal
 from efficientrag.baselines.rerank import RankFusion, Rerank
 from efficientrag.data.schema import Chunk
 from efficientrag.errors import InvalidArgumentError
-from efficientrag.setting_fields import SPEED_ONLY, bounded
+from efficientrag.setting_fields import ANSWER_ONLY, SPEED_ONLY, bounded
 
 
 @dataclass
@@ -45,8 +45,8 @@ class LabelerRerankConfig(RankFusion):
     max_length: int | None = bounded(None, low=8)
     device: str | None = None
     quantize: Literal["none", "int8", "bf16"] = "none"
-    top_k: int = bounded(6, low=1)
-    max_new_tokens: int = bounded(128, low=1)
+    top_k: int = bounded(6, low=1, roles=[ANSWER_ONLY])
+    max_new_tokens: int = bounded(128, low=1, roles=[ANSWER_ONLY])
 
 
 class LabelerRerank(Rerank):

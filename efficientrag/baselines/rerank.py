@@ -24,7 +24,7 @@ from efficientrag.baselines.base import Counters, Method, Prediction
 from efficientrag.baselines.settings import Settings
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.errors import InvalidArgumentError
-from efficientrag.setting_fields import SPEED_ONLY, bounded
+from efficientrag.setting_fields import ANSWER_ONLY, SPEED_ONLY, bounded
 
 
 @dataclass
@@ -68,8 +68,8 @@ class RerankConfig(RankFusion):
     max_length: int = bounded(256, low=8)
     device: str | None = None
     quantize: Literal["none", "bf16"] = "none"
-    top_k: int = bounded(6, low=1)
-    max_new_tokens: int = bounded(128, low=1)
+    top_k: int = bounded(6, low=1, roles=[ANSWER_ONLY])
+    max_new_tokens: int = bounded(128, low=1, roles=[ANSWER_ONLY])
 
 
 class Rerank(Method):

@@ -20,6 +20,7 @@ from efficientrag.errors import InvalidArgumentError
 from efficientrag.eval.evaluation import RunSummary
 from efficientrag.eval.runner import run_method
 from efficientrag.experiment.run_binding import index_and_data, loop_fingerprint, resumable
+from efficientrag.setting_fields import ANSWER_ONLY, settings_with
 
 if TYPE_CHECKING:
     from efficientrag.baselines.base import Method
@@ -121,8 +122,8 @@ def evaluate_ranked_run(
     from efficientrag.experiment.assembly import model_digest
     from efficientrag.experiment.run_binding import SPEED_ONLY_SETTINGS
 
-    answer_only = ("device", "top_k", "max_new_tokens")  # where it runs, and the answer call's
-    skipped = {*method.model_fields, *SPEED_ONLY_SETTINGS, *answer_only}
+    # Nothing here answers, so the answer call's settings cannot change the run.
+    skipped = {*method.model_fields, *SPEED_ONLY_SETTINGS, *settings_with(type(method.cfg), ANSWER_ONLY)}
     settings = {k: v for k, v in to_dict(method.cfg).items() if k not in skipped}
     models = {kind: model_digest(kind, getattr(method.cfg, f)) for f, kind in method.model_fields.items()}
     # A method with no setting and no model left (Direct-R) is bound by what it searches alone.

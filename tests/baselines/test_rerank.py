@@ -272,9 +272,9 @@ def test_a_rerank_job_run_resumes_only_for_the_same_model_and_settings(cross_enc
     assert first["n"] == 2 and first["retrieval"]["5"]["recall"] == 100.0
     fingerprint = read_fingerprint(tmp_path / "run")
     assert fingerprint["method"] == "rerank" and set(fingerprint["models"]) == {"reranker"}
-    assert (
-        "device" not in fingerprint["settings"]["rerank"] and fingerprint["settings"]["rerank"]["top_n"] == 5
-    )
+    recorded = fingerprint["settings"]["rerank"]
+    assert recorded["top_n"] == 5 and recorded["device"] == "cpu"
+    assert "top_k" not in recorded and "max_new_tokens" not in recorded  # the answer call's alone
     # The same inputs resume the run: nothing is scored again.
     method.scorer = TitleScores({})
     evaluate_ranked_run(method, qs, tmp_path / "run", ks=[2, 5], progress=False)
