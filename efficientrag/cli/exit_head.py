@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from efficientrag.config import load_config, parse_args_with_overrides
-from efficientrag.errors import ConfigError, EfficientRAGError
+from efficientrag.errors import ConfigError, EfficientRAGError, MissingFileError
 
 # What the command prints of each head's fit (the saved config.json holds all of it).
 HELD_OUT_KEYS = ("pairs", "logit_mae", "rank_agreement", "upper_coverage", "by_threshold")
@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "efficientrag train e
         data = Path(args.data)
         rows_file = data / "train.jsonl" if data.is_dir() else data
         if not rows_file.is_file():
-            raise FileNotFoundError(f"--data: no Labeler rows at {rows_file}")
+            raise MissingFileError(f"--data: no Labeler rows at {rows_file}")
         from efficientrag.models import Labeler
         from efficientrag.training.data import read_rows
         from efficientrag.training.exit_head import fit_exit_head

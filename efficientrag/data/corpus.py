@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from efficientrag.data.schema import Chunk
-from efficientrag.errors import DataFormatError, InvalidArgumentError
+from efficientrag.errors import DataFormatError, InvalidArgumentError, MissingKeyError
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.text.validity import text_problem
 
@@ -69,7 +69,7 @@ class Corpus:
         try:
             return self.chunks[self._index[chunk_id]]
         except KeyError:
-            raise KeyError(f"chunk id {chunk_id!r} is not in the corpus") from None
+            raise MissingKeyError(f"chunk id {chunk_id!r} is not in the corpus") from None
 
     def position(self, chunk_id: str) -> int:
         """The row of a chunk in every index built over this corpus.

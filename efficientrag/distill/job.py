@@ -30,7 +30,7 @@ from efficientrag.config import save_config
 from efficientrag.config_values import to_dict
 from efficientrag.distill.config import DistillConfig
 from efficientrag.distill.pairs import write_pair_rows
-from efficientrag.errors import ConfigError
+from efficientrag.errors import ConfigError, MissingFileError
 from efficientrag.experiment.run_binding import loop_fingerprint
 from efficientrag.fingerprint import file_digest, folder_digest
 from efficientrag.jsonl import write_jsonl
@@ -148,7 +148,7 @@ def inputs_of(cfg: DistillConfig, teachers: dict[str, Path]) -> dict[str, Any]:
     original = Path(cfg.train_data)
     for name in SET_FILES:
         if not (original / name).is_file():
-            raise FileNotFoundError(
+            raise MissingFileError(
                 f"{original / name}: missing (train_data is the teachers' training set folder)"
             )
     return {
@@ -209,9 +209,7 @@ def _teachers(cfg: DistillConfig) -> dict[str, Path]:
     teachers = {"labeler": Path(cfg.labeler), "filter": Path(cfg.filter)}
     for kind, folder in teachers.items():
         if not (folder / "model.safetensors").is_file():
-            raise FileNotFoundError(
-                f"{folder}: no model.safetensors (pass the trained {kind}'s best/ folder)"
-            )
+            raise MissingFileError(f"{folder}: no model.safetensors (pass the trained {kind}'s best/ folder)")
     return teachers
 
 

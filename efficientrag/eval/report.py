@@ -24,7 +24,7 @@ import yaml
 from efficientrag.atomic import write_text_atomic
 from efficientrag.baselines.cost import latency_s
 from efficientrag.baselines.registry import METHODS
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, MissingFileError
 from efficientrag.eval.paper_numbers import PaperNumber, all_numbers, lookup
 from efficientrag.eval.paper_numbers.dragin import model_variant
 from efficientrag.eval.plots import Point, plot_quality_vs_calls, plot_recall_vs_chunks
@@ -88,7 +88,7 @@ def load_run(path: str | Path) -> Run:
     path = Path(path)
     summary_path = path / "summary.json"
     if not summary_path.is_file():
-        raise FileNotFoundError(f"{path}: no summary.json (run `efficientrag eval` for this folder first)")
+        raise MissingFileError(f"{path}: no summary.json (run `efficientrag eval` for this folder first)")
     summary = json.loads(summary_path.read_text(encoding="utf-8"))
     config = None
     if (path / "config.yaml").is_file():

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from efficientrag.baselines.registry import METHODS, check_method_name, registered_name
 from efficientrag.data.corpus import Corpus
 from efficientrag.data.schema import Example
-from efficientrag.errors import ConfigError, InvalidArgumentError
+from efficientrag.errors import ConfigError, InvalidArgumentError, MissingFileError
 from efficientrag.experiment.config import ExperimentConfig
 from efficientrag.experiment.prepared_data import corpus_label, prepare_data
 from efficientrag.fingerprint import folder_digest
@@ -106,7 +106,7 @@ def check_model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:
         try:
             out[kind] = model_digest(kind, path)
         except (FileNotFoundError, NotADirectoryError) as exc:
-            raise FileNotFoundError(f"{cls.section_key()}.{fields[kind]}: {exc}") from None
+            raise MissingFileError(f"{cls.section_key()}.{fields[kind]}: {exc}") from None
     section = cls.settings(cfg) if cls is not None and out else None
     if "labeler" in out and getattr(section, "exit_threshold", None) is not None:
         from efficientrag.models.early_exit import early_exit_digest
@@ -167,7 +167,7 @@ def shared_settings(cfg: ExperimentConfig) -> SharedSettings:
 def _read_ids(path: str) -> set[str]:
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"question id file not found: {p}")
+        raise MissingFileError(f"question id file not found: {p}")
     return {line.strip() for line in p.read_text(encoding="utf-8").splitlines() if line.strip()}
 
 

@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from efficientrag.errors import EfficientRAGError, InvalidArgumentError
+from efficientrag.errors import EfficientRAGError, InvalidArgumentError, MissingKeyError, WrongTypeError
 
 Message = Mapping[str, str]
 Prompt = str | Sequence[Message]
@@ -174,7 +174,7 @@ class GeneratorCounters:
     def add(self, **amounts: int) -> None:
         unknown = set(amounts) - set(self.KEYS)
         if unknown:
-            raise KeyError(f"unknown counter(s) {sorted(unknown)}; known: {list(self.KEYS)}")
+            raise MissingKeyError(f"unknown counter(s) {sorted(unknown)}; known: {list(self.KEYS)}")
         with self._lock:
             for key, value in amounts.items():
                 self._values[key] += int(value)
@@ -305,23 +305,25 @@ def is_chat_prompt(prompt: Any) -> bool:
 def check_prompts(prompts: Sequence[Prompt]) -> list[Prompt]:
     """Validate prompt shapes early, naming the offending index."""
     if isinstance(prompts, str) or not isinstance(prompts, Sequence):
-        raise TypeError("prompts must be a list of prompts (strings or message lists), not a single prompt")
+        raise WrongTypeError(
+            "prompts must be a list of prompts (strings or message lists), not a single prompt"
+        )
     out: list[Prompt] = []
     for i, prompt in enumerate(prompts):
         if isinstance(prompt, str):
             out.append(prompt)
             continue
         if not isinstance(prompt, Sequence) or not prompt:
-            raise TypeError(
+            raise WrongTypeError(
                 f"prompts[{i}] must be a string or a non-empty list of chat messages, got {prompt!r:.80}"
             )
         for j, msg in enumerate(prompt):
             if not isinstance(msg, Mapping) or not isinstance(msg.get("role"), str) or "content" not in msg:
-                raise TypeError(
+                raise WrongTypeError(
                     f"prompts[{i}][{j}] must be a dict with 'role' and 'content', got {msg!r:.80}"
                 )
             if not isinstance(msg["content"], str):
-                raise TypeError(f"prompts[{i}][{j}]['content'] must be a string")
+                raise WrongTypeError(f"prompts[{i}][{j}]['content'] must be a string")
         out.append([dict(m) for m in prompt])
     return out
 

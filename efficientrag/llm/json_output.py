@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from efficientrag.errors import WrongTypeError
 from efficientrag.llm.errors import LLMOutputError
 
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
@@ -44,7 +45,7 @@ def parse_json_output(
         TypeError: ``expect`` is neither ``dict`` nor ``list``.
     """
     if expect not in (dict, list):
-        raise TypeError(f"expect must be dict or list, got {expect!r}")
+        raise WrongTypeError(f"expect must be dict or list, got {expect!r}")
     what = "object" if expect is dict else "array"
     if text is None or not text.strip():
         raise LLMOutputError("empty output", text=text)

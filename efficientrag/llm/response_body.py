@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, WrongTypeError
 from efficientrag.llm.errors import MalformedResponseError
 from efficientrag.llm.response import LLMResponse, TokenLogprob, TokenUsage
 
@@ -29,7 +29,7 @@ def parse_response(kind: str, body: Any) -> LLMResponse:
             text = choice["text"]
             logprobs = _completion_logprobs(choice.get("logprobs"))
         if not isinstance(text, str):
-            raise TypeError(f"text is {type(text).__name__}")
+            raise WrongTypeError(f"text is {type(text).__name__}")
         return LLMResponse(
             text=text,
             finish_reason=choice.get("finish_reason"),

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from transformers import AutoConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, WrongTypeError
 from efficientrag.models.inputs import KINDS, TAGS
 
 POOLINGS = ("mean", "first", "pair")  # tag-head pooling (Labeler)
@@ -74,7 +74,7 @@ class WordClassifierConfig(PreTrainedConfig):
 
     def __post_init__(self, **kwargs: Any) -> None:
         if self.kind not in KINDS:
-            raise TypeError(f"{type(self).__name__} is abstract: use LabelerConfig or FilterConfig")
+            raise WrongTypeError(f"{type(self).__name__} is abstract: use LabelerConfig or FilterConfig")
         if isinstance(self.encoder_config, dict) and "model_type" not in self.encoder_config:
             raise InvalidArgumentError(f"{self.model_type} config: 'encoder_config' has no 'model_type'")
         if self.token_labels is None:

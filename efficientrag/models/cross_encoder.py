@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, MissingFileError
 from efficientrag.hub import download_model_folder, looks_like_repo_id
 from efficientrag.models.flashrank import flashrank_folder, flashrank_model
 from efficientrag.models.model_folder import CONFIG_FILE, check_safetensors
@@ -53,11 +53,11 @@ def check_cross_encoder_folder(path: str | Path) -> Path:
     if not folder.exists() and looks_like_repo_id(str(path)):
         folder = download_model_folder(str(path))
     if not folder.exists():
-        raise FileNotFoundError(f"{folder}: no such cross-encoder folder; {TRAIN_HINT}")
+        raise MissingFileError(f"{folder}: no such cross-encoder folder; {TRAIN_HINT}")
     if not folder.is_dir():
-        raise NotADirectoryError(f"{folder} is a file; a saved cross-encoder is a folder")
+        raise MissingFileError(f"{folder} is a file; a saved cross-encoder is a folder")
     if not (folder / CONFIG_FILE).is_file():
-        raise FileNotFoundError(f"{folder} holds no {CONFIG_FILE}: not a saved cross-encoder; {TRAIN_HINT}")
+        raise MissingFileError(f"{folder} holds no {CONFIG_FILE}: not a saved cross-encoder; {TRAIN_HINT}")
     weights = folder / WEIGHTS_FILE
     if not weights.is_file():
         pickled = [name for name in PICKLE_WEIGHTS if (folder / name).is_file()]
@@ -66,7 +66,7 @@ def check_cross_encoder_folder(path: str | Path) -> Path:
                 f"{folder}: its weights are pickled ({pickled[0]}), which this package never loads; "
                 f"save them as {WEIGHTS_FILE} (model.save_pretrained(folder, safe_serialization=True))"
             )
-        raise FileNotFoundError(f"{folder} holds no {WEIGHTS_FILE}; {TRAIN_HINT}")
+        raise MissingFileError(f"{folder} holds no {WEIGHTS_FILE}; {TRAIN_HINT}")
     check_safetensors(weights)
     return folder
 

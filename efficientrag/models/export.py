@@ -41,7 +41,7 @@ from typing import Any, Literal
 import torch
 
 from efficientrag.cpu import available_cores
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, MissingExtraError
 from efficientrag.models.inputs import SEG_QUERY, SEG_TARGET
 from efficientrag.models.modeling import TokenClassifierNetwork
 
@@ -153,7 +153,7 @@ def require_onnx() -> Any:
         import onnx  # noqa: F401  (the exporter and the quantizer need it)
         import onnxruntime
     except ImportError as err:
-        raise ImportError(
+        raise MissingExtraError(
             f"the ONNX Runtime backend needs onnxruntime and onnx ({err.name} is missing): {INSTALL_HINT}"
         ) from err
     return onnxruntime

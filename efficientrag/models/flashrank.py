@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, MissingExtraError, MissingFileError
 from efficientrag.hub import hub_offline
 
 PREFIX = "flashrank:"
@@ -69,7 +69,7 @@ def flashrank_folder(name: str) -> Path:
     folder = cache / name
     if not folder.is_dir():
         if hub_offline():
-            raise FileNotFoundError(
+            raise MissingFileError(
                 f"{folder}: FlashRank model {name} is not in its cache and HF_HUB_OFFLINE is set; run once "
                 f"where the Hub is reachable, or copy the model's folder there (${CACHE_ENV} moves the cache)"
             )
@@ -77,7 +77,7 @@ def flashrank_folder(name: str) -> Path:
     needed = (config.model_file_map[name], *TOKENIZER_FILES)
     missing = [f for f in needed if not (folder / f).is_file()]
     if missing:
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"{folder}: not a complete FlashRank model folder (missing {', '.join(missing)})"
         )
     return folder
@@ -130,7 +130,7 @@ def _flashrank_config() -> Any:
     try:
         from flashrank import Config
     except ImportError as exc:
-        raise ImportError(INSTALL_HINT) from exc
+        raise MissingExtraError(INSTALL_HINT) from exc
     return Config
 
 
@@ -140,7 +140,7 @@ def _ranker(name: str, cache: Path, *, max_length: int) -> Any:
     try:
         from flashrank.Ranker import Ranker
     except ImportError as exc:
-        raise ImportError(INSTALL_HINT) from exc
+        raise MissingExtraError(INSTALL_HINT) from exc
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     try:

@@ -15,7 +15,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from efficientrag.atomic import atomic_folder
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, MissingFileError
 from efficientrag.hub import download_model_folder, looks_like_repo_id
 from efficientrag.models.card import CARD_FILE, TRAIN_CONFIG_FILE, TrainingRecord, write_model_card
 from efficientrag.models.configuration import CONFIG_CLASSES, MODEL_TYPES
@@ -32,11 +32,11 @@ def locate_model_folder(name_or_path: str | Path, *, revision: str | None = None
     path = Path(name_or_path).expanduser()
     if path.exists():
         if not path.is_dir():
-            raise NotADirectoryError(f"{path} is a file; a saved model is a folder")
+            raise MissingFileError(f"{path} is a file; a saved model is a folder")
         return path
     name = str(name_or_path)
     if not looks_like_repo_id(name):
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"{path} not found: no folder with {CONFIG_FILE} there, and it is not a Hub name"
         )
     return download_model_folder(name, revision=revision)
@@ -126,7 +126,7 @@ def _check_saved_folder(folder: Path, kind: str) -> None:
     """The folder holds a current-format ``kind`` model and a weights file (not yet read)."""
     config_path = folder / CONFIG_FILE
     if not config_path.is_file():
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"{config_path} not found: {folder} is not a saved efficientrag {kind} (training writes one "
             "under its output_dir, in best/; .save_pretrained(folder) writes one)"
         )
@@ -134,7 +134,7 @@ def _check_saved_folder(folder: Path, kind: str) -> None:
     if saved_kind != kind:
         raise InvalidArgumentError(f"{folder} holds a {saved_kind!r} model, not a {kind!r} model")
     if not any((folder / f).is_file() for f in WEIGHTS_FILES):
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"{folder / WEIGHTS_FILES[0]} not found (weights are read from safetensors only)"
         )
 

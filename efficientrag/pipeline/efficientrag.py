@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from efficientrag.data.schema import Chunk
-from efficientrag.errors import EfficientRAGError, InvalidArgumentError
+from efficientrag.errors import EfficientRAGError, InvalidArgumentError, WrongTypeError
 from efficientrag.models.inputs import filter_words
 from efficientrag.pipeline.budget import choose_chunks
 from efficientrag.pipeline.config import EfficientRAGConfig
@@ -120,7 +120,7 @@ class EfficientRAG:
     ) -> None:
         self.config = config or EfficientRAGConfig()
         if not callable(getattr(retriever, "search", None)):
-            raise TypeError(
+            raise WrongTypeError(
                 f"EfficientRAG: retriever must have a search(queries, k) method (a Retriever, "
                 f"LangChainSearch or LlamaIndexSearch), got {type(retriever).__name__}"
             )

@@ -27,7 +27,7 @@ except ImportError as exc:
 
 from efficientrag.config_values import from_dict as config_from_dict
 from efficientrag.config_values import same_named
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, MissingFileError
 from efficientrag.pipeline.adapters import groups, kept_chunks, load_rag
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.pipeline.efficientrag import EfficientRAG, RetrievalResult
@@ -172,7 +172,7 @@ def _check_paths(paths: Mapping[str, str | Path | None]) -> None:
             )
     for name in ("labeler", "filter"):
         if not Path(paths[name]).is_dir():
-            raise FileNotFoundError(f"EfficientRAGRetriever: {name} folder {paths[name]} does not exist")
+            raise MissingFileError(f"EfficientRAGRetriever: {name} folder {paths[name]} does not exist")
     corpus = paths["corpus"]
     if corpus is not None and not Path(corpus).is_file():
-        raise FileNotFoundError(f"EfficientRAGRetriever: corpus file {corpus} does not exist")
+        raise MissingFileError(f"EfficientRAGRetriever: corpus file {corpus} does not exist")

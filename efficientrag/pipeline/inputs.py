@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, WrongTypeError
 from efficientrag.pipeline.config import EfficientRAGConfig
 from efficientrag.text.validity import text_problem
 
@@ -57,7 +57,9 @@ def check_questions(questions: Sequence[object], *, source: str = "questions") -
             Unicode text, or is not a string (every empty one is named).
     """
     if isinstance(questions, str):
-        raise TypeError(f"{source}: expected a list of questions, got one string (use retrieve() for one)")
+        raise WrongTypeError(
+            f"{source}: expected a list of questions, got one string (use retrieve() for one)"
+        )
     empty: list[int] = []
     for i, q in enumerate(questions):
         if not isinstance(q, str):
@@ -104,7 +106,7 @@ def load_model(name: str, model: Any, config: EfficientRAGConfig) -> Any:
         return cls.from_pretrained(model, device=config.device).quantize(config.quantize)
     if not callable(getattr(model, "predict", None)):
         cls_name = "Labeler" if name == "labeler" else "Filter"
-        raise TypeError(
+        raise WrongTypeError(
             f"EfficientRAG: {name} must be a loaded model ({cls_name}.from_pretrained(folder)) or its "
             f"folder, got {type(model).__name__}"
         )

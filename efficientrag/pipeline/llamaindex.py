@@ -30,6 +30,7 @@ except ImportError as exc:
         "efficientrag.pipeline.llamaindex", "llama-index-core>=0.12", "llamaindex", exc
     ) from exc
 
+from efficientrag.errors import WrongTypeError
 from efficientrag.pipeline.adapters import (
     METADATA_KEYS,
     FromPretrained,
@@ -82,7 +83,7 @@ class EfficientRAGRetriever(FromPretrained, BaseRetriever):
         state of its own, so one loop can serve many); ``include_trace`` puts the per-hop trace into
         every node's metadata."""
         if not isinstance(rag, RetrievalLoop):
-            raise TypeError(
+            raise WrongTypeError(
                 f"rag must have retrieve() and retrieve_batch() (an EfficientRAG), got {type(rag).__name__}"
             )
         super().__init__(callback_manager=callback_manager, verbose=verbose)

@@ -31,7 +31,7 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, WrongTypeError
 from efficientrag.retrieval.framework import MissingChunkIdError, _FrameworkSearch
 
 _SINGULAR = {"passages": "long_text", "indices": "index"}
@@ -79,7 +79,7 @@ class DSPySearch(_FrameworkSearch):
             raise InvalidArgumentError("DSPySearch needs an id_key: DSPy passages have no id of their own")
         super().__init__(retriever, id_key=id_key, title_key=title_key, score_key=score_key)
         if not callable(retriever):
-            raise TypeError(
+            raise WrongTypeError(
                 f"DSPySearch takes {self.needs[2]}, got {type(retriever).__name__}; {self.needs[3]}"
             )
         self.id_map = id_map
@@ -148,7 +148,7 @@ def _records(out: Any, query: str) -> list[dict[str, Any]]:
         data = out.toDict()
         passages = data.get("passages")
         if not isinstance(passages, list):
-            raise TypeError(
+            raise WrongTypeError(
                 f"DSPy result for query {query[:60]!r} has no 'passages' list (its fields: {sorted(data)})"
             )
         parallel = {
@@ -158,7 +158,7 @@ def _records(out: Any, query: str) -> list[dict[str, Any]]:
         }
         return [{key: values[i] for key, values in parallel.items()} for i in range(len(passages))]
     if isinstance(out, (str, Mapping)) or not isinstance(out, Sequence):
-        raise TypeError(
+        raise WrongTypeError(
             f"DSPy result for query {query[:60]!r} is a {type(out).__name__}; expected a dspy.Prediction "
             "with passages, or a list of passages (strings or dicts)"
         )

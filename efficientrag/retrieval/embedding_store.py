@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from efficientrag.atomic import atomic_open, write_json_atomic
 from efficientrag.data.corpus import Corpus
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, MissingFileError
 from efficientrag.retrieval.errors import IndexMismatchError
 from efficientrag.retrieval.meta import read_json
 
@@ -250,7 +250,7 @@ class EmbeddingStore:
             FileNotFoundError: The shard is missing or incomplete.
         """
         if not self.is_complete(shard):
-            raise FileNotFoundError(
+            raise MissingFileError(
                 f"{self.shard_path(shard)} is missing or incomplete; fill() the store first"
             )
         return np.load(self.shard_path(shard), mmap_mode="r", allow_pickle=False)

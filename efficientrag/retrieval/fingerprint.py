@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from efficientrag.errors import WrongTypeError
 from efficientrag.fingerprint import json_digest
 
 # Metadata that says when and by which version an index was written, not what it holds.
@@ -24,7 +25,7 @@ def retriever_fingerprint(retriever: Any) -> str:
     if corpus is not None and callable(getattr(corpus, "fingerprint", None)):
         cls = type(retriever)
         return json_digest({"class": f"{cls.__module__}.{cls.__qualname__}", "corpus": corpus.fingerprint()})
-    raise TypeError(
+    raise WrongTypeError(
         f"{type(retriever).__name__} cannot be fingerprinted: give it a fingerprint() method that "
         "returns a hash of what it searches (collection, encoder, index settings)"
     )

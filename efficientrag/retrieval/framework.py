@@ -35,7 +35,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from efficientrag.errors import EfficientRAGError
+from efficientrag.errors import EfficientRAGError, MissingExtraError, WrongTypeError
 from efficientrag.retrieval.base import Hit
 from efficientrag.retrieval.chunk_text import chunk_from_stored
 from efficientrag.retrieval.queries import check_search_args
@@ -75,9 +75,11 @@ class _FrameworkSearch(ABC):
         try:
             base = self._base_retriever_class()
         except ImportError as exc:
-            raise ImportError(f"{name} needs {package} ({exc}): pip install 'efficientrag[{extra}]'") from exc
+            raise MissingExtraError(
+                f"{name} needs {package} ({exc}): pip install 'efficientrag[{extra}]'"
+            ) from exc
         if not isinstance(retriever, base):
-            raise TypeError(f"{name} takes {wanted}, got {type(retriever).__name__}; {hint}")
+            raise WrongTypeError(f"{name} takes {wanted}, got {type(retriever).__name__}; {hint}")
         self.retriever = retriever
         self.id_key = id_key
         self.title_key = title_key

@@ -22,7 +22,7 @@ import asyncio
 import inspect
 from typing import Any
 
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, WrongTypeError
 from efficientrag.retrieval.framework import _FrameworkSearch
 
 
@@ -151,13 +151,13 @@ def _check_inputs(retriever: Any, text_embedder: Any) -> bool:
                 "whose model embedded the store's documents, e.g. SentenceTransformersTextEmbedder)"
             )
         if "text" not in inspect.signature(text_embedder.run).parameters:
-            raise TypeError(
+            raise WrongTypeError(
                 f"HaystackSearch: text_embedder {type(text_embedder).__name__} has no run(text=...); "
                 "pass a text embedder, not a document embedder"
             )
         return True
     if "query" not in params:
-        raise TypeError(
+        raise WrongTypeError(
             f"HaystackSearch: {name}.run takes neither query nor query_embedding; is it a retriever?"
         )
     if text_embedder is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, WrongTypeError
 
 
 def check_search_args(queries: Sequence[str], k: int) -> tuple[list[str], int]:
@@ -13,7 +13,7 @@ def check_search_args(queries: Sequence[str], k: int) -> tuple[list[str], int]:
     by letter), a non-string query or a negative ``k`` raise; empty queries are left to the
     backend, which answers them with no hits."""
     if isinstance(queries, str):
-        raise TypeError("search() takes a list of queries; wrap a single query in a list")
+        raise WrongTypeError("search() takes a list of queries; wrap a single query in a list")
     try:
         k = operator.index(k)
     except TypeError:
@@ -23,5 +23,5 @@ def check_search_args(queries: Sequence[str], k: int) -> tuple[list[str], int]:
     out = list(queries)
     for i, q in enumerate(out):
         if not isinstance(q, str):
-            raise TypeError(f"query {i} is {type(q).__name__}, expected str")
+            raise WrongTypeError(f"query {i} is {type(q).__name__}, expected str")
     return out, k

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from efficientrag.errors import MissingExtraError
 from efficientrag.serve.answering import Answerer
 from efficientrag.serve.config import ServeConfig
 from efficientrag.serve.dependencies import TokenRequired
@@ -41,7 +42,7 @@ def mcp_server(answer: Answerer, cfg: ServeConfig) -> Any:
         from mcp.server.mcpserver import Context, MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
     except ImportError as exc:
-        raise ImportError(
+        raise MissingExtraError(
             "serve.mcp needs the mcp package (pip install 'efficientrag[serve]'); or set serve.mcp=false"
         ) from exc
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, MissingFileError
 from efficientrag.jsonl import read_jsonl, write_jsonl
 from efficientrag.models.inputs import KINDS
 
@@ -42,7 +42,7 @@ def read_unique_rows(path: Path, seen: dict[str, Path], missing_hint: str) -> li
     """The rows of one training file; ``seen`` (row id -> file) spans every file of a union, so a
     question read twice fails naming both files instead of being weighted twice."""
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: missing ({missing_hint})")
+        raise MissingFileError(f"{path}: missing ({missing_hint})")
     rows = []
     for row in read_jsonl(path):
         rid = str(row.get("id"))

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
+from efficientrag.errors import InvalidArgumentError
 from efficientrag.text.normalize import dedup_key
 
 SENTENCE_END = frozenset({".", "!", "?", "...", "…"})
@@ -137,7 +138,7 @@ def range_of(ranges: Sequence[tuple[int, int]], position: int) -> int:
     for n, (a, b) in enumerate(ranges):
         if a <= position < b:
             return n
-    raise IndexError(f"position {position} is outside every range")
+    raise InvalidArgumentError(f"position {position} is outside every range")
 
 
 def minimal_cover(positions_by_key: dict[str, list[int]]) -> tuple[int, int] | None:

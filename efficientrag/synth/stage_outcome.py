@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from efficientrag.errors import MissingFileError
 from efficientrag.jsonl import read_records
 from efficientrag.synth.records import OUTPUT_FILES
 from efficientrag.synth.stage import stage_paths
@@ -35,7 +36,7 @@ def copy_finished_stage(src: str | Path, dst: str | Path, stage: str) -> None:
     overwrites what ``dst`` already has, so a resumed run keeps its own state."""
     src_paths = stage_paths(src, stage, OUTPUT_FILES.get(stage))
     if not src_paths["done"].is_file():
-        raise FileNotFoundError(f"{src}: stage {stage!r} has not finished (no {src_paths['done'].name})")
+        raise MissingFileError(f"{src}: stage {stage!r} has not finished (no {src_paths['done'].name})")
     dst_paths = stage_paths(dst, stage, OUTPUT_FILES.get(stage))
     Path(dst).mkdir(parents=True, exist_ok=True)
     for key, path in src_paths.items():

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from efficientrag.atomic import atomic_folder
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, MissingFileError
 from efficientrag.models.model_folder import locate_model_folder
 from efficientrag.treehop.configuration import TREEHOP_MODEL_TYPE, TreeHopConfig
 from efficientrag.treehop.modeling import TreeHopNetwork
@@ -106,7 +106,7 @@ class TreeHop:
         folder = locate_model_folder(name_or_path, revision=revision)
         config_path = folder / CONFIG_FILE
         if not config_path.is_file():
-            raise FileNotFoundError(f"{config_path} not found: {folder} is not a saved TreeHop model")
+            raise MissingFileError(f"{config_path} not found: {folder} is not a saved TreeHop model")
         try:
             model_type = json.loads(config_path.read_text(encoding="utf-8")).get("model_type")
         except (json.JSONDecodeError, AttributeError) as err:
@@ -116,7 +116,7 @@ class TreeHop:
                 f"{config_path}: model_type {model_type!r} is not a TreeHop model ({TREEHOP_MODEL_TYPE!r})"
             )
         if not (folder / WEIGHTS_FILE).is_file():
-            raise FileNotFoundError(
+            raise MissingFileError(
                 f"{folder / WEIGHTS_FILE} not found (weights are read from safetensors only)"
             )
         try:

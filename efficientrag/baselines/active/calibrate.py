@@ -32,7 +32,7 @@ import numpy as np
 
 from efficientrag.atomic import write_text_atomic
 from efficientrag.data.schema import Example
-from efficientrag.errors import InvalidArgumentError
+from efficientrag.errors import InvalidArgumentError, MissingFileError
 
 
 @dataclass
@@ -63,7 +63,7 @@ class ThetaCalibration:
     def load(cls, path: str | Path) -> ThetaCalibration:
         path = Path(path)
         if not path.is_file():
-            raise FileNotFoundError(
+            raise MissingFileError(
                 f"DRAGIN theta calibration {path} not found; write it with "
                 "efficientrag.baselines.active.calibrate.calibrate_theta (see docs/real_llm.md)"
             )

@@ -29,7 +29,7 @@ from typing import Any
 
 from efficientrag.baselines.base import Counters, Prediction
 from efficientrag.data.schema import Chunk, Example
-from efficientrag.errors import InvalidArgumentError, OperationError
+from efficientrag.errors import InvalidArgumentError, OperationError, WrongTypeError
 from efficientrag.llm.answers import extract_answer_detailed
 from efficientrag.llm.generator import AttentionView, Generation, Generator
 from efficientrag.retrieval.base import Hit, Retriever
@@ -145,7 +145,7 @@ def drive(
         reqs = list(req) if many else [req]
         for r in reqs:
             if not isinstance(r, (Generate, Retrieve, Attend)):
-                raise TypeError(f"a program yielded {r!r}; expected Generate, Retrieve or Attend")
+                raise WrongTypeError(f"a program yielded {r!r}; expected Generate, Retrieve or Attend")
         pending[i] = (reqs, many)
 
     for i in range(len(programs)):
