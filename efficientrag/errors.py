@@ -35,6 +35,10 @@ class MissingFileError(EfficientRAGError, FileNotFoundError):
     """A file or folder efficientrag needs is not there; the message names it and what makes it."""
 
 
+class NotAFolderError(EfficientRAGError, NotADirectoryError):
+    """A file where efficientrag needs a folder (a saved model is a folder)."""
+
+
 class MissingExtraError(EfficientRAGError, ImportError):
     """An optional package a feature needs is not installed; the message names the extra to install."""
 

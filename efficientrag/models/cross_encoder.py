@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from efficientrag.errors import InvalidArgumentError, MissingFileError
+from efficientrag.errors import InvalidArgumentError, MissingFileError, NotAFolderError
 from efficientrag.hub import download_model_folder, looks_like_repo_id
 from efficientrag.models.flashrank import flashrank_folder, flashrank_model
 from efficientrag.models.model_folder import CONFIG_FILE, check_safetensors
@@ -55,7 +55,7 @@ def check_cross_encoder_folder(path: str | Path) -> Path:
     if not folder.exists():
         raise MissingFileError(f"{folder}: no such cross-encoder folder; {TRAIN_HINT}")
     if not folder.is_dir():
-        raise MissingFileError(f"{folder} is a file; a saved cross-encoder is a folder")
+        raise NotAFolderError(f"{folder} is a file; a saved cross-encoder is a folder")
     if not (folder / CONFIG_FILE).is_file():
         raise MissingFileError(f"{folder} holds no {CONFIG_FILE}: not a saved cross-encoder; {TRAIN_HINT}")
     weights = folder / WEIGHTS_FILE

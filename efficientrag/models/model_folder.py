@@ -15,7 +15,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from efficientrag.atomic import atomic_folder
-from efficientrag.errors import InvalidArgumentError, MissingFileError
+from efficientrag.errors import InvalidArgumentError, MissingFileError, NotAFolderError
 from efficientrag.hub import download_model_folder, looks_like_repo_id
 from efficientrag.models.card import CARD_FILE, TRAIN_CONFIG_FILE, TrainingRecord, write_model_card
 from efficientrag.models.configuration import CONFIG_CLASSES, MODEL_TYPES
@@ -32,7 +32,7 @@ def locate_model_folder(name_or_path: str | Path, *, revision: str | None = None
     path = Path(name_or_path).expanduser()
     if path.exists():
         if not path.is_dir():
-            raise MissingFileError(f"{path} is a file; a saved model is a folder")
+            raise NotAFolderError(f"{path} is a file; a saved model is a folder")
         return path
     name = str(name_or_path)
     if not looks_like_repo_id(name):
