@@ -55,7 +55,8 @@ def test_treehop_options_are_protocol_options_with_treehop_training(bench):
     import retrieval_treehop as treehop
 
     opts = treehop.TreeHopOptions.from_args(argparse.Namespace(shared_data="S", variants=["gate512-lr3e-4"]))
-    assert isinstance(opts, bench.ProtocolOptions) and opts.retriever == "dense"
+    # The class retrieval_treehop imported (the fixture may have loaded the protocol script anew).
+    assert isinstance(opts, treehop.ProtocolOptions) and opts.retriever == "dense"
     assert (
         opts.variants == ["gate512-lr3e-4"] and opts.preset == str(treehop.PRESET) and opts.data_curve == []
     )
