@@ -18,7 +18,9 @@ validation questions of its training files, and then runs every candidate on eac
    intervals against ``labeler_rerank`` and against the search's own top 10, on all questions and on
    the part held back from design. Dev questions choose nothing. With ``--pair-budgets``, the chosen
    loop again under each cap on Labeler pairs a question (``pair_budget``): trade-off rows, not
-   candidates.
+   candidates. With ``--choose-pairs``, the chosen loop's later hops' width and pair cap chosen on
+   the same validation questions by ``adapt``'s rule (``efficientrag.adapt.pair_choice``: the fewest
+   Labeler pairs a question within 1 point of the best), its dev row beside the chosen method's.
 4. With ``--target-pseudo``, the same choice made on ``adapt``'s pseudo-questions over each left-out
    dev set's corpus (title-link chains and single paragraphs; no question or gold of the dev file):
    what a user adapting to that corpus would have been handed, reported beside the validation
@@ -58,8 +60,10 @@ from retrieval_rerank import OPEN_DOMAIN_NAME, direction_arguments, open_domain_
 
 from efficientrag.adapt.choice import VALIDATION_GROUP, Judge, ScoringSet
 from efficientrag.adapt.method_choice import MethodChoiceConfig, choose_method
+from efficientrag.adapt.pair_choice import AS_CHOSEN, PairChoiceConfig, choose_pairs
 from efficientrag.adapt.pseudo_rows import PseudoRowsConfig, build_pseudo_sets, pseudo_scoring_sets
 from efficientrag.config import load_config
+from efficientrag.config_values import to_dict
 from efficientrag.fingerprint import folder_digest
 from efficientrag.pipeline.config import EfficientRAGConfig
 
@@ -122,6 +126,32 @@ def with_pair_budgets(method: dict[str, Any], budgets: list[int]) -> dict[str, A
     return {**method, "candidates": {**method["candidates"], **extra}}
 
 
+def with_pair_choice(
+    method: dict[str, Any], picked: EfficientRAGConfig, record: dict[str, Any]
+) -> dict[str, Any]:
+    """``method`` with its Labeler pairs chosen on the same validation questions
+    (``adapt.pair_choice``): the record under ``pairs`` and, when a cheaper variant was picked, that
+    variant as one more dev row beside the chosen method's own."""
+    out = {**method, "pairs": record}
+    if record["chosen"] != AS_CHOSEN:
+        row = f"{method['chosen']}, {record['chosen']} (pairs chosen on validation)"
+        out["candidates"] = {**method["candidates"], row: {"efficientrag": to_dict(picked)}}
+    return out
+
+
+def pair_lines(record: dict[str, Any]) -> list[str]:
+    """What the pair choice picked and every candidate's score and pairs, for the report."""
+    if "candidates" not in record:
+        return [f"Labeler pairs: the method as chosen ({record.get('why', 'nothing to choose')})."]
+    cells = ", ".join(
+        f"{n} {r['score']:.2f} at {r['pairs']:.1f} pairs" for n, r in record["candidates"].items()
+    )
+    return [
+        f"Labeler pairs, chosen on the same validation questions: **{record['chosen']}** (the fewest pairs a "
+        f"question within {record['tolerance']:g} point of the best candidate; {cells})."
+    ]
+
+
 def _slug(name: str, pool: Any) -> str:
     return "-".join(name.split()) + f"-{len(pool.examples)}"
 
@@ -151,6 +181,8 @@ def report(
     ]
     method, pseudo = methods
     lines += [*choice_lines(method, "the training files' validation questions"), ""]
+    if "pairs" in method:
+        lines += [*pair_lines(method["pairs"]), ""]
     if pseudo is not None:
         lines += [
             *choice_lines(pseudo, "`adapt`'s pseudo-questions over the left-out sets' corpora"),
@@ -179,6 +211,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also run the chosen loop on dev with at most P Labeler pairs a question (trade-off rows)",
     )
     parser.add_argument(
+        "--choose-pairs",
+        action="store_true",
+        help="also choose the chosen loop's later hops' width and pair cap on the validation questions "
+        "(adapt's rule: the fewest Labeler pairs within 1 point of the best), reported as one more dev row",
+    )
+    parser.add_argument(
         "--target-pseudo",
         action="store_true",
         help="also report the choice adapt's pseudo-questions over the left-out dev corpora would make",
@@ -201,7 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     loop = load_config(EfficientRAGConfig, None, overrides)
     choice = MethodChoiceConfig(rerank_top_k=args.rerank_top_k)
     judge = Judge(scoring_sets(opts, work, pools), loop, root / "method_choice", progress=not args.quiet)
-    _, method = choose_method(judge, models, loop, choice)
+    chosen, method = choose_method(judge, models, loop, choice)
+    if args.choose_pairs:
+        picked, pairs = choose_pairs(judge, models, chosen, PairChoiceConfig(enabled=True))
+        method = with_pair_choice(method, picked, pairs)
     on_dev = with_pair_budgets(method, args.pair_budgets)
     evaluated = dev_pools(opts, work, train_on, eval_on)
     pseudo = None

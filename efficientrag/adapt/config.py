@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from efficientrag.adapt.exit_choice import ExitChoiceConfig
 from efficientrag.adapt.method_choice import MethodChoiceConfig
 from efficientrag.adapt.mix import MixConfig
+from efficientrag.adapt.pair_choice import PairChoiceConfig
 from efficientrag.adapt.pseudo_rows import PseudoRowsConfig
 from efficientrag.adapt.self_training import SelfTrainConfig
 from efficientrag.errors import ConfigError
@@ -60,6 +61,10 @@ class AdaptConfig:
     # After adapting: the loop, or its Labeler as a one-hop reranker (or the loop containing it),
     # whichever scores higher on the scoring sets (efficientrag/adapt/method_choice.py).
     method_choice: MethodChoiceConfig = field(default_factory=MethodChoiceConfig)
+    # Then, for a chosen loop: its later hops' width and pair cap, the fewest Labeler pairs a
+    # question within tolerance of the best score on the same scoring sets
+    # (efficientrag/adapt/pair_choice.py). Off by default.
+    pairs: PairChoiceConfig = field(default_factory=PairChoiceConfig)
     # Then, for the chosen method: the adapted Labeler's early-exit heads, fit on its training rows,
     # and the exit_threshold that runs the fewest layers within tolerance of full depth on the same
     # scoring sets (efficientrag/adapt/exit_choice.py). Off by default.

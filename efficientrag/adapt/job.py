@@ -29,6 +29,7 @@ from efficientrag.adapt.exit_choice import choose_exit
 from efficientrag.adapt.link_agreement import LinkView
 from efficientrag.adapt.method_choice import choose_method
 from efficientrag.adapt.mix import Ratio, mix_training_sets
+from efficientrag.adapt.pair_choice import choose_pairs
 from efficientrag.adapt.pseudo_rows import build_pseudo_sets, pseudo_scoring_sets, write_pseudo_sets
 from efficientrag.adapt.self_training import Question, read_questions, record_decisions, rows_from_decisions
 from efficientrag.adapt.validation import read_validation
@@ -393,6 +394,10 @@ def method_stage(cfg: AdaptConfig, judge: Judge, models: dict[str, Path]) -> dic
     else:
         why = "method_choice.enabled=false" if judge else "no scoring set"
         record = {"chosen": "loop", "compared": False, "why": why}
+    if cfg.pairs.enabled:
+        loop, record["pairs"] = (
+            choose_pairs(judge, models, loop, cfg.pairs) if judge else (loop, {"why": "no scoring set"})
+        )
     if cfg.early_exit.enabled:
         loop, record["early_exit"] = exit_stage(cfg, judge, models, loop)
     preset = Path(cfg.work_dir) / "retrieve.yaml"

@@ -191,3 +191,31 @@ def test_target_pseudo_without_a_left_out_set_is_refused_before_any_training(ben
         bench.main(argv)
     assert exc.value.code == 2 and "--target-pseudo needs a left-out set" in capsys.readouterr().err
     assert not (tmp_path / "w").exists()
+
+
+def test_the_pairs_chosen_on_validation_become_one_more_dev_row(bench):
+    from efficientrag.adapt.pair_choice import AS_CHOSEN
+    from efficientrag.pipeline.config import EfficientRAGConfig
+
+    method = {"chosen": "loop_rerank", "candidates": {"loop_rerank": {"efficientrag": {"top_k": 10}}}}
+    record = {
+        "chosen": "later hops top 6",
+        "tolerance": 1.0,
+        "candidates": {
+            AS_CHOSEN: {"score": 80.0, "pairs": 40.0},
+            "later hops top 6": {"score": 79.5, "pairs": 28.0},
+        },
+    }
+    picked = EfficientRAGConfig(top_k=6, first_top_k=10)
+    out = bench.with_pair_choice(method, picked, record)
+    row = "loop_rerank, later hops top 6 (pairs chosen on validation)"
+    assert list(out["candidates"]) == ["loop_rerank", row] and out["chosen"] == "loop_rerank"
+    assert out["candidates"][row]["efficientrag"]["top_k"] == 6 and out["pairs"] is record
+    assert (
+        "**later hops top 6**" in bench.pair_lines(record)[0]
+        and "79.50 at 28.0 pairs" in bench.pair_lines(record)[0]
+    )
+    same = bench.with_pair_choice(
+        method, picked, {"chosen": AS_CHOSEN, "why": "a one-hop method judges its N pairs"}
+    )
+    assert list(same["candidates"]) == ["loop_rerank"] and "one-hop" in bench.pair_lines(same["pairs"])[0]
