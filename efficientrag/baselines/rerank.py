@@ -24,7 +24,7 @@ from efficientrag.baselines.base import Counters, Method, Prediction
 from efficientrag.baselines.settings import Settings
 from efficientrag.data.schema import Chunk, Example
 from efficientrag.errors import InvalidArgumentError
-from efficientrag.setting_fields import ANSWER_ONLY, SPEED_ONLY, bounded
+from efficientrag.setting_fields import ANSWER_ONLY, SPEED_ONLY, bounded, quiet_at_default
 
 
 @dataclass
@@ -60,6 +60,10 @@ class RerankConfig(RankFusion):
             casts its models, so the two are timed at one dtype; ``"none"``: float32.
         top_k: With ``eval.answer=true``: the chunks the answer call reads.
         max_new_tokens: With ``eval.answer=true``: the answer call's budget.
+        exit_threshold: A pair whose upper estimate of the cross-encoder's score (by the exit
+            heads in the model folder's ``early_exit/``, ``efficientrag train exit-head
+            --cross-encoder``) is below this leaves at that early layer with the estimate as its
+            score (:mod:`efficientrag.models.cross_encoder_exit`); None: every pair in full.
     """
 
     model: str = ""
@@ -70,6 +74,7 @@ class RerankConfig(RankFusion):
     quantize: Literal["none", "bf16"] = "none"
     top_k: int = bounded(6, low=1, roles=[ANSWER_ONLY])
     max_new_tokens: int = bounded(128, low=1, roles=[ANSWER_ONLY])
+    exit_threshold: float | None = quiet_at_default(None, low=0.0, high=1.0)
 
 
 class Rerank(Method):
@@ -82,10 +87,38 @@ class Rerank(Method):
     # The settings that name model folders (field -> kind): their content is hashed into runs.
     model_fields: ClassVar[dict[str, str]] = {"model": "reranker"}
 
+    # The cross-encoder's exit heads and their digest (what a run records), when the exit is on.
+    early_exit: Any = None
+    heads_digest: str | None = None
+
     def setup(self) -> None:
         if self.retriever is None:
             raise InvalidArgumentError(f"{self.name} needs a retriever: it reranks the question's own hits")
         self.scorer = self.load_scorer()
+        if getattr(self.cfg, "exit_threshold", None) is not None:
+            self.early_exit, self.heads_digest = self.load_exit_heads()
+
+    def load_exit_heads(self) -> tuple[Any, str]:
+        """The exit heads saved in the cross-encoder's folder, checked to be its own and to split it."""
+        from efficientrag.models.cross_encoder import check_cross_encoder_folder
+        from efficientrag.models.cross_encoder_exit import check_cross_encoder_split
+        from efficientrag.models.early_exit import early_exit_digest, load_early_exit
+        from efficientrag.models.flashrank import FlashRankScorer
+
+        where = f"{self.section_key()}.exit_threshold"
+        if isinstance(self.scorer, FlashRankScorer):
+            raise InvalidArgumentError(
+                f"{where}: a FlashRank model runs whole on ONNX Runtime; no early exit"
+            )
+        if type(getattr(self.scorer, "activation_fn", None)).__name__ != "Sigmoid":
+            raise InvalidArgumentError(
+                f"{where}: the threshold is a probability; this cross-encoder's scores are not "
+                f"(its activation is {type(getattr(self.scorer, 'activation_fn', None)).__name__})"
+            )
+        folder = check_cross_encoder_folder(self.cfg.model)
+        heads = load_early_exit(folder, device=self.scorer.device)
+        check_cross_encoder_split(self.scorer, heads.layers)
+        return heads, early_exit_digest(folder)
 
     def load_scorer(self) -> Any:
         """The model that scores (question, chunk) pairs: here the cross-encoder of ``cfg.model``, or
@@ -119,13 +152,32 @@ class Rerank(Method):
         Returns:
             The cross-encoder's scores, in the order of ``pairs``.
         """
+        return self.score_with_exits(pairs)[0]
+
+    def score_with_exits(self, pairs: Sequence[tuple[str, Chunk]]) -> tuple[list[float], list[int | None]]:
+        """Each pair's score and the encoder layer it left at (None: judged in full; always None
+        without ``exit_threshold``).
+
+        Args:
+            pairs: The pairs of every question of the batch.
+        """
         from efficientrag.models.cross_encoder import score_pairs
+        from efficientrag.models.cross_encoder_exit import score_with_exit
         from efficientrag.models.flashrank import FlashRankScorer
 
         inputs = [(question, chunk.contents) for question, chunk in pairs]
+        if self.early_exit is not None:
+            judged = score_with_exit(
+                self.scorer,
+                self.early_exit,
+                inputs,
+                exit_below=float(self.cfg.exit_threshold),
+                batch_size=self.cfg.batch_size,
+            )
+            return [s for s, _ in judged], [layer for _, layer in judged]
         if isinstance(self.scorer, FlashRankScorer):
-            return self.scorer.score(inputs)
-        return score_pairs(self.scorer, inputs, batch_size=self.cfg.batch_size)
+            return self.scorer.score(inputs), [None] * len(inputs)
+        return score_pairs(self.scorer, inputs, batch_size=self.cfg.batch_size), [None] * len(inputs)
 
     def run_batch(self, examples: Sequence[Example]) -> list[Prediction]:
         questions = [ex.question for ex in examples]
@@ -133,7 +185,10 @@ class Rerank(Method):
         hits = self.retriever.search(questions, self.cfg.top_n)  # type: ignore[union-attr]
         searched = time.perf_counter()
         pairs = [(q, h.chunk) for q, hs in zip(questions, hits, strict=True) for h in hs]
-        scores = iter(self.score(pairs))
+        judged, left_at = (
+            self.score_with_exits(pairs) if self.early_exit is not None else (self.score(pairs), [])
+        )
+        scores, exits = iter(judged), iter(left_at)
         scored = time.perf_counter()
         n = max(1, len(examples))
         out = []
@@ -145,6 +200,8 @@ class Rerank(Method):
                 time_retrieval_s=(searched - start) / n,
                 time_rerank_s=(scored - searched) / n,
             )
+            if self.early_exit is not None:
+                counters["exited_pairs"] = sum(next(exits) is not None for _ in hs)
             out.append(
                 Prediction(
                     example_id=ex.id,

@@ -1,5 +1,7 @@
-"""``efficientrag train exit-head``: fit the Labeler's early-exit heads on its own outputs and save
-them beside the Labeler (``LABELER/early_exit/``), so ``efficientrag.exit_threshold`` can use them."""
+"""``efficientrag train exit-head``: fit the early-exit heads of the Labeler (or of the ``rerank``
+method's cross-encoder) on the model's own outputs and save them in its folder
+(``MODEL/early_exit/``), so ``efficientrag.exit_threshold`` (``baselines.rerank.exit_threshold``)
+can use them."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from efficientrag.config import load_config, parse_args_with_overrides
 from efficientrag.errors import ConfigError, EfficientRAGError, MissingFileError
@@ -21,14 +24,20 @@ def build_parser(prog: str = "efficientrag train exit-head") -> argparse.Argumen
     """The options of ``efficientrag train exit-head``."""
     parser = argparse.ArgumentParser(
         prog=prog,
-        description="Fit the Labeler's early-exit heads to the Labeler's own Continue scores (minutes on "
-        "a CPU; the Labeler is not changed) and save them in LABELER/early_exit/.",
+        description="Fit early-exit heads to a trained model's own scores: the Labeler's Continue "
+        "probability, or a cross-encoder's score (minutes on a CPU; the model is not changed), and save "
+        "them in MODEL/early_exit/.",
     )
-    parser.add_argument("--labeler", required=True, help="the trained Labeler folder (its best/)")
+    model = parser.add_mutually_exclusive_group(required=True)
+    model.add_argument("--labeler", help="the trained Labeler folder (its best/)")
+    model.add_argument(
+        "--cross-encoder", help="a saved cross-encoder folder (`efficientrag train reranker`'s best/)"
+    )
     parser.add_argument(
         "--data",
         required=True,
-        help="Labeler rows to fit on (a train.jsonl, or the training set folder holding one)",
+        help="Labeler rows to fit on (a train.jsonl, or the training set folder holding one); for a "
+        "cross-encoder, their query and chunk words are the pairs (no label is read)",
     )
     parser.add_argument("--config", "-c", help="YAML with the fit's settings (layers, quantile, ...)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -36,6 +45,24 @@ def build_parser(prog: str = "efficientrag train exit-head") -> argparse.Argumen
         "overrides", nargs="*", metavar="key=value", help="fit settings, e.g. layers=[2,4] quantile=0.9"
     )
     return parser
+
+
+def fit(args: argparse.Namespace, rows: list[Any], cfg: Any) -> tuple[Any, Path]:
+    """The heads of the model the command names, fit on ``rows`` and saved in its folder."""
+    if args.labeler:
+        from efficientrag.models import Labeler
+        from efficientrag.training.exit_head import fit_exit_head
+
+        labeler = Labeler.from_pretrained(args.labeler, device="cpu")
+        early_exit = fit_exit_head(labeler, rows, cfg, show_progress=not args.quiet)
+        return early_exit, early_exit.save(args.labeler)
+    from efficientrag.models.cross_encoder import check_cross_encoder_folder, load_cross_encoder
+    from efficientrag.training.cross_encoder_exit import fit_cross_encoder_exit, pairs_from_rows
+
+    folder = check_cross_encoder_folder(args.cross_encoder)
+    model = load_cross_encoder(folder, device="cpu")
+    early_exit = fit_cross_encoder_exit(model, pairs_from_rows(rows), cfg, show_progress=not args.quiet)
+    return early_exit, early_exit.save(folder)
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "efficientrag train exit-head") -> int:
@@ -58,14 +85,10 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "efficientrag train e
         rows_file = data / "train.jsonl" if data.is_dir() else data
         if not rows_file.is_file():
             raise MissingFileError(f"--data: no Labeler rows at {rows_file}")
-        from efficientrag.models import Labeler
         from efficientrag.training.data import read_rows
-        from efficientrag.training.exit_head import fit_exit_head
 
-        labeler = Labeler.from_pretrained(args.labeler, device="cpu")
         rows = read_rows(rows_file, "labeler").rows
-        early_exit = fit_exit_head(labeler, rows, cfg, show_progress=not args.quiet)
-        folder = early_exit.save(args.labeler)
+        early_exit, folder = fit(args, rows, cfg)
     except (ConfigError, FileNotFoundError, EfficientRAGError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

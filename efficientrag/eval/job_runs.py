@@ -126,6 +126,8 @@ def evaluate_ranked_run(
     skipped = {*method.model_fields, *SPEED_ONLY_SETTINGS, *settings_with(type(method.cfg), ANSWER_ONLY)}
     settings = {k: v for k, v in to_dict(method.cfg).items() if k not in skipped}
     models = {kind: model_digest(kind, getattr(method.cfg, f)) for f, kind in method.model_fields.items()}
+    if getattr(method, "heads_digest", None):  # pairs leave early by the exit heads: they decide too
+        models["early_exit"] = method.heads_digest
     # A method with no setting and no model left (Direct-R) is bound by what it searches alone.
     fingerprint = {
         "method": method.name,

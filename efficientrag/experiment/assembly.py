@@ -108,10 +108,16 @@ def check_model_folders(cfg: ExperimentConfig, method: str) -> dict[str, str]:
         except (FileNotFoundError, NotADirectoryError) as exc:
             raise MissingFileError(f"{cls.section_key()}.{fields[kind]}: {exc}") from None
     section = cls.settings(cfg) if cls is not None and out else None
-    if "labeler" in out and getattr(section, "exit_threshold", None) is not None:
+    if getattr(section, "exit_threshold", None) is not None:
+        # The exit heads beside the scorer decide which pairs leave early: the run depends on them.
+        from efficientrag.models.cross_encoder import check_cross_encoder_folder
         from efficientrag.models.early_exit import early_exit_digest
 
-        out["early_exit"] = early_exit_digest(model_folders(cfg, method)["labeler"])
+        folders = model_folders(cfg, method)
+        if "labeler" in out:
+            out["early_exit"] = early_exit_digest(folders["labeler"])
+        elif "reranker" in out:
+            out["early_exit"] = early_exit_digest(check_cross_encoder_folder(folders["reranker"]))
     return out
 
 

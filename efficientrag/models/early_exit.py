@@ -159,7 +159,7 @@ def load_early_exit(labeler_folder: str | Path, device: torch.device | str = "cp
     if not (folder / "config.json").is_file() or not (folder / "model.safetensors").is_file():
         raise InvalidArgumentError(
             f"{labeler_folder}: no early-exit heads ({EARLY_EXIT_DIR}/config.json and model.safetensors); "
-            f"fit them with `efficientrag train exit-head --labeler {labeler_folder} --data ROWS`"
+            f"fit them with `{fit_command(labeler_folder)}`"
         )
     meta = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     missing = [k for k in ("format", "layers", "pooling", "quantile", "width", "hidden") if k not in meta]
@@ -175,8 +175,8 @@ def load_early_exit(labeler_folder: str | Path, device: torch.device | str = "cp
     digest = folder_digest(labeler_folder)
     if meta.get("labeler_digest") != digest:
         raise InvalidArgumentError(
-            f"{folder}: the early-exit heads were fit to another Labeler (digest "
-            f"{meta.get('labeler_digest')!r}, this one {digest!r}); fit them again for this Labeler"
+            f"{folder}: the early-exit heads were fit to another model (digest "
+            f"{meta.get('labeler_digest')!r}, this one {digest!r}); fit them again for this one"
         )
     weights = load_file(str(folder / "model.safetensors"))
     heads = {}
@@ -189,6 +189,19 @@ def load_early_exit(labeler_folder: str | Path, device: torch.device | str = "cp
         heads[int(layer)] = head.to(device).eval()
     return EarlyExit(
         heads, str(meta["pooling"]), float(meta["quantile"]), digest, dict(meta.get("fit") or {})
+    )
+
+
+def fit_command(folder: str | Path) -> str:
+    """The command that fits exit heads for the model saved in ``folder`` (a Labeler, or a
+    cross-encoder: a sequence-classification model), for error messages."""
+    try:
+        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = {}
+    classifier = any(str(a).endswith("ForSequenceClassification") for a in config.get("architectures") or [])
+    return (
+        f"efficientrag train exit-head --{'cross-encoder' if classifier else 'labeler'} {folder} --data ROWS"
     )
 
 
@@ -213,8 +226,8 @@ def early_exit_digest(labeler_folder: str | Path) -> str:
     folder = Path(labeler_folder) / EARLY_EXIT_DIR
     if not (folder / "config.json").is_file():
         raise InvalidArgumentError(
-            f"{labeler_folder}: exit_threshold is set but the labeler has no early-exit heads "
-            f"({EARLY_EXIT_DIR}/); fit them with `efficientrag train exit-head --labeler {labeler_folder} --data ROWS`"
+            f"{labeler_folder}: exit_threshold is set but the model has no early-exit heads "
+            f"({EARLY_EXIT_DIR}/); fit them with `{fit_command(labeler_folder)}`"
         )
     return folder_digest(folder)
 
@@ -228,13 +241,13 @@ class _PassThrough(nn.Module):
         return inputs_embeds
 
 
-def _with_child(module: nn.Module, dotted: str, child: nn.Module) -> nn.Module:
+def with_child(module: nn.Module, dotted: str, child: nn.Module) -> nn.Module:
     """A shallow copy of ``module`` whose submodule at ``dotted`` is ``child``; every other
     submodule (and every weight) is shared with ``module``, which is left unchanged."""
     name, _, rest = dotted.partition(".")
     clone = copy.copy(module)
     clone._modules = dict(module._modules)
-    clone._modules[name] = child if not rest else _with_child(module._modules[name], rest, child)
+    clone._modules[name] = child if not rest else with_child(module._modules[name], rest, child)
     return clone
 
 
@@ -260,8 +273,8 @@ class StagedEncoder:
         bounds = [0, *cuts, depth]
         self.stages = []
         for k, (start, end) in enumerate(zip(bounds, bounds[1:], strict=False)):
-            stage = _with_child(backbone, path, nn.ModuleList(blocks[start:end]))
-            self.stages.append(stage if k == 0 else _with_child(stage, "embeddings", _PassThrough()))
+            stage = with_child(backbone, path, nn.ModuleList(blocks[start:end]))
+            self.stages.append(stage if k == 0 else with_child(stage, "embeddings", _PassThrough()))
 
     def first(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         """The states after the first cut (``inputs``: the encoder's keyword arguments)."""

@@ -172,39 +172,67 @@ def fit_exit_head(
     features, targets = collect_features(
         labeler, rows, cfg.layers, batch_size=cfg.predict_batch_size, show_progress=show_progress
     )
-    generator = torch.Generator().manual_seed(cfg.seed)
-    order = torch.randperm(len(rows), generator=generator)
-    n_held = int(round(len(rows) * cfg.held_out)) if len(rows) > 1 else 0
-    held, fit = order[:n_held], order[n_held:]
-    torch.manual_seed(cfg.seed)
-    heads, report = (
-        {},
-        {"rows": len(rows), "held_out_rows": int(n_held), "settings": asdict(cfg), "layers": {}},
-    )
-    for layer in cfg.layers:
-        head = ExitHead(features[layer].shape[1], cfg.hidden)
-        _train(head, features[layer][fit], targets[fit], cfg, generator)
-        head.eval()
-        with torch.no_grad():
-            predicted = head(features[layer]).float()
-        report["layers"][str(layer)] = {
-            "train": _agreement(predicted[fit], targets[fit]),
-            "held_out": _agreement(predicted[held], targets[held]) if n_held else {},
-        }
-        heads[layer] = head.to(labeler.device)
+    heads, report = fit_heads(features, targets, cfg, labeler.device)
     early_exit = EarlyExit(heads, labeler.config.pooling, cfg.quantile, fit=report)
     labeler.attach_early_exit(early_exit)
     return early_exit
 
 
-def _train(
+def fit_heads(
+    features: Mapping[int, torch.Tensor], targets: torch.Tensor, cfg: ExitHeadConfig, device: Any
+) -> tuple[dict[int, ExitHead], dict[str, Any]]:
+    """One head per layer fit on its stored features to the full model's logits, a share of the
+    rows (``cfg.held_out``, by ``cfg.seed``) kept out to measure each.
+
+    Args:
+        features: Layer -> the pooled states after it, (rows, width).
+        targets: The full model's logit per row, (rows,).
+        cfg: How to fit.
+        device: Where the fitted heads go (the model's device).
+
+    Returns:
+        The heads by layer, and what the fit measured (rows, settings, per layer the agreement on
+        the fitted and the held-out rows).
+    """
+    n = len(targets)
+    generator = torch.Generator().manual_seed(cfg.seed)
+    order = torch.randperm(n, generator=generator)
+    n_held = int(round(n * cfg.held_out)) if n > 1 else 0
+    held, fit = order[:n_held], order[n_held:]
+    torch.manual_seed(cfg.seed)
+    heads: dict[int, ExitHead] = {}
+    report: dict[str, Any] = {"rows": n, "held_out_rows": n_held, "settings": asdict(cfg), "layers": {}}
+    for layer in cfg.layers:
+        head = ExitHead(features[layer].shape[1], cfg.hidden)
+        train_head(head, features[layer][fit], targets[fit], cfg, generator)
+        head.eval()
+        with torch.no_grad():
+            predicted = head(features[layer]).float()
+        report["layers"][str(layer)] = {
+            "train": agreement(predicted[fit], targets[fit]),
+            "held_out": agreement(predicted[held], targets[held]) if n_held else {},
+        }
+        heads[layer] = head.to(device)
+    return heads, report
+
+
+def train_head(
     head: ExitHead,
     features: torch.Tensor,
     targets: torch.Tensor,
     cfg: ExitHeadConfig,
     generator: torch.Generator,
 ) -> None:
-    """Squared error on the expected logit plus the pinball loss of the upper one."""
+    """Fit ``head`` to ``targets``: squared error on the expected logit plus the pinball loss of the
+    upper one.
+
+    Args:
+        head: The head (trained in place).
+        features: Its inputs, (rows, width).
+        targets: The full model's logits, (rows,).
+        cfg: The fit's settings (epochs, learning rate, batch size, quantile).
+        generator: The shuffle's random generator.
+    """
     optimizer = torch.optim.AdamW(head.parameters(), lr=cfg.learning_rate, weight_decay=0.01)
     steps = max(1, cfg.epochs * math.ceil(len(features) / cfg.batch_size))
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)
@@ -221,11 +249,16 @@ def _train(
             schedule.step()
 
 
-def _agreement(predicted: torch.Tensor, targets: torch.Tensor) -> dict[str, object]:
-    """How the estimates agree with the full Labeler: the expected logit's error and rank agreement,
+def agreement(predicted: torch.Tensor, targets: torch.Tensor) -> dict[str, object]:
+    """How the estimates agree with the full model: the expected logit's error and rank agreement,
     how often the full logit lies below the upper one, and per threshold the share of pairs whose
-    upper estimate would let them leave and the share of the Labeler's Continue pairs (p >= 0.5)
-    among those."""
+    upper estimate would let them leave and the share of the model's positive pairs (p >= 0.5, the
+    Labeler's Continue) among those.
+
+    Args:
+        predicted: The heads' two logits per pair, (pairs, 2).
+        targets: The full model's logits, (pairs,).
+    """
     if not len(targets):
         return {}
     upper, full = torch.sigmoid(predicted[:, UPPER]), torch.sigmoid(targets)

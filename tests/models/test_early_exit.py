@@ -193,7 +193,7 @@ def test_a_saved_head_loads_with_its_labeler_and_is_refused_over_another(labeler
     (other / EARLY_EXIT_DIR).mkdir()
     for name in ("config.json", "model.safetensors"):
         (other / EARLY_EXIT_DIR / name).write_bytes((saved / name).read_bytes())
-    with pytest.raises(InvalidArgumentError, match="fit to another Labeler"):
+    with pytest.raises(InvalidArgumentError, match="fit to another model"):
         load_early_exit(other)
     meta = json.loads((saved / "config.json").read_text())
     del meta["layers"]
