@@ -37,7 +37,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from report_output import command_line, publish, quickstart_models
+from exit_options import exit_arguments
+from report_output import publish, quickstart_models, title_block
 
 from efficientrag.adapt.exit_choice import layer_cost, pick_threshold
 from efficientrag.adapt.method_choice import LABELER_RERANK, rerank_settings
@@ -70,19 +71,7 @@ METHODS = ("labeler_rerank", "loop_rerank_calibrated")
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", type=Path, default=Path("runs/quickstart/models"))
-    p.add_argument(
-        "--rows",
-        type=Path,
-        default=Path("runs/quickstart/synth/labeler/train.jsonl"),
-        help="Labeler rows to fit on",
-    )
-    p.add_argument("--layers", default="2,4", help="the exit heads' layers")
-    p.add_argument("--quantile", type=float, default=0.9, help="the heads' upper quantile")
-    p.add_argument(
-        "--fit-seed", type=int, default=3, help="the toy world whose loop pairs the heads also fit"
-    )
-    p.add_argument("--thresholds", default="0.01,0.02,0.05,0.1,0.2,0.3")
-    p.add_argument("--tolerance", type=float, default=1.0, help="validation points a threshold may cost")
+    exit_arguments(p, "loop pairs")
     p.add_argument("--work-dir", type=Path, default=Path("runs/bench_early_exit"))
     p.add_argument("--questions", type=int, default=150, help="questions per toy world")
     p.add_argument("--budget", type=int, default=5, help="chunks per question (the reranker's K)")
@@ -92,12 +81,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--out", type=Path, help="also write the report here (Markdown)")
     args = p.parse_args(argv)
-    try:
-        args.thresholds = sorted({float(t) for t in args.thresholds.split(",")})
-    except ValueError:
-        p.error(f"--thresholds: comma-separated numbers, got {args.thresholds!r}")
-    if not all(0.0 < t <= 1.0 for t in args.thresholds):
-        p.error("--thresholds must lie in (0, 1]")
     if min(args.questions, args.budget, args.first_top_k) < 1 or args.time_sample < 0:
         p.error("--questions, --budget and --first-top-k must be >= 1, --time-sample >= 0")
     return args
@@ -246,10 +229,9 @@ def render(
     labeler: Path,
 ) -> list[str]:
     lines = [
-        f"# The Labeler's early exit (toy worlds, seeds 1 / 2, {args.questions} questions each)",
-        "",
-        "    " + command_line(__file__),
-        "",
+        *title_block(
+            f"# The Labeler's early exit (toy worlds, seeds 1 / 2, {args.questions} questions each)", __file__
+        ),
         f"Labeler {folder_digest(str(labeler))[:12]} ({depth} layers), exit heads after layers {args.layers}, fit "
         f"on {fit.get('rows')} rows (`{args.rows}` and the loop's pairs on world {args.fit_seed}; digest "
         f"{fit.get('rows_digest')}) to the Labeler's own "

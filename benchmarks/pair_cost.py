@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from report_output import command_line, publish
+from report_output import publish, title_block
 
 from efficientrag.eval.interrupts import main_reporting_interrupts
 from efficientrag.eval.job_runs import evaluate_efficientrag_run
@@ -143,10 +143,9 @@ def render(
     val, rep = runs["validation"], runs["report"]
     dtypes = list(seconds)
     lines = [
-        f"# Fewer Labeler pairs (toy worlds, seeds 1 / 2, {args.questions} questions each)",
-        "",
-        "    " + command_line(__file__),
-        "",
+        *title_block(
+            f"# Fewer Labeler pairs (toy worlds, seeds 1 / 2, {args.questions} questions each)", __file__
+        ),
         f"Models: Labeler {folder_digest(str(labeler))[:12]}, Filter {folder_digest(str(filter_))[:12]} "
         f"({args.models}). Chosen on the validation world: **{chosen}** (the fewest pairs within "
         f"{args.tolerance:g} point of today's score {score(val[TODAY]):.2f}; each candidate's: "

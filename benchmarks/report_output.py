@@ -47,6 +47,16 @@ def heading(title: str, command: str, minutes: float) -> list[str]:
     return [title, "", f"Command: `{command}` ({minutes:.0f} min)", ""]
 
 
+def title_block(title: str, script: str) -> list[str]:
+    """A toy-world report's first lines: its title, then the command that reruns it, indented as code.
+
+    Args:
+        title: The Markdown heading.
+        script: The script's ``__file__`` (run with this process's arguments).
+    """
+    return [title, "", "    " + command_line(script), ""]
+
+
 def publish(text: str, out: Path | None, rerun: str = "") -> None:
     """Print the report and, given ``out``, write it there too (the copy the docs link).
 

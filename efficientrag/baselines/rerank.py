@@ -90,6 +90,7 @@ class Rerank(Method):
     # The cross-encoder's exit heads and their digest (what a run records), when the exit is on.
     early_exit: Any = None
     heads_digest: str | None = None
+    depth = 0  # the cross-encoder's encoder layers, read with the heads
 
     def setup(self) -> None:
         if self.retriever is None:
@@ -118,6 +119,7 @@ class Rerank(Method):
         folder = check_cross_encoder_folder(self.cfg.model)
         heads = load_early_exit(folder, device=self.scorer.device)
         check_cross_encoder_split(self.scorer, heads.layers)
+        self.depth = int(self.scorer.model.config.num_hidden_layers)
         return heads, early_exit_digest(folder)
 
     def load_scorer(self) -> Any:
@@ -201,7 +203,10 @@ class Rerank(Method):
                 time_rerank_s=(scored - searched) / n,
             )
             if self.early_exit is not None:
-                counters["exited_pairs"] = sum(next(exits) is not None for _ in hs)
+                left = [next(exits) for _ in hs]
+                counters["exited_pairs"] = sum(layer is not None for layer in left)
+                # The cost an exit saves: each pair's encoder layers, its exit's or the whole depth.
+                counters["encoder_layers"] = sum(layer or self.depth for layer in left)
             out.append(
                 Prediction(
                     example_id=ex.id,

@@ -143,6 +143,8 @@ def test_rerank_lets_pairs_leave_by_the_heads_in_the_models_folder(folder, tmp_p
     ]
     preds = method.run_batch(qs)
     exited = [p.counters["exited_pairs"] for p in preds]
+    # Each pair's layers: 1 where it left (the heads' layer), 2 (the whole encoder) where it did not.
+    assert [p.counters["encoder_layers"] for p in preds] == [e * 1 + (5 - e) * 2 for e in exited]
     assert all(p.counters["reranked_pairs"] == 5 for p in preds) and all(0 <= e <= 5 for e in exited)
     assert all(p.scores == sorted(p.scores, reverse=True) for p in preds)
     plain = Rerank(retriever, None, RerankConfig(model=str(ce), top_n=5, device="cpu"))
