@@ -7,8 +7,11 @@ read: the later hops' Filter queries are in no training row), then:
 1. The validation world (seed 1): the loop that contains its Labeler as a reranker
    (``budget_policy=rerank``, first hop of the reranker's N) runs at full depth; ``hop_calibration``
    (with the search's rank) is fitted on its traces, as ``rerank_containment.py`` does. The
-   calibrated loop and its one-hop reranker (``labeler_rerank``, ``adapt``'s derivation) then run at
-   every ``--thresholds`` value; each method takes, of the thresholds whose validation score
+   calibrated loop's Labeler pairs are chosen at full depth by ``adapt``'s rule
+   (:mod:`efficientrag.adapt.pair_choice`: later hops of ``--widths`` hits, caps of
+   ``--pair-budgets``; the fewest pairs within ``--tolerance`` of the best), and when a cheaper
+   variant is picked it becomes a third method. The calibrated loop, that variant and their one-hop
+   reranker (``labeler_rerank``, ``adapt``'s derivation) then run at every ``--thresholds`` value; each method takes, of the thresholds whose validation score
    ((recall + all-gold) / 2) is within ``--tolerance`` points of its own full-depth score, the one
    that runs the fewest encoder layers, else full depth (``adapt``'s rule,
    :func:`efficientrag.adapt.exit_choice.pick_threshold`).
@@ -42,6 +45,7 @@ from report_output import publish, quickstart_models, title_block
 
 from efficientrag.adapt.exit_choice import layer_cost, pick_threshold
 from efficientrag.adapt.method_choice import LABELER_RERANK, rerank_settings
+from efficientrag.adapt.pair_choice import AS_CHOSEN, PairChoiceConfig, pair_candidates, pick_fewest_pairs
 from efficientrag.config import load_config
 from efficientrag.eval.interrupts import main_reporting_interrupts
 from efficientrag.eval.job_runs import evaluate_efficientrag_run
@@ -76,6 +80,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--questions", type=int, default=150, help="questions per toy world")
     p.add_argument("--budget", type=int, default=5, help="chunks per question (the reranker's K)")
     p.add_argument("--first-top-k", type=int, default=20, help="the reranker's N")
+    p.add_argument("--widths", type=int, nargs="*", default=[6, 4], help="later hops' top_k candidates")
+    p.add_argument("--pair-budgets", type=int, nargs="*", default=[30, 25], help="pair_budget candidates")
     p.add_argument("--quantize", default="none", help="the models' inference path while timed")
     p.add_argument("--time-sample", type=int, default=64, help="questions timed per row (0: none)")
     p.add_argument("--resamples", type=int, default=10_000)
@@ -114,25 +120,44 @@ def _counters(records: Sequence[Record]) -> list[dict[str, float]]:
     return [r.get("counters") or {} for r in records]
 
 
-def methods_at(cfg: EfficientRAGConfig, args: argparse.Namespace) -> dict[str, EfficientRAGConfig]:
-    """The calibrated containing loop and its one-hop reranker (``adapt``'s derivation, which keeps
-    ``exit_threshold``: the same scorer in both)."""
-    return {
-        "labeler_rerank": rerank_settings(cfg, args.budget, args.first_top_k)[LABELER_RERANK],
-        METHODS[1]: cfg,
-    }
+def folder_name(method: str) -> str:
+    """A method's runs' folder name (its label without spaces or brackets)."""
+    return "".join(c if c.isalnum() or c in "_-" else "_" for c in method).strip("_")
+
+
+def choose_pairs_on(
+    args: argparse.Namespace, calibrated: EfficientRAGConfig, world: tuple[list, Any]
+) -> dict[str, Any]:
+    """The calibrated loop's Labeler pairs chosen on the validation world at full depth, by
+    ``adapt``'s rule (:mod:`efficientrag.adapt.pair_choice`): each candidate's score and pairs, the pick
+    and its settings."""
+    cfg = PairChoiceConfig(
+        enabled=True, widths=args.widths, budgets=args.pair_budgets, tolerance=args.tolerance
+    )
+    candidates = pair_candidates(calibrated, cfg)
+    rows = {}
+    for name, settings in candidates.items():
+        # The loop as chosen is the threshold choice's full-depth run: one folder for both.
+        folder = METHODS[1] + "/exit-None" if name == AS_CHOSEN else "pairs/" + folder_name(name)
+        recs = run(settings, world, args.work_dir / "validation" / folder)
+        rows[name] = {"score": protocol(recs), "pairs": mean([c["labeler_pairs"] for c in _counters(recs)])}
+    pick = pick_fewest_pairs(rows, args.tolerance)
+    return {"rows": rows, "chosen": pick, "settings": candidates[pick]}
 
 
 def choose_thresholds(
-    args: argparse.Namespace, calibrated: EfficientRAGConfig, world: tuple[list, Any], depth: int
+    args: argparse.Namespace, bases: dict[str, EfficientRAGConfig], world: tuple[list, Any], depth: int
 ) -> dict[str, dict[str, Any]]:
     """Per method: each threshold's validation score and layer cost, and the chosen threshold."""
     out = {}
-    for name in METHODS:
+    for name, base in bases.items():
         rows = {}
         for t in [None, *args.thresholds]:
-            cfg = methods_at(replace(calibrated, exit_threshold=t), args)[name]
-            recs = run(cfg, world, args.work_dir / "validation" / name / f"exit-{t}")
+            recs = run(
+                replace(base, exit_threshold=t),
+                world,
+                args.work_dir / "validation" / folder_name(name) / f"exit-{t}",
+            )
             rows[t] = {"score": protocol(recs), "layers": layer_cost(recs, depth)}
         out[name] = {"rows": rows, "chosen": pick_threshold(rows, args.tolerance)}
     return out
@@ -179,18 +204,26 @@ def main(argv: list[str] | None = None) -> int:
     ]
     calibration = fit_hop_calibration(judged, max_hops=base.max_hops, with_rank=True)
     calibrated = replace(contained, hop_calibration=calibration)
-    choice = choose_thresholds(args, calibrated, val_world, depth)
+    bases = {
+        METHODS[0]: rerank_settings(calibrated, args.budget, args.first_top_k)[LABELER_RERANK],
+        METHODS[1]: calibrated,
+    }
+    pairs = choose_pairs_on(args, calibrated, val_world)
+    if pairs["chosen"] != AS_CHOSEN:
+        bases[f"{METHODS[1]} ({pairs['chosen']})"] = pairs["settings"]
+    choice = choose_thresholds(args, bases, val_world, depth)
 
     report_world = toy_world_search(2, args.questions, args.work_dir)
     rows: dict[str, tuple[EfficientRAGConfig, list[Record]]] = {}
-    for name in METHODS:
+    for name, base in bases.items():
         for t in (None, choice[name]["chosen"]):
             label = f"{name}, full depth" if t is None else f"{name}, exit < {t:g}"
-            cfg = methods_at(replace(calibrated, exit_threshold=t), args)[name]
+            cfg = replace(base, exit_threshold=t)
             if label not in rows:
-                rows[label] = (cfg, run(cfg, report_world, args.work_dir / "report" / name / f"exit-{t}"))
+                out = args.work_dir / "report" / folder_name(name) / f"exit-{t}"
+                rows[label] = (cfg, run(cfg, report_world, out))
     seconds = timed(args, rows, report_world) if args.time_sample else {}
-    text = "\n".join(render(args, fit, depth, choice, rows, seconds, labeler))
+    text = "\n".join(render(args, fit, depth, choice, rows, seconds, labeler, pairs))
     publish(text, args.out)
     return 0
 
@@ -227,7 +260,11 @@ def render(
     rows: dict[str, tuple[EfficientRAGConfig, list[Record]]],
     seconds: dict[str, float],
     labeler: Path,
+    pairs: dict[str, Any],
 ) -> list[str]:
+    pair_cells = ", ".join(
+        f"{n} {r['score']:.2f} at {r['pairs']:.1f} pairs" for n, r in pairs["rows"].items()
+    )
     lines = [
         *title_block(
             f"# The Labeler's early exit (toy worlds, seeds 1 / 2, {args.questions} questions each)", __file__
@@ -263,12 +300,16 @@ def render(
         )
     lines += [
         "",
+        f"The calibrated loop's Labeler pairs, chosen on the validation world at full depth (`adapt`'s rule: the "
+        f"fewest pairs a question within {args.tolerance:g} point(s) of the best candidate): **{pairs['chosen']}** "
+        f"({pair_cells}).",
+        "",
         "Validation world: (recall + all-gold) / 2, and encoder layers run per question.",
         "",
         "| method | full depth | " + " | ".join(f"exit < {t:g}" for t in args.thresholds) + " | chosen |",
         "|---|---|" + "---|" * len(args.thresholds) + "---|",
     ]
-    for name in METHODS:
+    for name in choice:
         cells = [_val_cell(choice[name]["rows"][t]) for t in [None, *args.thresholds]]
         chosen = choice[name]["chosen"]
         lines.append(
@@ -288,14 +329,16 @@ def report_lines(
 ) -> list[str]:
     ref_name = "labeler_rerank, full depth"
     ref = question_scores(rows[ref_name][1])
+    today_name = f"{METHODS[1]}, full depth"
+    today = question_scores(rows[today_name][1])
     lines = [
         "",
         "Report world (seed 2), nothing chosen on it:",
         "",
         "| method | recall / all-gold | chunks | pairs in full / left early per q (median in full) | s / q | "
         "vs full-depth labeler_rerank: recall [95%] | all-gold [95%] | vs its own full depth: recall | all-gold | "
-        "kept chunks lost early |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "vs the calibrated loop at full width and depth: recall | all-gold | kept chunks lost early |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for label, (_, recs) in rows.items():
         s = question_scores(recs)
@@ -314,6 +357,11 @@ def report_lines(
             timing,
             *(["", ""] if label == ref_name else _gaps(s, ref, args.resamples)),
             *(["", ""] if label == full_name else _gaps(s, own, args.resamples)),
+            *(
+                ["", ""]
+                if label == today_name or label.startswith(METHODS[0])
+                else _gaps(s, today, args.resamples)
+            ),
             lost,
         ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
