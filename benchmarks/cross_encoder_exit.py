@@ -31,7 +31,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from exit_options import exit_arguments
+from exit_options import exit_arguments, threshold_table_head
 from report_output import publish, title_block
 
 from efficientrag.adapt.exit_choice import pick_threshold
@@ -191,8 +191,7 @@ def render(
         "",
         "Validation world: (recall + all-gold) / 2 at K, and encoder layers run per question.",
         "",
-        "| full depth | " + " | ".join(f"exit < {t:g}" for t in args.thresholds) + " | chosen |",
-        "|---|" + "---|" * len(args.thresholds) + "---|",
+        *threshold_table_head(args.thresholds),
         "| "
         + " | ".join(
             f"{rows[t]['score']:.2f} ({rows[t]['layers']:.0f} layers)" for t in [None, *args.thresholds]

@@ -40,7 +40,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from exit_options import exit_arguments
+from exit_options import exit_arguments, threshold_table_head
 from report_output import publish, quickstart_models, title_block
 
 from efficientrag.adapt.exit_choice import layer_cost, pick_threshold
@@ -306,8 +306,7 @@ def render(
         "",
         "Validation world: (recall + all-gold) / 2, and encoder layers run per question.",
         "",
-        "| method | full depth | " + " | ".join(f"exit < {t:g}" for t in args.thresholds) + " | chosen |",
-        "|---|---|" + "---|" * len(args.thresholds) + "---|",
+        *threshold_table_head(args.thresholds, "method"),
     ]
     for name in choice:
         cells = [_val_cell(choice[name]["rows"][t]) for t in [None, *args.thresholds]]

@@ -47,3 +47,15 @@ def exit_arguments(parser: argparse.ArgumentParser, fit_world: str) -> None:
     )
     parser.add_argument("--thresholds", type=thresholds, default=thresholds("0.01,0.02,0.05,0.1,0.2,0.3"))
     parser.add_argument("--tolerance", type=float, default=1.0, help="validation points a threshold may cost")
+
+
+def threshold_table_head(thresholds: list[float], *leading: str) -> list[str]:
+    """The head of a validation table with one column per threshold: the ``leading`` columns, full
+    depth, each threshold, the one chosen.
+
+    Args:
+        thresholds: The candidate thresholds.
+        leading: Columns before full depth (e.g. ``"method"``).
+    """
+    columns = [*leading, "full depth", *(f"exit < {t:g}" for t in thresholds), "chosen"]
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
