@@ -111,10 +111,13 @@ class Rerank(Method):
             raise InvalidArgumentError(
                 f"{where}: a FlashRank model runs whole on ONNX Runtime; no early exit"
             )
-        if type(getattr(self.scorer, "activation_fn", None)).__name__ != "Sigmoid":
+        import torch
+
+        activation = getattr(self.scorer, "activation_fn", None)
+        if not isinstance(activation, torch.nn.Sigmoid):
             raise InvalidArgumentError(
                 f"{where}: the threshold is a probability; this cross-encoder's scores are not "
-                f"(its activation is {type(getattr(self.scorer, 'activation_fn', None)).__name__})"
+                f"(its activation is {type(activation).__name__})"
             )
         folder = check_cross_encoder_folder(self.cfg.model)
         heads = load_early_exit(folder, device=self.scorer.device)
