@@ -31,6 +31,10 @@ from efficientrag.testing.token_tasks import labeler_rows, sentences, write_rows
 from efficientrag.training.cross_encoder_exit import fit_cross_encoder_exit, pairs_from_rows
 from efficientrag.training.exit_head import ExitHeadConfig
 
+# Floats of a staged model against the whole one's, in other batches: .ci/run runs them again as
+# another machine would (AVX2 kernels, one thread).
+pytestmark = pytest.mark.numerics
+
 FIT = ExitHeadConfig(layers=[1], epochs=300, hidden=32, batch_size=32, learning_rate=3e-3, held_out=0.25)
 
 
@@ -114,7 +118,8 @@ def test_pairs_leave_where_their_upper_estimate_is_low_and_the_rest_keep_the_ful
     # No threshold below every estimate: the cross-encoder's own scores, nothing left early.
     whole = score_with_exit(model, heads, pairs, exit_below=0.0, batch_size=16)
     assert [layer for _, layer in whole] == [None] * len(pairs)
-    assert [s for s, _ in whole] == pytest.approx(full, abs=1e-5)
+    # Another batch's padding moves the last float bits; the fixture's scaled pooler magnifies them.
+    assert [s for s, _ in whole] == pytest.approx(full, abs=1e-4)
 
 
 def test_a_bf16_cross_encoder_still_splits(folder):
