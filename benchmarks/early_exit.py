@@ -19,8 +19,9 @@ read: the later hops' Filter queries are in no training row), then:
    threshold, with paired 95% intervals against today's full-depth ``labeler_rerank`` and against
    its own full depth, the pairs judged in full and the pairs that left early per question, and the
    heads' error: the share of the full-depth run's kept chunks that left early in the exit run.
-3. Seconds per question, every row timed one after another in this process on the report world's
-   first ``--time-sample`` questions (batches of 32, models loaded first, one warm-up batch each),
+3. Seconds per question, every row timed side by side in this process on the report world's
+   first ``--time-sample`` questions (batches of 32, each run by every row in a rotating order,
+   models loaded first, one warm-up batch each),
    in the dtype ``--quantize`` names; the ratio to full-depth ``labeler_rerank`` beside each.
 
     python benchmarks/early_exit.py                      # after `efficientrag quickstart`

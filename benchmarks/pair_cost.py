@@ -7,8 +7,8 @@ pairs (``pair_budget``). The rule, fixed before any run: on the validation world
 candidate with the fewest mean pairs whose score ((recall + all-gold) / 2) is within ``--tolerance``
 points of today's setting's; nothing is chosen on the report world (seed 2), where each candidate is
 reported against today's setting with paired 95% intervals, its chunks and pairs per question, and
-its seconds per question (float32 and, where the CPU has bfloat16 kernels, bf16; batches of 32, one
-method after another on the first ``--time-sample`` questions).
+its seconds per question (float32 and, where the CPU has bfloat16 kernels, bf16; batches of 32,
+each run by every setting in a rotating order, on the first ``--time-sample`` questions).
 
     python benchmarks/pair_cost.py                           # after `efficientrag quickstart`
     python benchmarks/pair_cost.py --out docs/reports/pair_cost_toy.md

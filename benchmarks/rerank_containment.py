@@ -14,9 +14,9 @@ measures that on two toy worlds that are not the quickstart's (other seeds, othe
    rerank loops against the reranker at the same K with a paired bootstrap interval; the default
    loop against the reranker read at each question's own chunk count; each hop's calibration
    error; and what the later hops swapped into the reranker's top K (gold gained, gold lost).
-3. Seconds and Labeler pairs per question beside each, every method timed one after another in
-   this process on the report world's first ``--time-sample`` questions (batches of 32, models
-   loaded first, one warm-up batch each; 0: not timed).
+3. Seconds and Labeler pairs per question beside each, every method timed side by side in this
+   process on the report world's first ``--time-sample`` questions (batches of 32, each run by every
+   method in a rotating order, models loaded first, one warm-up batch each; 0: not timed).
 
     python benchmarks/rerank_containment.py                      # after `efficientrag quickstart`
     python benchmarks/rerank_containment.py --budget 4 --questions 200 --out report.md

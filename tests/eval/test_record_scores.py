@@ -28,10 +28,17 @@ def test_the_gap_cell_says_tie_unless_the_interval_excludes_zero():
     assert paired_bootstrap([1.0] * 30, [0.0] * 30, resamples=200).cell() == "+1.0 [+1.0, +1.0] above"
 
 
-def test_methods_are_timed_on_every_item_after_a_warm_up_batch_each():
+def test_methods_are_timed_on_every_item_after_a_warm_up_batch_each_in_a_rotating_order():
     calls: dict[str, list[list[int]]] = {"a": [], "b": []}
-    seconds = time_methods({k: calls[k].append for k in calls}, list(range(5)), batch_size=2)
+    order: list[str] = []
+
+    def method(name):
+        return lambda batch: (calls[name].append(batch), order.append(name))
+
+    seconds = time_methods({k: method(k) for k in calls}, list(range(5)), batch_size=2)
     assert set(seconds) == {"a", "b"} and all(s >= 0 for s in seconds.values())
     assert calls["a"] == [[0, 1], [0, 1], [2, 3], [4]] == calls["b"]
+    # Both warm up, then each batch by both, the first method of a batch rotating.
+    assert order == ["a", "b", "a", "b", "b", "a", "a", "b"]
     with pytest.raises(ValueError, match="nothing to time"):
         time_methods({"a": calls["a"].append}, [])
