@@ -157,32 +157,33 @@ class Rerank(Method):
         Returns:
             The cross-encoder's scores, in the order of ``pairs``.
         """
-        return self.score_with_exits(pairs)[0]
+        from efficientrag.models.cross_encoder import score_pairs
+        from efficientrag.models.flashrank import FlashRankScorer
+
+        inputs = [(question, chunk.contents) for question, chunk in pairs]
+        if isinstance(self.scorer, FlashRankScorer):
+            return self.scorer.score(inputs)
+        return score_pairs(self.scorer, inputs, batch_size=self.cfg.batch_size)
 
     def score_with_exits(self, pairs: Sequence[tuple[str, Chunk]]) -> tuple[list[float], list[int | None]]:
-        """Each pair's score and the encoder layer it left at (None: judged in full; always None
-        without ``exit_threshold``).
+        """Each pair's score and the encoder layer it left at: through the exit heads when
+        ``exit_threshold`` is set, else :meth:`score`'s with every pair judged in full (None).
 
         Args:
             pairs: The pairs of every question of the batch.
         """
-        from efficientrag.models.cross_encoder import score_pairs
         from efficientrag.models.cross_encoder_exit import score_with_exit
-        from efficientrag.models.flashrank import FlashRankScorer
 
-        inputs = [(question, chunk.contents) for question, chunk in pairs]
-        if self.early_exit is not None:
-            judged = score_with_exit(
-                self.scorer,
-                self.early_exit,
-                inputs,
-                exit_below=float(self.cfg.exit_threshold),
-                batch_size=self.cfg.batch_size,
-            )
-            return [s for s, _ in judged], [layer for _, layer in judged]
-        if isinstance(self.scorer, FlashRankScorer):
-            return self.scorer.score(inputs), [None] * len(inputs)
-        return score_pairs(self.scorer, inputs, batch_size=self.cfg.batch_size), [None] * len(inputs)
+        if self.early_exit is None:
+            return self.score(pairs), [None] * len(pairs)
+        judged = score_with_exit(
+            self.scorer,
+            self.early_exit,
+            [(question, chunk.contents) for question, chunk in pairs],
+            exit_below=float(self.cfg.exit_threshold),
+            batch_size=self.cfg.batch_size,
+        )
+        return [s for s, _ in judged], [layer for _, layer in judged]
 
     def run_batch(self, examples: Sequence[Example]) -> list[Prediction]:
         questions = [ex.question for ex in examples]
@@ -190,9 +191,7 @@ class Rerank(Method):
         hits = self.retriever.search(questions, self.cfg.top_n)  # type: ignore[union-attr]
         searched = time.perf_counter()
         pairs = [(q, h.chunk) for q, hs in zip(questions, hits, strict=True) for h in hs]
-        judged, left_at = (
-            self.score_with_exits(pairs) if self.early_exit is not None else (self.score(pairs), [])
-        )
+        judged, left_at = self.score_with_exits(pairs)
         scores, exits = iter(judged), iter(left_at)
         scored = time.perf_counter()
         n = max(1, len(examples))
