@@ -21,6 +21,14 @@ validation questions of its training files, and then runs every candidate on eac
    candidates. With ``--choose-pairs``, the chosen loop's later hops' width and pair cap chosen on
    the same validation questions by ``adapt``'s rule (``efficientrag.adapt.pair_choice``: the fewest
    Labeler pairs a question within 1 point of the best), its dev row beside the chosen method's.
+   With ``--early-exit``, the Labeler's exit heads fit as ``adapt`` fits them (its training rows and
+   the pairs the shipped method judges on half of the validation questions) and, for
+   ``labeler_rerank``, the chosen method and the pair choice's pick, the exit threshold chosen on
+   the other half (:mod:`efficientrag.adapt.exit_choice`: the fewest encoder layers within 1 point
+   of full depth); each dev set then gets a table of those rows at full depth and with the exit:
+   pairs judged in full and left early, the kept chunks the exit lost, paired intervals against
+   their own full depth, and seconds a question timed side by side in ``--quantize`` on the set's
+   first ``--time-sample`` questions.
 4. With ``--target-pseudo``, the same choice made on ``adapt``'s pseudo-questions over each left-out
    dev set's corpus (title-link chains and single paragraphs; no question or gold of the dev file):
    what a user adapting to that corpus would have been handed, reported beside the validation
@@ -39,10 +47,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from adaptation_methods import choice_lines, dev_section
+from adaptation_methods import choice_lines, dev_section, evaluate_on_dev
+from exit_options import kept_lost_early, pair_cell, thresholds, time_loops
 from report_output import command_line, publish
 from retrieval_efficientrag import (
     DEV_FILES,
@@ -59,13 +69,18 @@ from retrieval_efficientrag import validation_examples as validation_part
 from retrieval_rerank import OPEN_DOMAIN_NAME, direction_arguments, open_domain_pool
 
 from efficientrag.adapt.choice import VALIDATION_GROUP, Judge, ScoringSet
-from efficientrag.adapt.method_choice import MethodChoiceConfig, choose_method
+from efficientrag.adapt.exit_choice import fit_method_heads, layer_cost, score_thresholds
+from efficientrag.adapt.method_choice import LABELER_RERANK, MethodChoiceConfig, choose_method
 from efficientrag.adapt.pair_choice import AS_CHOSEN, PairChoiceConfig, choose_pairs
 from efficientrag.adapt.pseudo_rows import PseudoRowsConfig, build_pseudo_sets, pseudo_scoring_sets
-from efficientrag.config import load_config
+from efficientrag.config import load_config, save_config
 from efficientrag.config_values import to_dict
+from efficientrag.eval.paired_bootstrap import paired_bootstrap
+from efficientrag.eval.record_scores import mean, question_scores
 from efficientrag.fingerprint import folder_digest
+from efficientrag.models.early_exit import encoder_depth
 from efficientrag.pipeline.config import EfficientRAGConfig
+from efficientrag.training.exit_head import ExitHeadConfig
 
 
 def direction_models(models: Path) -> dict[str, Path]:
@@ -126,17 +141,161 @@ def with_pair_budgets(method: dict[str, Any], budgets: list[int]) -> dict[str, A
     return {**method, "candidates": {**method["candidates"], **extra}}
 
 
-def with_pair_choice(
+def pair_choice_rows(
     method: dict[str, Any], picked: EfficientRAGConfig, record: dict[str, Any]
 ) -> dict[str, Any]:
-    """``method`` with its Labeler pairs chosen on the same validation questions
-    (``adapt.pair_choice``): the record under ``pairs`` and, when a cheaper variant was picked, that
-    variant as one more dev row beside the chosen method's own."""
-    out = {**method, "pairs": record}
-    if record["chosen"] != AS_CHOSEN:
-        row = f"{method['chosen']}, {record['chosen']} (pairs chosen on validation)"
-        out["candidates"] = {**method["candidates"], row: {"efficientrag": to_dict(picked)}}
-    return out
+    """The dev row of the variant the pair choice (``adapt.pair_choice``, ``record``) picked on the
+    same validation questions, to sit beside the chosen method's own; none when the method as chosen
+    was kept."""
+    if record["chosen"] == AS_CHOSEN:
+        return {}
+    return {
+        f"{method['chosen']}, {record['chosen']} (pairs chosen on validation)": {
+            "efficientrag": to_dict(picked)
+        }
+    }
+
+
+def with_dev_rows(method: dict[str, Any], rows: dict[str, Any]) -> dict[str, Any]:
+    """``method`` with ``rows`` among its candidates, for the dev tables only: the choice's own
+    table is rendered from ``method`` itself."""
+    return {**method, "candidates": {**method["candidates"], **rows}}
+
+
+def shipped(method: dict[str, Any], on_dev: dict[str, Any]) -> EfficientRAGConfig:
+    """The settings ``adapt`` would hand a user for this choice: the chosen method, with the pair
+    choice's pick and the exit threshold chosen for it where they were made."""
+    name = method["chosen"]
+    pairs = method.get("pairs", {})
+    if pairs.get("chosen", AS_CHOSEN) != AS_CHOSEN:
+        name = f"{name}, {pairs['chosen']} (pairs chosen on validation)"
+    threshold = method.get("early_exit", {}).get("methods", {}).get(name, {}).get("chosen")
+    if threshold is not None:
+        name = exit_label(name, threshold)
+    return load_config(EfficientRAGConfig, data=on_dev["candidates"][name]["efficientrag"])
+
+
+def write_preset(retriever: str, settings: EfficientRAGConfig, path: Path) -> Path:
+    """``settings`` and the search as a preset ``efficientrag retrieve``, ``eval`` and ``serve`` read
+    with ``-c`` (as ``adapt``'s ``retrieve.yaml``)."""
+    from efficientrag.retrieval.config import RetrieverConfig
+
+    save_config({"retriever": RetrieverConfig(kind=retriever), "efficientrag": settings}, path)
+    return path
+
+
+def exit_label(name: str, threshold: float) -> str:
+    """The dev row of ``name`` with its exit at ``threshold``."""
+    return f"{name}, exit < {threshold:g}"
+
+
+def choose_exits(
+    args: argparse.Namespace, judge: Judge, models: dict[str, Path], root: Path, bases: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Labeler's exit heads fit as ``adapt`` fits them, on its training rows and the pairs of
+    the last of ``bases`` (the method ``adapt`` would ship) on half of the validation questions;
+    then each base's threshold chosen on the other half.
+
+    Args:
+        args: The script's arguments (``--thresholds``).
+        judge: The validation questions' scoring sets.
+        models: The direction's Labeler and Filter.
+        root: The direction's models folder (its ``train_data`` and the exit's work folder).
+        bases: Row name -> its ``efficientrag`` settings (a dict, as the method choice records them).
+
+    Returns:
+        The record (heads and every base's candidates) and the dev rows of each base with its exit.
+    """
+    settings = {n: load_config(EfficientRAGConfig, data=d) for n, d in bases.items()}
+    rows_file = root / "train_data" / "labeler" / "train.jsonl"
+    fit = fit_method_heads(
+        judge, models, list(settings.values())[-1], rows_file, ExitHeadConfig(), root / "early_exit"
+    )
+    record: dict[str, Any] = {"heads": fit, "methods": {}}
+    dev_rows = {}
+    for name, cfg in settings.items():
+        chosen, scored = score_thresholds(judge, models, cfg, args.thresholds, 1.0)
+        record["methods"][name] = {"chosen": chosen, "candidates": scored}
+        if chosen is not None:
+            dev_rows[exit_label(name, chosen)] = {
+                "efficientrag": to_dict(replace(cfg, exit_threshold=chosen))
+            }
+    return record, dev_rows
+
+
+def exit_choice_lines(record: dict[str, Any], depth: int) -> list[str]:
+    """The exit's choice on the validation questions: the heads' fit, then per method each
+    threshold's score and encoder layers a question on the half the heads never saw."""
+    heads = record["heads"]
+    first = next(iter(record["methods"].values()))["candidates"]
+    lines = [
+        f"The Labeler's exit heads (after layers {heads.get('settings', {}).get('layers')} of {depth}) fit on "
+        f"{heads.get('rows')} rows (its training rows and the shipped method's pairs on half of the validation "
+        "questions); each threshold scored on the other half, (recall + all-gold) / 2 and encoder layers a "
+        "question; chosen: the fewest layers within 1 point of full depth.",
+        "",
+        "| method | "
+        + " | ".join("full depth" if t is None else f"exit < {t:g}" for t in first)
+        + " | chosen |",
+        "|---|" + "---|" * (len(first) + 1),
+    ]
+    for name, part in record["methods"].items():
+        cells = [f"{v['score']:.2f} ({v['layers']:.0f})" for v in part["candidates"].values()]
+        chosen = "full depth" if part["chosen"] is None else f"{part['chosen']:g}"
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {chosen} |")
+    return lines
+
+
+def exit_section(
+    args: argparse.Namespace, method: dict[str, Any], exits: dict[str, Any], pool: Any, out: Path
+) -> list[str]:
+    """Each exit base at full depth and with its exit on one dev set (its runs read back from
+    ``out``, where the dev table put them), timed side by side in ``--quantize``."""
+    runs = evaluate_on_dev(method, pool.retriever, pool.examples, out)
+    rows = {}
+    for name, part in exits["methods"].items():
+        rows[name] = name
+        if part["chosen"] is not None:
+            rows[exit_label(name, part["chosen"])] = name
+    settings = {
+        n: load_config(EfficientRAGConfig, data=method["candidates"][n]["efficientrag"]) for n in rows
+    }
+    sample = [ex.question for ex in pool.examples[: args.time_sample]]
+    seconds = time_loops(settings, pool.retriever, sample, args.quantize) if sample else {}
+    depth = encoder_depth(Path(next(iter(settings.values())).labeler))
+    ref = seconds.get(LABELER_RERANK)
+    lines = [
+        f"The exit on this set's questions (seconds: the first {len(sample)} questions, every row timed side by "
+        f"side in `{args.quantize}`, batches of 32 in a rotating order):",
+        "",
+        "| method | recall / all-gold | pairs in full / left early (median in full) | encoder layers / q | "
+        "kept chunks lost early | s / q | vs full-depth labeler_rerank | vs its own full depth: recall [95%] | "
+        "all-gold [95%] |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, base in rows.items():
+        recs, own = runs[label], runs[base]
+        s = question_scores(recs)
+        gaps = ["", ""] if label == base else _own_gaps(s, question_scores(own))
+        secs = seconds.get(label)
+        cells = [
+            f"{mean([x for x, _ in s]):.1f} / {mean([y for _, y in s]):.1f}",
+            pair_cell(recs),
+            f"{layer_cost(recs, depth):.0f}",
+            "" if label == base else f"{kept_lost_early(own, recs):.1f}%",
+            "not timed" if secs is None else f"{secs:.3f}",
+            "" if secs is None or not ref else f"{secs / ref:.2f}x",
+            *gaps,
+        ]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _own_gaps(s: list[tuple[float, float]], own: list[tuple[float, float]]) -> list[str]:
+    return [
+        paired_bootstrap([x for x, _ in s], [x for x, _ in own]).cell(),
+        paired_bootstrap([y for _, y in s], [y for _, y in own]).cell(),
+    ]
 
 
 def pair_lines(record: dict[str, Any]) -> list[str]:
@@ -183,6 +342,13 @@ def report(
     lines += [*choice_lines(method, "the training files' validation questions"), ""]
     if "pairs" in method:
         lines += [*pair_lines(method["pairs"]), ""]
+    if "early_exit" in method:
+        lines += [*exit_choice_lines(method["early_exit"], encoder_depth(models["labeler"])), ""]
+    if "preset" in method:
+        lines += [
+            f"The method a user would be handed, as a preset for `efficientrag serve -c`: `{method['preset']}`.",
+            "",
+        ]
     if pseudo is not None:
         lines += [
             *choice_lines(pseudo, "`adapt`'s pseudo-questions over the left-out sets' corpora"),
@@ -217,14 +383,27 @@ def main(argv: list[str] | None = None) -> int:
         "(adapt's rule: the fewest Labeler pairs within 1 point of the best), reported as one more dev row",
     )
     parser.add_argument(
+        "--early-exit",
+        action="store_true",
+        help="also fit the Labeler's exit heads, choose each method's exit threshold on the validation questions "
+        "and report the dev rows at full depth and with the exit, timed side by side",
+    )
+    parser.add_argument("--thresholds", type=thresholds, default=thresholds("0.01,0.02,0.05,0.1,0.2,0.3"))
+    parser.add_argument(
+        "--quantize", default="bf16", help="the models' inference path while the exit rows are timed"
+    )
+    parser.add_argument(
+        "--time-sample", type=int, default=64, help="dev questions a set timed per exit row (0: none)"
+    )
+    parser.add_argument(
         "--target-pseudo",
         action="store_true",
         help="also report the choice adapt's pseudo-questions over the left-out dev corpora would make",
     )
     parser.add_argument("--out", type=Path, help="also write the report here (Markdown)")
     args = parse_protocol_args(parser, argv)
-    if args.rerank_top_k < 1 or args.open_domain < 0:
-        parser.error("--rerank-top-k must be >= 1 and --open-domain >= 0")
+    if args.rerank_top_k < 1 or args.open_domain < 0 or args.time_sample < 0:
+        parser.error("--rerank-top-k must be >= 1, --open-domain and --time-sample >= 0")
     if any(p < args.rerank_top_k for p in args.pair_budgets):
         parser.error(f"--pair-budgets must cover the first hop's {args.rerank_top_k} pairs")
     t0 = time.perf_counter()
@@ -240,10 +419,20 @@ def main(argv: list[str] | None = None) -> int:
     choice = MethodChoiceConfig(rerank_top_k=args.rerank_top_k)
     judge = Judge(scoring_sets(opts, work, pools), loop, root / "method_choice", progress=not args.quiet)
     chosen, method = choose_method(judge, models, loop, choice)
+    rows: dict[str, Any] = {}
     if args.choose_pairs:
         picked, pairs = choose_pairs(judge, models, chosen, PairChoiceConfig(enabled=True))
-        method = with_pair_choice(method, picked, pairs)
-    on_dev = with_pair_budgets(method, args.pair_budgets)
+        method = {**method, "pairs": pairs}
+        rows |= pair_choice_rows(method, picked, pairs)
+    if args.early_exit:
+        # The one-hop reranker, the chosen method and the pair choice's pick (the method adapt ships, last).
+        bases = {n: method["candidates"][n]["efficientrag"] for n in (LABELER_RERANK, method["chosen"])}
+        bases |= {n: row["efficientrag"] for n, row in rows.items()}
+        exits, exit_rows = choose_exits(args, judge, models, root, bases)
+        method = {**method, "early_exit": exits}
+        rows |= exit_rows
+    on_dev = with_pair_budgets(with_dev_rows(method, rows), args.pair_budgets)
+    method["preset"] = str(write_preset(args.retriever, shipped(method, on_dev), root / "retrieve.yaml"))
     evaluated = dev_pools(opts, work, train_on, eval_on)
     pseudo = None
     if args.target_pseudo:
@@ -252,10 +441,12 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--target-pseudo: no left-out --eval-on set gave a pseudo-question")
         pjudge = Judge(sets, loop, root / "method_choice", progress=not args.quiet)
         pseudo = choose_method(pjudge, models, loop, choice)[1]
-    sections = {
-        name: dev_section(on_dev, pool.retriever, pool.examples, root / "dev-containment" / _slug(name, pool))
-        for name, pool in evaluated.items()
-    }
+    sections = {}
+    for name, pool in evaluated.items():
+        out = root / "dev-containment" / _slug(name, pool)
+        sections[name] = dev_section(on_dev, pool.retriever, pool.examples, out)
+        if args.early_exit:
+            sections[name] += ["", *exit_section(args, on_dev, method["early_exit"], pool, out)]
     text = report(
         args,
         train_on,

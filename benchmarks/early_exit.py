@@ -34,14 +34,13 @@ fit again only when those beside the Labeler were fit to other rows or settings.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from exit_options import exit_arguments, threshold_table_head
+from exit_options import exit_arguments, kept_lost_early, pair_cell, threshold_table_head, time_loops
 from report_output import publish, quickstart_models, title_block
 
 from efficientrag.adapt.exit_choice import layer_cost, pick_threshold
@@ -52,7 +51,6 @@ from efficientrag.eval.interrupts import main_reporting_interrupts
 from efficientrag.eval.job_runs import evaluate_efficientrag_run
 from efficientrag.eval.paired_bootstrap import paired_bootstrap
 from efficientrag.eval.record_scores import mean, question_scores
-from efficientrag.eval.side_by_side import time_methods
 from efficientrag.experiment.assembly import toy_world_search
 from efficientrag.fingerprint import folder_digest
 from efficientrag.jsonl import read_jsonl, write_jsonl
@@ -68,7 +66,6 @@ from efficientrag.training.exit_head import (
     rows_from_traces,
 )
 
-TIMING_BATCH = 32
 Record = dict[str, Any]
 METHODS = ("labeler_rerank", "loop_rerank_calibrated")
 
@@ -164,24 +161,6 @@ def choose_thresholds(
     return out
 
 
-def kept_lost_early(full: Sequence[Record], early: Sequence[Record]) -> float:
-    """The share (%) of the full-depth run's kept chunks that left early in the exit run and are
-    not kept there: what the head's error cost."""
-    lost = total = 0
-    for f, e in zip(full, early, strict=True):
-        kept = set(f["retrieved_ids"])
-        exited = {
-            row["id"]
-            for hop in e["trace"]["hops"]
-            for hits in hop["hits"]
-            for row in hits
-            if row.get("exited_at") is not None
-        }
-        total += len(kept)
-        lost += len((kept & exited) - set(e["retrieved_ids"]))
-    return 100.0 * lost / max(1, total)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     labeler, filter_ = quickstart_models(args.models)
@@ -223,34 +202,13 @@ def main(argv: list[str] | None = None) -> int:
             if label not in rows:
                 out = args.work_dir / "report" / folder_name(name) / f"exit-{t}"
                 rows[label] = (cfg, run(cfg, report_world, out))
-    seconds = timed(args, rows, report_world) if args.time_sample else {}
+    seconds = {}
+    if args.time_sample:
+        sample = [ex.question for ex in report_world[0][: args.time_sample]]
+        seconds = time_loops({n: cfg for n, (cfg, _) in rows.items()}, report_world[1], sample, args.quantize)
     text = "\n".join(render(args, fit, depth, choice, rows, seconds, labeler, pairs))
     publish(text, args.out)
     return 0
-
-
-def timed(
-    args: argparse.Namespace,
-    rows: dict[str, tuple[EfficientRAGConfig, list[Record]]],
-    world: tuple[list, Any],
-) -> dict[str, float]:
-    from efficientrag.models import Filter, Labeler
-    from efficientrag.pipeline.efficientrag import EfficientRAG
-
-    examples, search = world
-    first = next(iter(rows.values()))[0]
-    labeler = Labeler.from_pretrained(first.labeler).quantize(args.quantize)
-    filter_ = Filter.from_pretrained(first.filter).quantize(args.quantize)
-    labeler.early_exit()  # loaded (and its split checked) before the clock starts
-
-    def method(cfg: EfficientRAGConfig):
-        rag = EfficientRAG(search, labeler, filter_, replace(cfg, quantize=args.quantize))
-        return lambda batch: rag.retrieve_batch([ex.question for ex in batch])
-
-    sample = examples[: args.time_sample]
-    return time_methods(
-        {name: method(cfg) for name, (cfg, _) in rows.items()}, sample, batch_size=TIMING_BATCH
-    )
 
 
 def render(
@@ -343,9 +301,6 @@ def report_lines(
     for label, (_, recs) in rows.items():
         s = question_scores(recs)
         own = question_scores(rows[label.split(",")[0] + ", full depth"][1])
-        counters = _counters(recs)
-        full = [c["labeler_pairs"] - c.get("exited_pairs", 0.0) for c in counters]
-        exited = mean([c.get("exited_pairs", 0.0) for c in counters])
         secs = seconds.get(label)
         timing = "not timed" if secs is None else f"{secs:.3f} ({secs / seconds[ref_name]:.2f}x)"
         full_name = label.split(",")[0] + ", full depth"
@@ -353,7 +308,7 @@ def report_lines(
         cells = [
             f"{mean([x for x, _ in s]):.1f} / {mean([y for _, y in s]):.1f}",
             f"{mean([len(r['retrieved_ids']) for r in recs]):.2f}",
-            f"{mean(full):.1f} / {exited:.1f} ({statistics.median(full):.0f})",
+            pair_cell(recs),
             timing,
             *(["", ""] if label == ref_name else _gaps(s, ref, args.resamples)),
             *(["", ""] if label == full_name else _gaps(s, own, args.resamples)),

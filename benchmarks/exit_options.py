@@ -1,11 +1,23 @@
-"""The options the early-exit benchmarks share (the Labeler's, ``early_exit.py``, and the
-cross-encoder's, ``cross_encoder_exit.py``): where the heads are fit and the thresholds validation
-chooses from. A public interface for those scripts; nothing here is measured."""
+"""What the early-exit benchmarks share (the Labeler's, ``early_exit.py`` and
+``containment_protocol.py --early-exit``, and the cross-encoder's, ``cross_encoder_exit.py``):
+where the heads are fit, the thresholds validation chooses from, what an exit cost in kept chunks,
+and the loop's rows timed side by side. A public interface for those scripts; nothing here is
+measured."""
 
 from __future__ import annotations
 
 import argparse
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
+
+from efficientrag.eval.record_scores import mean
+from efficientrag.eval.side_by_side import time_methods
+
+Record = dict[str, Any]
+TIMING_BATCH = 32  # questions per timed batch
 
 
 def thresholds(text: str) -> list[float]:
@@ -59,3 +71,69 @@ def threshold_table_head(thresholds: list[float], *leading: str) -> list[str]:
     """
     columns = [*leading, "full depth", *(f"exit < {t:g}" for t in thresholds), "chosen"]
     return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
+def kept_lost_early(full: Sequence[Record], early: Sequence[Record]) -> float:
+    """The share (%) of the full-depth run's kept chunks that left early in the exit run and are
+    not kept there: what the heads' error cost.
+
+    Args:
+        full: The full-depth run's records.
+        early: The exit run's records, the same questions in the same order.
+    """
+    lost = total = 0
+    for f, e in zip(full, early, strict=True):
+        kept = set(f["retrieved_ids"])
+        exited = {
+            row["id"]
+            for hop in e["trace"]["hops"]
+            for hits in hop["hits"]
+            for row in hits
+            if row.get("exited_at") is not None
+        }
+        total += len(kept)
+        lost += len((kept & exited) - set(e["retrieved_ids"]))
+    return 100.0 * lost / max(1, total)
+
+
+def pair_cell(records: Sequence[Record]) -> str:
+    """Labeler pairs a question judged in full / left early, and the median judged in full.
+
+    Args:
+        records: A run's records (their counters).
+    """
+    counters = [r.get("counters") or {} for r in records]
+    full = [c["labeler_pairs"] - c.get("exited_pairs", 0.0) for c in counters]
+    exited = mean([c.get("exited_pairs", 0.0) for c in counters])
+    return f"{mean(full):.1f} / {exited:.1f} ({statistics.median(full):.0f})"
+
+
+def time_loops(
+    settings: Mapping[str, Any], search: Any, questions: Sequence[str], quantize: str
+) -> dict[str, float]:
+    """Each loop setting's seconds a question, timed side by side (batches of ``TIMING_BATCH``, each
+    run by every setting in a rotating order) over one Labeler and Filter loaded on ``quantize``'s
+    path before the clock starts, their exit heads with them.
+
+    Args:
+        settings: Row name -> ``EfficientRAGConfig`` (all over the same Labeler and Filter).
+        search: The search.
+        questions: The questions timed.
+        quantize: The models' inference path (``none``, ``bf16``, ...).
+    """
+    from efficientrag.models import Filter, Labeler
+    from efficientrag.pipeline.efficientrag import EfficientRAG
+
+    first = next(iter(settings.values()))
+    labeler = Labeler.from_pretrained(first.labeler).quantize(quantize)
+    filter_ = Filter.from_pretrained(first.filter).quantize(quantize)
+    if any(cfg.exit_threshold is not None for cfg in settings.values()):
+        labeler.early_exit()  # loaded (and its split checked) before the clock starts
+
+    def method(cfg: Any):
+        rag = EfficientRAG(search, labeler, filter_, replace(cfg, quantize=quantize))
+        return lambda batch: rag.retrieve_batch(list(batch))
+
+    return time_methods(
+        {name: method(cfg) for name, cfg in settings.items()}, list(questions), batch_size=TIMING_BATCH
+    )

@@ -121,25 +121,8 @@ def choose_exit(
     Returns:
         ``chosen`` with its ``exit_threshold`` (None: full depth), and a record of every candidate.
     """
-    labeler = Path(models["labeler"])
-    full = judge.records(models, replace(chosen, exit_threshold=None))
-    pairs = work / "loop_pairs.jsonl"
-    write_jsonl(pairs, [row.to_dict() for row in _fit_half_pairs(judge, full)])
-    fit = ensure_exit_heads(labeler, [rows, pairs], cfg.heads, show_progress=judge.progress)
-    depth = encoder_depth(labeler)
-    groups = {s.name: s.group for s in judge.sets}
-    scored: dict[float | None, dict[str, float]] = {}
-    for t in [None, *sorted({float(x) for x in cfg.thresholds})]:
-        runs = full if t is None else judge.records(models, replace(chosen, exit_threshold=t))
-        held = {name: [r for r in recs if not _fit_half(r)] for name, recs in runs.items()}
-        per_set = {name: summarize(recs) for name, recs in held.items() if recs}
-        pooled = [r for recs in held.values() for r in recs]
-        scored[t] = {
-            "score": round(combined_score(per_set, groups), 2),
-            "layers": round(layer_cost(pooled, depth), 1),
-        }
-    threshold = pick_threshold(scored, cfg.tolerance)
-    log.info("exit threshold chosen: %s (%s)", threshold, ", ".join(f"{t}: {v}" for t, v in scored.items()))
+    fit = fit_method_heads(judge, models, chosen, rows, cfg.heads, work)
+    threshold, scored = score_thresholds(judge, models, chosen, cfg.thresholds, cfg.tolerance)
     record = {
         "chosen": threshold,
         "tolerance": cfg.tolerance,
@@ -147,6 +130,69 @@ def choose_exit(
         "heads": {"layers": cfg.heads.layers, "rows": fit.get("rows"), "rows_digest": fit.get("rows_digest")},
     }
     return replace(chosen, exit_threshold=threshold), record
+
+
+def fit_method_heads(
+    judge: Judge,
+    models: Mapping[str, Path],
+    method: EfficientRAGConfig,
+    rows: Path,
+    heads: ExitHeadConfig,
+    work: Path,
+) -> dict[str, Any]:
+    """Fit the Labeler's exit heads (unless those beside it already are) on ``rows`` and on the
+    pairs the full-depth ``method`` judges for the fit half of ``judge``'s questions; returns the
+    fit record. Any method sharing this Labeler may then score thresholds on the other half.
+
+    Args:
+        judge: The scoring sets.
+        models: ``{"labeler": folder, "filter": folder}`` (the heads are written beside the Labeler).
+        method: The settings whose pairs the heads also see (the chosen method's).
+        rows: The Labeler's training rows (a ``train.jsonl``).
+        heads: How the heads are fit.
+        work: Where the method's pairs are written for the fit.
+    """
+    full = judge.records(models, replace(method, exit_threshold=None))
+    pairs = work / "loop_pairs.jsonl"
+    write_jsonl(pairs, [row.to_dict() for row in _fit_half_pairs(judge, full)])
+    return ensure_exit_heads(Path(models["labeler"]), [rows, pairs], heads, show_progress=judge.progress)
+
+
+def score_thresholds(
+    judge: Judge,
+    models: Mapping[str, Path],
+    method: EfficientRAGConfig,
+    thresholds: Sequence[float],
+    tolerance: float,
+) -> tuple[float | None, dict[float | None, dict[str, float]]]:
+    """``method`` at full depth and at each threshold, scored on the half of ``judge``'s questions
+    the heads were not fit on, and the threshold :func:`pick_threshold` takes.
+
+    Args:
+        judge: The scoring sets.
+        models: ``{"labeler": folder, "filter": folder}``, the Labeler's heads already fit.
+        method: The settings to run.
+        thresholds: The candidates, each in (0, 1].
+        tolerance: Score points a threshold may cost against full depth.
+
+    Returns:
+        The pick (None: full depth) and each candidate's ``{"score", "layers"}``.
+    """
+    depth = encoder_depth(Path(models["labeler"]))
+    groups = {s.name: s.group for s in judge.sets}
+    scored: dict[float | None, dict[str, float]] = {}
+    for t in [None, *sorted({float(x) for x in thresholds})]:
+        runs = judge.records(models, replace(method, exit_threshold=t))
+        held = {name: [r for r in recs if not _fit_half(r)] for name, recs in runs.items()}
+        per_set = {name: summarize(recs) for name, recs in held.items() if recs}
+        pooled = [r for recs in held.values() for r in recs]
+        scored[t] = {
+            "score": round(combined_score(per_set, groups), 2),
+            "layers": round(layer_cost(pooled, depth), 1),
+        }
+    threshold = pick_threshold(scored, tolerance)
+    log.info("exit threshold chosen: %s (%s)", threshold, ", ".join(f"{t}: {v}" for t, v in scored.items()))
+    return threshold, scored
 
 
 def _fit_half(record: Record) -> bool:

@@ -108,7 +108,9 @@ def test_heads_are_fit_once_and_the_chosen_threshold_is_set(tmp_path):
     chosen, record = choose_exit(judge, models, EfficientRAGConfig(), rows, cfg, work)
     # 0.05 and 0.1 keep the score; 0.1 lets more pairs leave (fewer layers); 0.2 loses the gold.
     assert chosen.exit_threshold == 0.1 and record["chosen"] == 0.1
-    assert judge.asked == [None, 0.05, 0.1, 0.2]
+    # The fit's full-depth run, then every candidate (a real Judge reads the second full-depth run
+    # back from its run folder).
+    assert judge.asked == [None, None, 0.05, 0.1, 0.2]
     assert record["candidates"]["None"]["layers"] == 16 and record["candidates"]["0.1"]["layers"] == 4 + 3 * 1
     # The heads saw the full-depth pairs of half the questions (4 pairs each), and were scored on the rest.
     fit_half = [f"q{q}" for q in range(12) if _fit_half({"id": f"q{q}"})]

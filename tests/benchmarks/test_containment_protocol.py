@@ -64,20 +64,27 @@ def test_a_direction_without_trained_models_is_refused_naming_the_folder(bench, 
     assert bench.direction_models(tmp_path)["filter"] == Path(tmp_path / "filter" / "best")
 
 
-def test_the_report_shows_the_validation_choice_once_and_each_set_in_or_out_of_domain(bench, tmp_path):
-    models = _models(tmp_path)
-    row = {"n": 5.0, "recall": 80.0, "all_gold": 60.0, "num_chunks": 7.0, "labeler_pairs": 20.0}
-    method = {
+def _choice(candidates):
+    """A method choice on one validation set (musique) that chose ``loop_rerank``."""
+    return {
         "chosen": "loop_rerank",
         "chunk_budget": 7,
         "rerank_top_k": 20,
         "groups": {"musique": "validation"},
         "by_group": {"validation": "loop_rerank"},
-        "candidates": {
+        "candidates": candidates,
+    }
+
+
+def test_the_report_shows_the_validation_choice_once_and_each_set_in_or_out_of_domain(bench, tmp_path):
+    models = _models(tmp_path)
+    row = {"n": 5.0, "recall": 80.0, "all_gold": 60.0, "num_chunks": 7.0, "labeler_pairs": 20.0}
+    method = _choice(
+        {
             "labeler_rerank": {"score": 70.0, "sets": {"musique": row}},
             "loop_rerank": {"score": 71.0, "sets": {"musique": row}},
-        },
-    }
+        }
+    )
     sections = {
         "hotpotqa": ["HOTPOT ROWS"],
         "musique": ["MUSIQUE ROWS"],
@@ -193,11 +200,14 @@ def test_target_pseudo_without_a_left_out_set_is_refused_before_any_training(ben
     assert not (tmp_path / "w").exists()
 
 
-def test_the_pairs_chosen_on_validation_become_one_more_dev_row(bench):
+def test_the_pairs_chosen_on_validation_become_a_dev_row_and_leave_the_choice_table_alone(bench, tmp_path):
     from efficientrag.adapt.pair_choice import AS_CHOSEN
     from efficientrag.pipeline.config import EfficientRAGConfig
 
-    method = {"chosen": "loop_rerank", "candidates": {"loop_rerank": {"efficientrag": {"top_k": 10}}}}
+    row = {"n": 5.0, "recall": 80.0, "all_gold": 60.0, "num_chunks": 7.0, "labeler_pairs": 40.0}
+    method = _choice(
+        {"loop_rerank": {"score": 71.0, "sets": {"musique": row}, "efficientrag": {"top_k": 10}}}
+    )
     record = {
         "chosen": "later hops top 6",
         "tolerance": 1.0,
@@ -207,15 +217,207 @@ def test_the_pairs_chosen_on_validation_become_one_more_dev_row(bench):
         },
     }
     picked = EfficientRAGConfig(top_k=6, first_top_k=10)
-    out = bench.with_pair_choice(method, picked, record)
-    row = "loop_rerank, later hops top 6 (pairs chosen on validation)"
-    assert list(out["candidates"]) == ["loop_rerank", row] and out["chosen"] == "loop_rerank"
-    assert out["candidates"][row]["efficientrag"]["top_k"] == 6 and out["pairs"] is record
+    rows = bench.pair_choice_rows(method, picked, record)
+    name = "loop_rerank, later hops top 6 (pairs chosen on validation)"
+    assert list(rows) == [name] and rows[name]["efficientrag"]["top_k"] == 6
+    on_dev = bench.with_dev_rows(method, rows)
+    assert list(on_dev["candidates"]) == ["loop_rerank", name] and list(method["candidates"]) == [
+        "loop_rerank"
+    ]
     assert (
         "**later hops top 6**" in bench.pair_lines(record)[0]
         and "79.50 at 28.0 pairs" in bench.pair_lines(record)[0]
     )
-    same = bench.with_pair_choice(
-        method, picked, {"chosen": AS_CHOSEN, "why": "a one-hop method judges its N pairs"}
+    # The report's choice table lists the candidates the choice scored, not the dev-only rows.
+    text = bench.report(
+        _args(),
+        ["musique"],
+        ("k6", []),
+        _models(tmp_path),
+        ({**method, "pairs": record}, None),
+        {},
+        1.0,
+        COMMAND,
     )
-    assert list(same["candidates"]) == ["loop_rerank"] and "one-hop" in bench.pair_lines(same["pairs"])[0]
+    assert (
+        "| **loop_rerank** | 80.0 / 60.0 / 7.00 / 40.0 | 71.00 |" in text and "**later hops top 6**" in text
+    )
+    kept = {"chosen": AS_CHOSEN, "why": "a one-hop method judges its N pairs"}
+    assert bench.pair_choice_rows(method, picked, kept) == {} and "one-hop" in bench.pair_lines(kept)[0]
+
+
+class _ExitJudge:
+    """Validation runs by a fixed table: the reranker keeps its score at every threshold, the loop
+    loses its gold past 0.1; a higher threshold lets more of the 3 pairs leave at layer 1 (of 4)."""
+
+    progress = False
+
+    def __init__(self, corpus):
+        from types import SimpleNamespace
+
+        self.sets = [
+            SimpleNamespace(name="musique", group="validation", retriever=SimpleNamespace(corpus=corpus))
+        ]
+        self.asked = []
+
+    def records(self, models, cfg):
+        t = cfg.exit_threshold
+        self.asked.append((cfg.max_hops, t))
+        leaving = 0 if t is None else min(3, int(t * 20))
+        out = []
+        for q in range(12):
+            hits = [
+                {"id": cid, "tag": 0.9, **({"exited_at": 1} if i < leaving else {})}
+                for i, cid in enumerate(["alpha", "bob", "omega"])
+            ]
+            lost = cfg.max_hops > 1 and t is not None and t > 0.1
+            out.append(
+                {
+                    "id": f"q{q}",
+                    "question": f"Who directed film {q}?",
+                    "retrieved_ids": ["bob"] if lost else ["alpha"],
+                    "gold_chunk_ids": ["alpha"],
+                    "trace": {"hops": [{"queries": [f"Who directed film {q}?"], "hits": [hits]}]},
+                    "counters": {"labeler_pairs": 3.0, "exited_pairs": float(leaving)},
+                }
+            )
+        return {"musique": out}
+
+
+def test_each_method_gets_its_own_exit_threshold_over_heads_fit_once_for_the_shipped_method(
+    bench, tmp_path, monkeypatch
+):
+    import torch
+
+    from efficientrag.data.corpus import Corpus
+    from efficientrag.data.schema import Chunk
+    from efficientrag.models import Labeler
+    from efficientrag.models.early_exit import EARLY_EXIT_DIR
+    from efficientrag.testing.tiny_backbones import tiny_deberta
+    from efficientrag.testing.token_tasks import labeler_rows, sentences, write_rows
+    from efficientrag.training.exit_head import ExitHeadConfig
+
+    backbone = tiny_deberta(tmp_path / "deberta", sentences(300), num_layers=4)
+    torch.manual_seed(0)
+    folder = Labeler.from_backbone(str(backbone), max_length=64, device="cpu").save_pretrained(
+        tmp_path / "lab"
+    )
+    root = tmp_path / "direction"
+    write_rows(root / "train_data" / "labeler", labeler_rows(24, seed=1), labeler_rows(8, seed=2, prefix="v"))
+    monkeypatch.setattr(bench, "ExitHeadConfig", lambda: ExitHeadConfig(layers=[1], epochs=2))
+    corpus = Corpus(
+        [Chunk(c, c.title(), f"{c} was a film director born in 1950.") for c in ("alpha", "bob", "omega")]
+    )
+    judge = _ExitJudge(corpus)
+    models = {"labeler": Path(folder), "filter": Path(folder)}
+    bases = {"labeler_rerank": {"max_hops": 1}, "loop_rerank_calibrated": {"max_hops": 4}}
+    args = argparse.Namespace(thresholds=[0.05, 0.1, 0.2])
+    record, rows = bench.choose_exits(args, judge, models, root, bases)
+    # The heads saw the shipped method's (the last base's) full-depth pairs, and were written once.
+    assert judge.asked[0] == (4, None) and (folder / EARLY_EXIT_DIR / "model.safetensors").is_file()
+    assert record["methods"]["labeler_rerank"]["chosen"] == 0.2  # fewest layers, score kept at every one
+    assert record["methods"]["loop_rerank_calibrated"]["chosen"] == 0.1  # 0.2 loses the gold
+    assert list(rows) == ["labeler_rerank, exit < 0.2", "loop_rerank_calibrated, exit < 0.1"]
+    assert rows["loop_rerank_calibrated, exit < 0.1"]["efficientrag"]["exit_threshold"] == 0.1
+    assert rows["loop_rerank_calibrated, exit < 0.1"]["efficientrag"]["max_hops"] == 4
+    lines = bench.exit_choice_lines(record, 4)
+    assert lines[-1] == "| loop_rerank_calibrated | 100.00 (12) | 100.00 (9) | 100.00 (6) | 0.00 (3) | 0.1 |"
+    assert lines[-2].startswith("| labeler_rerank | 100.00 (12)") and lines[-2].endswith(
+        "| 100.00 (3) | 0.2 |"
+    )
+
+
+def test_an_exit_that_loses_the_gold_is_counted_against_its_own_full_depth(bench):
+    exit_options = __import__("exit_options")
+    full = [{"retrieved_ids": ["a", "b"], "trace": {"hops": [{"hits": [[{"id": "a"}, {"id": "b"}]]}]}}]
+    early = [
+        {
+            "retrieved_ids": ["b", "c"],
+            "trace": {"hops": [{"hits": [[{"id": "a", "exited_at": 2}, {"id": "b"}, {"id": "c"}]]}]},
+        }
+    ]
+    assert exit_options.kept_lost_early(full, early) == 50.0
+    assert exit_options.kept_lost_early(full, full) == 0.0
+    counted = [
+        {"counters": {"labeler_pairs": 30.0, "exited_pairs": 20.0}},
+        {"counters": {"labeler_pairs": 20.0}},
+    ]
+    assert exit_options.pair_cell(counted) == "15.0 / 10.0 (15)"
+
+
+def test_the_exit_table_sets_each_exit_row_beside_its_own_full_depth(bench, monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    def record(q, kept, exited=(), pairs=20.0):
+        hits = [
+            {"id": c, "tag": 0.5, **({"exited_at": 2} if c in exited else {})} for c in ("a", "b", "c", "d")
+        ]
+        return {
+            "id": f"q{q}",
+            "retrieved_ids": kept,
+            "gold_chunk_ids": ["a", "b"],
+            "trace": {"hops": [{"queries": ["q"], "hits": [hits]}]},
+            "counters": {"labeler_pairs": pairs, "exited_pairs": float(len(exited))},
+        }
+
+    runs = {
+        "labeler_rerank": [record(q, ["a", "b"]) for q in range(4)],
+        "labeler_rerank, exit < 0.2": [
+            record(q, ["a", "c"] if q == 0 else ["a", "b"], ("b", "d")) for q in range(4)
+        ],
+        "loop_rerank_calibrated": [record(q, ["a", "b"], pairs=40.0) for q in range(4)],
+    }
+    method = {
+        "candidates": {n: {"efficientrag": {"labeler": str(tmp_path), "max_hops": 1}} for n in runs},
+    }
+    exits = {"methods": {"labeler_rerank": {"chosen": 0.2}, "loop_rerank_calibrated": {"chosen": None}}}
+    monkeypatch.setattr(bench, "evaluate_on_dev", lambda m, r, e, o: runs)
+    monkeypatch.setattr(bench, "encoder_depth", lambda folder: 6)
+    timed = {}
+
+    def time_loops(settings, search, questions, quantize):
+        timed.update(settings=list(settings), questions=questions, quantize=quantize)
+        return {"labeler_rerank": 0.2, "labeler_rerank, exit < 0.2": 0.15, "loop_rerank_calibrated": 0.3}
+
+    monkeypatch.setattr(bench, "time_loops", time_loops)
+    pool = SimpleNamespace(retriever=None, examples=[SimpleNamespace(question=f"q{i}?") for i in range(5)])
+    args = argparse.Namespace(time_sample=3, quantize="bf16")
+    lines = bench.exit_section(args, method, exits, pool, tmp_path)
+    assert timed == {"settings": list(runs), "questions": ["q0?", "q1?", "q2?"], "quantize": "bf16"}
+    table = {line.split(" | ")[0][2:]: line.split(" | ") for line in lines if line.startswith("| ")}
+    # Full depth: 4 pairs of 6 layers; the exit: 2 of them leave after layer 2.
+    assert table["labeler_rerank"][3:7] == ["24", "", "0.200", "1.00x"]
+    exit_row = table["labeler_rerank, exit < 0.2"]
+    assert exit_row[2] == "18.0 / 2.0 (18)" and exit_row[3] == "16" and exit_row[4] == "12.5%"
+    assert exit_row[5:7] == ["0.150", "0.75x"] and "-12.5" in exit_row[7]
+    assert table["loop_rerank_calibrated"][5:7] == ["0.300", "1.50x"]
+    assert "first 3 questions" in lines[0] and "`bf16`" in lines[0]
+
+
+def test_the_preset_holds_the_pair_pick_with_its_own_exit(bench, tmp_path):
+    from efficientrag.config import load_config
+    from efficientrag.pipeline.config import EfficientRAGConfig
+    from efficientrag.serve.config import ServeExperimentConfig
+
+    pick = "loop_rerank_calibrated, later hops top 4 (pairs chosen on validation)"
+    on_dev = {
+        "candidates": {
+            "loop_rerank_calibrated": {"efficientrag": {"top_k": 10}},
+            pick: {"efficientrag": {"top_k": 4}},
+            f"{pick}, exit < 0.1": {"efficientrag": {"top_k": 4, "exit_threshold": 0.1}},
+        }
+    }
+    method = {
+        "chosen": "loop_rerank_calibrated",
+        "pairs": {"chosen": "later hops top 4"},
+        "early_exit": {"methods": {pick: {"chosen": 0.1}, "loop_rerank_calibrated": {"chosen": 0.3}}},
+    }
+    settings = bench.shipped(method, on_dev)
+    assert (settings.top_k, settings.exit_threshold) == (4, 0.1)
+    assert bench.shipped({**method, "early_exit": {}}, on_dev).exit_threshold is None
+    assert bench.shipped({"chosen": "loop_rerank_calibrated"}, on_dev).top_k == 10
+    path = bench.write_preset("bm25", settings, tmp_path / "retrieve.yaml")
+    served = load_config(ServeExperimentConfig, path)
+    assert served.retriever.kind == "bm25" and served.efficientrag == load_config(
+        EfficientRAGConfig, data={"top_k": 4, "exit_threshold": 0.1}
+    )
