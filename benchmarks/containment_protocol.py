@@ -25,7 +25,8 @@ validation questions of its training files, and then runs every candidate on eac
    the pairs the shipped method judges on half of the validation questions) and, for
    ``labeler_rerank``, the chosen method and the pair choice's pick, the exit threshold chosen on
    the other half (:mod:`efficientrag.adapt.exit_choice`: the fewest encoder layers within 1 point
-   of full depth); each dev set then gets a table of those rows at full depth and with the exit:
+   of full depth; where none is, the best-scoring threshold is still shown, marked not chosen);
+   each dev set then gets a table of those rows at full depth and with the exit:
    pairs judged in full and left early, the kept chunks the exit lost, paired intervals against
    their own full depth, and seconds a question timed side by side in ``--quantize`` on the set's
    first ``--time-sample`` questions.
@@ -215,12 +216,30 @@ def choose_exits(
     dev_rows = {}
     for name, cfg in settings.items():
         chosen, scored = score_thresholds(judge, models, cfg, args.thresholds, 1.0)
-        record["methods"][name] = {"chosen": chosen, "candidates": scored}
-        if chosen is not None:
-            dev_rows[exit_label(name, chosen)] = {
-                "efficientrag": to_dict(replace(cfg, exit_threshold=chosen))
-            }
+        shown = chosen if chosen is not None else best_exit(scored)
+        record["methods"][name] = {"chosen": chosen, "shown": shown, "candidates": scored}
+    for label, (name, threshold) in exit_rows(record).items():
+        if threshold is not None:
+            dev_rows[label] = {"efficientrag": to_dict(replace(settings[name], exit_threshold=threshold))}
     return record, dev_rows
+
+
+def best_exit(scored: dict[float | None, dict[str, float]]) -> float:
+    """The threshold whose validation score is highest (the higher threshold on a tie): the exit
+    shown on dev beside a method kept at full depth, so each method's full-depth and early-exit
+    rows stand side by side, at equal technique."""
+    return max((t for t in scored if t is not None), key=lambda t: (scored[t]["score"], t))
+
+
+def exit_rows(record: dict[str, Any]) -> dict[str, tuple[str, float | None]]:
+    """The exit's dev rows: each method at full depth (threshold None) and at the threshold shown
+    for it, that row marked when validation did not choose it. Row label -> (method, threshold)."""
+    rows: dict[str, tuple[str, float | None]] = {}
+    for name, part in record["methods"].items():
+        rows[name] = (name, None)
+        mark = "" if part["chosen"] is not None else " (not chosen)"
+        rows[exit_label(name, part["shown"]) + mark] = (name, part["shown"])
+    return rows
 
 
 def exit_choice_lines(record: dict[str, Any], depth: int) -> list[str]:
@@ -249,14 +268,10 @@ def exit_choice_lines(record: dict[str, Any], depth: int) -> list[str]:
 def exit_section(
     args: argparse.Namespace, method: dict[str, Any], exits: dict[str, Any], pool: Any, out: Path
 ) -> list[str]:
-    """Each exit base at full depth and with its exit on one dev set (its runs read back from
-    ``out``, where the dev table put them), timed side by side in ``--quantize``."""
+    """Each exit base at full depth and with its exit on one dev set (:func:`exit_rows`; its runs
+    read back from ``out``, where the dev table put them), timed side by side in ``--quantize``."""
     runs = evaluate_on_dev(method, pool.retriever, pool.examples, out)
-    rows = {}
-    for name, part in exits["methods"].items():
-        rows[name] = name
-        if part["chosen"] is not None:
-            rows[exit_label(name, part["chosen"])] = name
+    rows = {label: name for label, (name, _) in exit_rows(exits).items()}
     settings = {
         n: load_config(EfficientRAGConfig, data=method["candidates"][n]["efficientrag"]) for n in rows
     }

@@ -318,6 +318,7 @@ def test_each_method_gets_its_own_exit_threshold_over_heads_fit_once_for_the_shi
     assert record["methods"]["labeler_rerank"]["chosen"] == 0.2  # fewest layers, score kept at every one
     assert record["methods"]["loop_rerank_calibrated"]["chosen"] == 0.1  # 0.2 loses the gold
     assert list(rows) == ["labeler_rerank, exit < 0.2", "loop_rerank_calibrated, exit < 0.1"]
+    assert record["methods"]["loop_rerank_calibrated"]["shown"] == 0.1
     assert rows["loop_rerank_calibrated, exit < 0.1"]["efficientrag"]["exit_threshold"] == 0.1
     assert rows["loop_rerank_calibrated, exit < 0.1"]["efficientrag"]["max_hops"] == 4
     lines = bench.exit_choice_lines(record, 4)
@@ -366,18 +367,26 @@ def test_the_exit_table_sets_each_exit_row_beside_its_own_full_depth(bench, monk
             record(q, ["a", "c"] if q == 0 else ["a", "b"], ("b", "d")) for q in range(4)
         ],
         "loop_rerank_calibrated": [record(q, ["a", "b"], pairs=40.0) for q in range(4)],
+        "loop_rerank_calibrated, exit < 0.05 (not chosen)": [
+            record(q, ["a", "b"], ("c",), pairs=40.0) for q in range(4)
+        ],
     }
     method = {
         "candidates": {n: {"efficientrag": {"labeler": str(tmp_path), "max_hops": 1}} for n in runs},
     }
-    exits = {"methods": {"labeler_rerank": {"chosen": 0.2}, "loop_rerank_calibrated": {"chosen": None}}}
+    exits = {
+        "methods": {
+            "labeler_rerank": {"chosen": 0.2, "shown": 0.2},
+            "loop_rerank_calibrated": {"chosen": None, "shown": 0.05},
+        }
+    }
     monkeypatch.setattr(bench, "evaluate_on_dev", lambda m, r, e, o: runs)
     monkeypatch.setattr(bench, "encoder_depth", lambda folder: 6)
     timed = {}
 
     def time_loops(settings, search, questions, quantize):
         timed.update(settings=list(settings), questions=questions, quantize=quantize)
-        return {"labeler_rerank": 0.2, "labeler_rerank, exit < 0.2": 0.15, "loop_rerank_calibrated": 0.3}
+        return dict(zip(settings, (0.2, 0.15, 0.3, 0.25), strict=True))
 
     monkeypatch.setattr(bench, "time_loops", time_loops)
     pool = SimpleNamespace(retriever=None, examples=[SimpleNamespace(question=f"q{i}?") for i in range(5)])
@@ -391,6 +400,9 @@ def test_the_exit_table_sets_each_exit_row_beside_its_own_full_depth(bench, monk
     assert exit_row[2] == "18.0 / 2.0 (18)" and exit_row[3] == "16" and exit_row[4] == "12.5%"
     assert exit_row[5:7] == ["0.150", "0.75x"] and "-12.5" in exit_row[7]
     assert table["loop_rerank_calibrated"][5:7] == ["0.300", "1.50x"]
+    # Full depth chosen: the best-scoring exit is still shown beside it, marked.
+    shown = table["loop_rerank_calibrated, exit < 0.05 (not chosen)"]
+    assert shown[2] == "39.0 / 1.0 (39)" and shown[4] == "0.0%" and shown[5:7] == ["0.250", "1.25x"]
     assert "first 3 questions" in lines[0] and "`bf16`" in lines[0]
 
 
@@ -421,3 +433,20 @@ def test_the_preset_holds_the_pair_pick_with_its_own_exit(bench, tmp_path):
     assert served.retriever.kind == "bm25" and served.efficientrag == load_config(
         EfficientRAGConfig, data={"top_k": 4, "exit_threshold": 0.1}
     )
+
+
+def test_a_method_kept_at_full_depth_still_shows_its_best_exit_marked_not_chosen(bench):
+    scored = {None: {"score": 85.2}, 0.02: {"score": 82.3}, 0.05: {"score": 82.3}, 0.1: {"score": 79.0}}
+    assert bench.best_exit(scored) == 0.05
+    record = {
+        "methods": {
+            "labeler_rerank": {"chosen": None, "shown": 0.02},
+            "loop_rerank_calibrated": {"chosen": 0.1, "shown": 0.1},
+        }
+    }
+    assert bench.exit_rows(record) == {
+        "labeler_rerank": ("labeler_rerank", None),
+        "labeler_rerank, exit < 0.02 (not chosen)": ("labeler_rerank", 0.02),
+        "loop_rerank_calibrated": ("loop_rerank_calibrated", None),
+        "loop_rerank_calibrated, exit < 0.1": ("loop_rerank_calibrated", 0.1),
+    }
