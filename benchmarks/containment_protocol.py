@@ -360,8 +360,10 @@ def report(
     if "early_exit" in method:
         lines += [*exit_choice_lines(method["early_exit"], encoder_depth(models["labeler"])), ""]
     if "preset" in method:
+        preset = Path(method["preset"])
+        shown = preset.relative_to(Path.cwd()) if preset.is_relative_to(Path.cwd()) else preset
         lines += [
-            f"The method a user would be handed, as a preset for `efficientrag serve -c`: `{method['preset']}`.",
+            f"The method a user would be handed, as a preset for `efficientrag serve -c`: `{shown}`.",
             "",
         ]
     if pseudo is not None:
