@@ -328,24 +328,6 @@ def test_each_method_gets_its_own_exit_threshold_over_heads_fit_once_for_the_shi
     )
 
 
-def test_an_exit_that_loses_the_gold_is_counted_against_its_own_full_depth(bench):
-    exit_options = __import__("exit_options")
-    full = [{"retrieved_ids": ["a", "b"], "trace": {"hops": [{"hits": [[{"id": "a"}, {"id": "b"}]]}]}}]
-    early = [
-        {
-            "retrieved_ids": ["b", "c"],
-            "trace": {"hops": [{"hits": [[{"id": "a", "exited_at": 2}, {"id": "b"}, {"id": "c"}]]}]},
-        }
-    ]
-    assert exit_options.kept_lost_early(full, early) == 50.0
-    assert exit_options.kept_lost_early(full, full) == 0.0
-    counted = [
-        {"counters": {"labeler_pairs": 30.0, "exited_pairs": 20.0}},
-        {"counters": {"labeler_pairs": 20.0}},
-    ]
-    assert exit_options.pair_cell(counted) == "15.0 / 10.0 (15)"
-
-
 def test_the_exit_table_sets_each_exit_row_beside_its_own_full_depth(bench, monkeypatch, tmp_path):
     from types import SimpleNamespace
 
