@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptation_methods import choice_lines, dev_section, evaluate_on_dev
-from exit_options import kept_lost_early, pair_cell, thresholds, time_loops
+from exit_options import kept_lost_early, pair_cell, paired_cells, threshold_argument, time_loops
 from report_output import command_line, publish
 from retrieval_efficientrag import (
     DEV_FILES,
@@ -70,18 +70,16 @@ from retrieval_efficientrag import validation_examples as validation_part
 from retrieval_rerank import OPEN_DOMAIN_NAME, direction_arguments, open_domain_pool
 
 from efficientrag.adapt.choice import VALIDATION_GROUP, Judge, ScoringSet
-from efficientrag.adapt.exit_choice import fit_method_heads, layer_cost, score_thresholds
+from efficientrag.adapt.exit_choice import ExitChoiceConfig, fit_method_heads, layer_cost, score_thresholds
 from efficientrag.adapt.method_choice import LABELER_RERANK, MethodChoiceConfig, choose_method
 from efficientrag.adapt.pair_choice import AS_CHOSEN, PairChoiceConfig, choose_pairs
 from efficientrag.adapt.pseudo_rows import PseudoRowsConfig, build_pseudo_sets, pseudo_scoring_sets
 from efficientrag.config import load_config, save_config
 from efficientrag.config_values import to_dict
-from efficientrag.eval.paired_bootstrap import paired_bootstrap
 from efficientrag.eval.record_scores import mean, question_scores
 from efficientrag.fingerprint import folder_digest
 from efficientrag.models.early_exit import encoder_depth
 from efficientrag.pipeline.config import EfficientRAGConfig
-from efficientrag.training.exit_head import ExitHeadConfig
 
 
 def direction_models(models: Path) -> dict[str, Path]:
@@ -150,11 +148,12 @@ def pair_choice_rows(
     was kept."""
     if record["chosen"] == AS_CHOSEN:
         return {}
-    return {
-        f"{method['chosen']}, {record['chosen']} (pairs chosen on validation)": {
-            "efficientrag": to_dict(picked)
-        }
-    }
+    return {pair_label(method["chosen"], record["chosen"]): {"efficientrag": to_dict(picked)}}
+
+
+def pair_label(method: str, pick: str) -> str:
+    """The dev row of ``method`` with the pair choice's ``pick``."""
+    return f"{method}, {pick} (pairs chosen on validation)"
 
 
 def with_dev_rows(method: dict[str, Any], rows: dict[str, Any]) -> dict[str, Any]:
@@ -169,7 +168,7 @@ def shipped(method: dict[str, Any], on_dev: dict[str, Any]) -> EfficientRAGConfi
     name = method["chosen"]
     pairs = method.get("pairs", {})
     if pairs.get("chosen", AS_CHOSEN) != AS_CHOSEN:
-        name = f"{name}, {pairs['chosen']} (pairs chosen on validation)"
+        name = pair_label(name, pairs["chosen"])
     threshold = method.get("early_exit", {}).get("methods", {}).get(name, {}).get("chosen")
     if threshold is not None:
         name = exit_label(name, threshold)
@@ -191,14 +190,14 @@ def exit_label(name: str, threshold: float) -> str:
 
 
 def choose_exits(
-    args: argparse.Namespace, judge: Judge, models: dict[str, Path], root: Path, bases: dict[str, Any]
+    cfg: ExitChoiceConfig, judge: Judge, models: dict[str, Path], root: Path, bases: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The Labeler's exit heads fit as ``adapt`` fits them, on its training rows and the pairs of
     the last of ``bases`` (the method ``adapt`` would ship) on half of the validation questions;
     then each base's threshold chosen on the other half.
 
     Args:
-        args: The script's arguments (``--thresholds``).
+        cfg: The heads' fit, the candidate thresholds and the tolerance (``adapt``'s settings).
         judge: The validation questions' scoring sets.
         models: The direction's Labeler and Filter.
         root: The direction's models folder (its ``train_data`` and the exit's work folder).
@@ -210,12 +209,12 @@ def choose_exits(
     settings = {n: load_config(EfficientRAGConfig, data=d) for n, d in bases.items()}
     rows_file = root / "train_data" / "labeler" / "train.jsonl"
     fit = fit_method_heads(
-        judge, models, list(settings.values())[-1], rows_file, ExitHeadConfig(), root / "early_exit"
+        judge, models, list(settings.values())[-1], rows_file, cfg.heads, root / "early_exit"
     )
     record: dict[str, Any] = {"heads": fit, "methods": {}}
     dev_rows = {}
-    for name, cfg in settings.items():
-        chosen, scored = score_thresholds(judge, models, cfg, args.thresholds, 1.0)
+    for name, method in settings.items():
+        chosen, scored = score_thresholds(judge, models, method, cfg.thresholds, cfg.tolerance)
         shown = chosen if chosen is not None else best_exit(scored)
         record["methods"][name] = {"chosen": chosen, "shown": shown, "candidates": scored}
     for label, (name, threshold) in exit_rows(record).items():
@@ -291,7 +290,7 @@ def exit_section(
     for label, base in rows.items():
         recs, own = runs[label], runs[base]
         s = question_scores(recs)
-        gaps = ["", ""] if label == base else _own_gaps(s, question_scores(own))
+        gaps = ["", ""] if label == base else paired_cells(s, question_scores(own))
         secs = seconds.get(label)
         cells = [
             f"{mean([x for x, _ in s]):.1f} / {mean([y for _, y in s]):.1f}",
@@ -304,13 +303,6 @@ def exit_section(
         ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines
-
-
-def _own_gaps(s: list[tuple[float, float]], own: list[tuple[float, float]]) -> list[str]:
-    return [
-        paired_bootstrap([x for x, _ in s], [x for x, _ in own]).cell(),
-        paired_bootstrap([y for _, y in s], [y for _, y in own]).cell(),
-    ]
 
 
 def pair_lines(record: dict[str, Any]) -> list[str]:
@@ -405,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         help="also fit the Labeler's exit heads, choose each method's exit threshold on the validation questions "
         "and report the dev rows at full depth and with the exit, timed side by side",
     )
-    parser.add_argument("--thresholds", type=thresholds, default=thresholds("0.01,0.02,0.05,0.1,0.2,0.3"))
+    threshold_argument(parser)
     parser.add_argument(
         "--quantize", default="bf16", help="the models' inference path while the exit rows are timed"
     )
@@ -445,9 +437,10 @@ def main(argv: list[str] | None = None) -> int:
         # The one-hop reranker, the chosen method and the pair choice's pick (the method adapt ships, last).
         bases = {n: method["candidates"][n]["efficientrag"] for n in (LABELER_RERANK, method["chosen"])}
         bases |= {n: row["efficientrag"] for n, row in rows.items()}
-        exits, exit_rows = choose_exits(args, judge, models, root, bases)
+        exit_cfg = ExitChoiceConfig(enabled=True, thresholds=args.thresholds)
+        exits, exit_dev_rows = choose_exits(exit_cfg, judge, models, root, bases)
         method = {**method, "early_exit": exits}
-        rows |= exit_rows
+        rows |= exit_dev_rows
     on_dev = with_pair_budgets(with_dev_rows(method, rows), args.pair_budgets)
     method["preset"] = str(write_preset(args.retriever, shipped(method, on_dev), root / "retrieve.yaml"))
     evaluated = dev_pools(opts, work, train_on, eval_on)

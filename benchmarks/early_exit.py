@@ -40,7 +40,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from exit_options import exit_arguments, kept_lost_early, pair_cell, threshold_table_head, time_loops
+from exit_options import (
+    exit_arguments,
+    kept_lost_early,
+    pair_cell,
+    paired_cells,
+    threshold_table_head,
+    time_loops,
+)
 from report_output import publish, quickstart_models, title_block
 
 from efficientrag.adapt.exit_choice import layer_cost, pick_threshold
@@ -49,7 +56,6 @@ from efficientrag.adapt.pair_choice import AS_CHOSEN, PairChoiceConfig, pair_can
 from efficientrag.config import load_config
 from efficientrag.eval.interrupts import main_reporting_interrupts
 from efficientrag.eval.job_runs import evaluate_efficientrag_run
-from efficientrag.eval.paired_bootstrap import paired_bootstrap
 from efficientrag.eval.record_scores import mean, question_scores
 from efficientrag.experiment.assembly import toy_world_search
 from efficientrag.fingerprint import folder_digest
@@ -310,24 +316,17 @@ def report_lines(
             f"{mean([len(r['retrieved_ids']) for r in recs]):.2f}",
             pair_cell(recs),
             timing,
-            *(["", ""] if label == ref_name else _gaps(s, ref, args.resamples)),
-            *(["", ""] if label == full_name else _gaps(s, own, args.resamples)),
+            *(["", ""] if label == ref_name else paired_cells(s, ref, args.resamples)),
+            *(["", ""] if label == full_name else paired_cells(s, own, args.resamples)),
             *(
                 ["", ""]
                 if label == today_name or label.startswith(METHODS[0])
-                else _gaps(s, today, args.resamples)
+                else paired_cells(s, today, args.resamples)
             ),
             lost,
         ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines
-
-
-def _gaps(s: list[tuple[float, float]], ref: list[tuple[float, float]], resamples: int) -> list[str]:
-    return [
-        paired_bootstrap([x for x, _ in s], [x for x, _ in ref], resamples=resamples).cell(),
-        paired_bootstrap([y for _, y in s], [y for _, y in ref], resamples=resamples).cell(),
-    ]
 
 
 if __name__ == "__main__":

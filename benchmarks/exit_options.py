@@ -13,6 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from efficientrag.adapt.exit_choice import ExitChoiceConfig
+from efficientrag.eval.paired_bootstrap import paired_bootstrap
 from efficientrag.eval.record_scores import mean
 from efficientrag.eval.side_by_side import time_methods
 
@@ -57,8 +59,35 @@ def exit_arguments(parser: argparse.ArgumentParser, fit_world: str) -> None:
     parser.add_argument(
         "--fit-seed", type=int, default=3, help=f"the toy world whose {fit_world} the heads also fit"
     )
-    parser.add_argument("--thresholds", type=thresholds, default=thresholds("0.01,0.02,0.05,0.1,0.2,0.3"))
+    threshold_argument(parser)
     parser.add_argument("--tolerance", type=float, default=1.0, help="validation points a threshold may cost")
+
+
+def threshold_argument(parser: argparse.ArgumentParser) -> None:
+    """``--thresholds``, by default the candidates ``adapt`` chooses from (``ExitChoiceConfig``).
+
+    Args:
+        parser: The script's parser (the option is added to it).
+    """
+    default = sorted({float(t) for t in ExitChoiceConfig().thresholds})
+    parser.add_argument("--thresholds", type=thresholds, default=default, help="comma-separated, in (0, 1]")
+
+
+def paired_cells(
+    scores: Sequence[tuple[float, float]], ref: Sequence[tuple[float, float]], resamples: int = 10_000
+) -> list[str]:
+    """The paired recall and all-gold gaps (``scores`` minus ``ref``, per question), each with its
+    95% interval and verdict.
+
+    Args:
+        scores: Per question (recall, all-gold).
+        ref: The same questions' (recall, all-gold) of the reference row.
+        resamples: Bootstrap resamples per interval.
+    """
+    return [
+        paired_bootstrap([x for x, _ in scores], [x for x, _ in ref], resamples=resamples).cell(),
+        paired_bootstrap([y for _, y in scores], [y for _, y in ref], resamples=resamples).cell(),
+    ]
 
 
 def threshold_table_head(thresholds: list[float], *leading: str) -> list[str]:

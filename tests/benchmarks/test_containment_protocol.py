@@ -284,11 +284,10 @@ class _ExitJudge:
         return {"musique": out}
 
 
-def test_each_method_gets_its_own_exit_threshold_over_heads_fit_once_for_the_shipped_method(
-    bench, tmp_path, monkeypatch
-):
+def test_each_method_gets_its_own_exit_threshold_over_heads_fit_once_for_the_shipped_method(bench, tmp_path):
     import torch
 
+    from efficientrag.adapt.exit_choice import ExitChoiceConfig
     from efficientrag.data.corpus import Corpus
     from efficientrag.data.schema import Chunk
     from efficientrag.models import Labeler
@@ -304,15 +303,16 @@ def test_each_method_gets_its_own_exit_threshold_over_heads_fit_once_for_the_shi
     )
     root = tmp_path / "direction"
     write_rows(root / "train_data" / "labeler", labeler_rows(24, seed=1), labeler_rows(8, seed=2, prefix="v"))
-    monkeypatch.setattr(bench, "ExitHeadConfig", lambda: ExitHeadConfig(layers=[1], epochs=2))
     corpus = Corpus(
         [Chunk(c, c.title(), f"{c} was a film director born in 1950.") for c in ("alpha", "bob", "omega")]
     )
     judge = _ExitJudge(corpus)
     models = {"labeler": Path(folder), "filter": Path(folder)}
     bases = {"labeler_rerank": {"max_hops": 1}, "loop_rerank_calibrated": {"max_hops": 4}}
-    args = argparse.Namespace(thresholds=[0.05, 0.1, 0.2])
-    record, rows = bench.choose_exits(args, judge, models, root, bases)
+    cfg = ExitChoiceConfig(
+        enabled=True, thresholds=[0.05, 0.1, 0.2], heads=ExitHeadConfig(layers=[1], epochs=2)
+    )
+    record, rows = bench.choose_exits(cfg, judge, models, root, bases)
     # The heads saw the shipped method's (the last base's) full-depth pairs, and were written once.
     assert judge.asked[0] == (4, None) and (folder / EARLY_EXIT_DIR / "model.safetensors").is_file()
     assert record["methods"]["labeler_rerank"]["chosen"] == 0.2  # fewest layers, score kept at every one
